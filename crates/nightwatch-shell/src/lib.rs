@@ -1,15 +1,37 @@
-//! Shell analysis (being written): `analyse(line)` returns every command the line would run.
-use nightwatch_core::{Arg, Invocation};
-use std::borrow::Cow;
+//! Shell analysis: a bash line in, every command it would run out.
+//!
+//! `analyse` parses the line with a real bash grammar (brush-parser) and walks everything that
+//! would execute: pipelines, lists, subshells, groups, loop and branch bodies, functions defined in
+//! the line, command and process substitutions, expansions hidden in words and here-documents. It
+//! unwraps wrappers (`sudo`, `env`, `xargs`, `find -exec`, `bash -c`, `ssh HOST CMD`, ...) and keeps
+//! both the wrapper and what it runs. Each [`Invocation`] carries normalised argv and flags and the
+//! [`Effects`](nightwatch_core::Effects) its text reveals.
+//!
+//! The analysis is pure and total: no I/O, no clock, and no input makes it panic or abort. What
+//! cannot be judged from the text (a command name computed at runtime, a script piped from the
+//! network, a parse error, a limit hit) comes back as an *opaque* invocation with the reason.
 
-/// Every command the line would run. Never panics; what cannot be judged comes back opaque.
+mod effects;
+mod flags;
+mod limits;
+mod paths;
+mod walk;
+mod word;
+mod wrappers;
+
+use nightwatch_core::Invocation;
+
+pub use flags::normalise_flag;
+pub use limits::{MAX_INPUT_BYTES, MAX_NESTING};
+pub use paths::normalise_path;
+
+/// Every command the line would run, outermost wrappers first, in source order.
+///
+/// Never panics. A line that cannot be parsed, or that exceeds a limit, gives one opaque
+/// invocation (empty argv) whose `opaque` field says why.
 pub fn analyse(line: &str) -> Vec<Invocation> {
-    let argv: Vec<String> = line.split_whitespace().map(str::to_owned).collect();
-    let args = argv.iter().skip(1).map(|w| Arg::Positional(w.clone())).collect();
-    vec![Invocation { argv, args, ..Invocation::default() }]
+    walk::analyse_script(line, 0)
 }
 
-/// The canonical name of `flag` for `program` (`rm --recursive` is `-r`).
-pub fn normalise_flag<'a>(_program: &str, flag: &'a str) -> Cow<'a, str> {
-    Cow::Borrowed(flag)
-}
+#[cfg(test)]
+mod tests;

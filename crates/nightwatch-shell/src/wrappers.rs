@@ -1,0 +1,519 @@
+//! Wrappers: commands that run another command. Each is judged itself, and so is what it runs.
+
+use crate::word::Field;
+use nightwatch_core::{Remote, RemoteKind};
+
+/// What a wrapper runs.
+#[derive(Debug)]
+pub enum Inner {
+    /// Another command, given as words (`sudo rm x`, `xargs rm`, `find -exec rm {} ;`).
+    Argv {
+        fields: Vec<Field>,
+        label: String,
+        remote: Option<Remote>,
+        /// More arguments arrive on standard input (`xargs`).
+        args_from_stdin: bool,
+    },
+    /// A shell script given as text (`bash -c`, `eval`, `ssh host CMD`, `watch`, `su -c`).
+    Script {
+        text: Field,
+        label: String,
+        remote: Option<Remote>,
+    },
+    /// A shell that reads its script from standard input.
+    ScriptFromStdin { label: String },
+    /// A shell running a script file (`bash deploy.sh`, `bash <(curl ...)`).
+    ScriptFile { path: Field },
+}
+
+pub const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "busybox-sh",
+];
+
+/// The commands that `argv` (already normalised: `argv[0]` is a bare name) runs inside itself.
+pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
+    let label = name.to_owned();
+    let argv_inner = |start: usize, label: String| -> Vec<Inner> {
+        match argv.get(start..) {
+            Some(rest) if !rest.is_empty() => vec![Inner::Argv {
+                fields: rest.to_vec(),
+                label,
+                remote: None,
+                args_from_stdin: false,
+            }],
+            _ => Vec::new(),
+        }
+    };
+    match name {
+        "sudo" => {
+            let start = skip_options(argv, 1, &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user", "--group", "--chdir", "--prompt"], true);
+            let start = skip_assignments(argv, start);
+            let shell_flag = argv[1..start].iter().any(|f| {
+                matches!(f.text.as_str(), "-s" | "-i" | "--shell" | "--login")
+            });
+            if shell_flag && argv.len() > start {
+                // `sudo -s CMD` runs CMD through the shell: `-c` with the rest joined.
+                return vec![Inner::Script {
+                    text: join(&argv[start..]),
+                    label,
+                    remote: None,
+                }];
+            }
+            argv_inner(start, label)
+        }
+        "doas" => argv_inner(skip_options(argv, 1, &["-u", "-C"], true), label),
+        "pkexec" => argv_inner(skip_options(argv, 1, &["--user"], true), label),
+        "runuser" | "su" => {
+            if let Some(script) = option_value(argv, &["-c", "--command", "-C", "--session-command"]) {
+                return vec![Inner::Script {
+                    text: script,
+                    label: format!("{name} -c"),
+                    remote: None,
+                }];
+            }
+            if name == "runuser" {
+                let start = skip_options(argv, 1, &["-u", "-g", "-G", "--user", "--group"], true);
+                return argv_inner(start, label);
+            }
+            Vec::new()
+        }
+        "env" => {
+            if let Some(split) = option_value(argv, &["-S", "--split-string"]) {
+                return vec![Inner::Script {
+                    text: split,
+                    label: "env -S".into(),
+                    remote: None,
+                }];
+            }
+            let start = skip_options(argv, 1, &["-u", "--unset", "-C", "--chdir"], true);
+            argv_inner(skip_assignments(argv, start), label)
+        }
+        "nice" => {
+            let start = skip_options(argv, 1, &["-n", "--adjustment"], true);
+            argv_inner(start, label)
+        }
+        "ionice" => {
+            let start = skip_options(argv, 1, &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"], true);
+            argv_inner(start, label)
+        }
+        "nohup" | "setsid" | "builtin" | "unbuffer" | "catchsegv" | "strace" | "ltrace" | "torsocks" | "proxychains" | "proxychains4" | "faketime" => {
+            let valued: &[&str] = match name {
+                "strace" | "ltrace" => &["-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X"],
+                _ => &[],
+            };
+            let mut start = skip_options(argv, 1, valued, true);
+            if name == "faketime" {
+                start += 1;
+            }
+            argv_inner(start, label)
+        }
+        "stdbuf" => argv_inner(skip_options(argv, 1, &["-i", "-o", "-e", "--input", "--output", "--error"], true), label),
+        "timeout" => {
+            let start = skip_options(argv, 1, &["-s", "-k", "--signal", "--kill-after"], true);
+            argv_inner(start + 1, label)
+        }
+        "chroot" => {
+            let start = skip_options(argv, 1, &["--userspec", "--groups"], true);
+            argv_inner(start + 1, label)
+        }
+        "flock" => {
+            if let Some(script) = option_value(argv, &["-c", "--command"]) {
+                return vec![Inner::Script {
+                    text: script,
+                    label: "flock -c".into(),
+                    remote: None,
+                }];
+            }
+            let start = skip_options(argv, 1, &["-w", "-E", "--wait", "--timeout", "--conflict-exit-code"], true);
+            argv_inner(start + 1, label)
+        }
+        "watch" => {
+            let start = skip_options(argv, 1, &["-n", "-q", "--interval"], true);
+            let exec_mode = argv[1..start].iter().any(|f| f.text == "-x" || f.text == "--exec");
+            if exec_mode {
+                return argv_inner(start, label);
+            }
+            match argv.get(start..) {
+                Some(rest) if !rest.is_empty() => vec![Inner::Script {
+                    text: join(rest),
+                    label,
+                    remote: None,
+                }],
+                _ => Vec::new(),
+            }
+        }
+        "time" => argv_inner(skip_options(argv, 1, &["-o", "-f", "--output", "--format"], true), label),
+        "command" => {
+            let lookup_only = argv[1..].iter().take_while(|f| f.text.starts_with('-')).any(|f| f.text.contains('v') || f.text.contains('V'));
+            if lookup_only {
+                return Vec::new();
+            }
+            argv_inner(skip_options(argv, 1, &[], true), label)
+        }
+        "exec" => argv_inner(skip_options(argv, 1, &["-a"], true), label),
+        "xargs" => {
+            let start = skip_options(argv, 1, &["-d", "-E", "-I", "-L", "-n", "-P", "-s", "-a", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--arg-file", "--process-slot-var"], true);
+            let fields = match argv.get(start..) {
+                Some(rest) if !rest.is_empty() => rest.to_vec(),
+                // xargs with no command runs echo.
+                _ => vec![Field::literal("echo")],
+            };
+            vec![Inner::Argv {
+                fields,
+                label,
+                remote: None,
+                args_from_stdin: true,
+            }]
+        }
+        "find" => find_actions(argv),
+        "eval" => match argv.get(1..) {
+            Some(rest) if !rest.is_empty() => vec![Inner::Script {
+                text: join(rest),
+                label,
+                remote: None,
+            }],
+            _ => Vec::new(),
+        },
+        "ssh" => ssh(argv),
+        "docker" | "podman" => docker_exec(name, argv),
+        "kubectl" | "oc" => kubectl_exec(name, argv),
+        "script" => match option_value(argv, &["-c", "--command"]) {
+            Some(text) => vec![Inner::Script {
+                text,
+                label: "script -c".into(),
+                remote: None,
+            }],
+            None => Vec::new(),
+        },
+        "busybox" => argv_inner(1, label),
+        "vi" | "vim" | "nvim" | "view" | "gvim" | "ex" => editor_commands(name, argv),
+        _ if SHELLS.contains(&name) => shell(name, argv),
+        _ => Vec::new(),
+    }
+}
+
+/// `bash -c STRING`, `bash -lc STRING`, `bash script.sh`, or `bash` reading stdin.
+fn shell(name: &str, argv: &[Field]) -> Vec<Inner> {
+    let mut index = 1;
+    let mut command_mode = false;
+    let mut stdin_mode = false;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        if word == "--" || word == "-" {
+            index += 1;
+            break;
+        }
+        if !(word.starts_with('-') || word.starts_with('+')) || word.len() < 2 {
+            break;
+        }
+        index += 1;
+        if word.starts_with("--") {
+            if matches!(word, "--rcfile" | "--init-file") {
+                index += 1;
+            }
+            continue;
+        }
+        let body = &word[1..];
+        if body.contains('c') {
+            command_mode = true;
+        }
+        if body.contains('s') {
+            stdin_mode = true;
+        }
+        // -o OPTION and -O OPTION take the next word.
+        if body.ends_with('o') || body.ends_with('O') {
+            index += 1;
+        }
+    }
+    let label = if command_mode {
+        format!("{name} -c")
+    } else {
+        name.to_owned()
+    };
+    if command_mode {
+        return match argv.get(index) {
+            Some(script) => vec![Inner::Script {
+                text: script.clone(),
+                label,
+                remote: None,
+            }],
+            None => Vec::new(),
+        };
+    }
+    match argv.get(index) {
+        Some(path) if !stdin_mode => vec![Inner::ScriptFile { path: path.clone() }],
+        _ => vec![Inner::ScriptFromStdin { label }],
+    }
+}
+
+/// `find ... -exec CMD {} ;` and friends.
+fn find_actions(argv: &[Field]) -> Vec<Inner> {
+    let mut inners = Vec::new();
+    let mut index = 1;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        index += 1;
+        if matches!(word, "-exec" | "-execdir" | "-ok" | "-okdir") {
+            let start = index;
+            while index < argv.len() && !matches!(argv[index].text.as_str(), ";" | "+") {
+                index += 1;
+            }
+            if index > start {
+                inners.push(Inner::Argv {
+                    fields: argv[start..index].to_vec(),
+                    label: format!("find {word}"),
+                    remote: None,
+                    args_from_stdin: false,
+                });
+            }
+            index += 1;
+        }
+    }
+    inners
+}
+
+fn ssh(argv: &[Field]) -> Vec<Inner> {
+    let valued = [
+        "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-I", "-m", "-O", "-Q",
+        "-S", "-W", "-w", "-B",
+    ];
+    let host_index = skip_bundled_options(argv, 1, &valued);
+    let Some(host) = argv.get(host_index) else {
+        return Vec::new();
+    };
+    match argv.get(host_index + 1..) {
+        Some(rest) if !rest.is_empty() => vec![Inner::Script {
+            // The remote shell joins the words with spaces and parses the result again.
+            text: join(rest),
+            label: format!("ssh {}", host.text),
+            remote: Some(Remote {
+                kind: RemoteKind::Ssh,
+                target: host.text.clone(),
+            }),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+fn docker_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
+    let global = skip_options(argv, 1, &["-H", "--host", "-c", "--context", "--config", "-l", "--log-level"], true);
+    let mut index = global;
+    let sub = argv.get(index).map(|f| f.text.as_str());
+    let compose = matches!(sub, Some("compose"));
+    if compose {
+        index = skip_options(argv, index + 1, &["-f", "--file", "-p", "--project-name", "--profile", "--env-file", "--project-directory"], true);
+    }
+    if argv.get(index).map(|f| f.text.as_str()) != Some("exec") {
+        return Vec::new();
+    }
+    let target_index = skip_options(
+        argv,
+        index + 1,
+        &["-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys", "--index"],
+        true,
+    );
+    let Some(target) = argv.get(target_index) else {
+        return Vec::new();
+    };
+    match argv.get(target_index + 1..) {
+        Some(rest) if !rest.is_empty() => vec![Inner::Argv {
+            fields: rest.to_vec(),
+            label: format!("{name} exec {}", target.text),
+            remote: Some(Remote {
+                kind: RemoteKind::DockerExec,
+                target: target.text.clone(),
+            }),
+            args_from_stdin: false,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+fn kubectl_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
+    let Some(exec_at) = argv.iter().position(|f| f.text == "exec") else {
+        return Vec::new();
+    };
+    let Some(dashes) = argv.iter().position(|f| f.text == "--") else {
+        return Vec::new();
+    };
+    if dashes < exec_at {
+        return Vec::new();
+    }
+    let valued = ["-n", "--namespace", "-c", "--container", "--context", "--kubeconfig", "--cluster", "--pod-running-timeout", "-f", "--filename"];
+    let mut target = String::from("?");
+    let mut index = exec_at + 1;
+    while index < dashes {
+        let word = argv[index].text.as_str();
+        if valued.contains(&word) {
+            index += 2;
+            continue;
+        }
+        if !word.starts_with('-') {
+            target = word.to_owned();
+        }
+        index += 1;
+    }
+    match argv.get(dashes + 1..) {
+        Some(rest) if !rest.is_empty() => vec![Inner::Argv {
+            fields: rest.to_vec(),
+            label: format!("{name} exec {target}"),
+            remote: Some(Remote {
+                kind: RemoteKind::KubectlExec,
+                target,
+            }),
+            args_from_stdin: false,
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// `vim -c ':!rm -rf /'` runs a shell command; other editor commands are code too (marked by
+/// effects), but only `!` commands are shell lines we can judge.
+fn editor_commands(name: &str, argv: &[Field]) -> Vec<Inner> {
+    let mut inners = Vec::new();
+    let mut index = 1;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        let command = if matches!(word, "-c" | "--cmd") {
+            index += 1;
+            argv.get(index).map(|f| f.text.as_str())
+        } else {
+            word.strip_prefix('+')
+        };
+        index += 1;
+        if let Some(command) = command {
+            let command = command.trim_start_matches(':').trim_start();
+            if let Some(shell) = command.strip_prefix('!') {
+                inners.push(Inner::Script {
+                    text: Field {
+                        text: shell.to_owned(),
+                        literal: argv.iter().all(|f| f.literal),
+                    },
+                    label: format!("{name} -c !"),
+                    remote: None,
+                });
+            }
+        }
+    }
+    inners
+}
+
+/// Index of the first word at or after `start` that is not an option (or an option's value).
+fn skip_options(argv: &[Field], start: usize, valued: &[&str], stop_at_dashes: bool) -> usize {
+    let mut index = start;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        if word == "--" && stop_at_dashes {
+            return index + 1;
+        }
+        if !word.starts_with('-') || word.len() < 2 {
+            return index;
+        }
+        index += 1;
+        if word.contains('=') {
+            continue;
+        }
+        if valued.contains(&word) {
+            index += 1;
+        } else if !word.starts_with("--") {
+            // A bundle like `-un` ending in a valued flag takes the next word too.
+            if let Some(last) = word.chars().last()
+                && word.len() > 2
+                && valued.contains(&format!("-{last}").as_str())
+            {
+                index += 1;
+            }
+        }
+    }
+    index
+}
+
+fn skip_bundled_options(argv: &[Field], start: usize, valued: &[&str]) -> usize {
+    let mut index = start;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        if word == "--" {
+            return index + 1;
+        }
+        if !word.starts_with('-') || word.len() < 2 {
+            return index;
+        }
+        index += 1;
+        // `-p22` carries its value; `-p 22` and `-vp 22` take the next word.
+        let body = &word[1..];
+        for (offset, c) in body.char_indices() {
+            if valued.contains(&format!("-{c}").as_str()) {
+                if offset + c.len_utf8() == body.len() {
+                    index += 1;
+                }
+                break;
+            }
+        }
+    }
+    index
+}
+
+fn skip_assignments(argv: &[Field], start: usize) -> usize {
+    let mut index = start;
+    while index < argv.len() && is_assignment(&argv[index].text) {
+        index += 1;
+    }
+    index
+}
+
+pub fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+/// The value of the first of `names` in `argv`: `-c VALUE`, `--command=VALUE`, or a short bundle
+/// ending in the flag (`-lc VALUE`).
+fn option_value(argv: &[Field], names: &[&str]) -> Option<Field> {
+    let mut index = 1;
+    while index < argv.len() {
+        let word = argv[index].text.as_str();
+        if word == "--" {
+            return None;
+        }
+        for name in names {
+            if word == *name {
+                return argv.get(index + 1).cloned();
+            }
+            if let Some(value) = word.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+                return Some(Field {
+                    text: value.to_owned(),
+                    literal: argv[index].literal,
+                });
+            }
+            if let Some(short) = name.strip_prefix('-')
+                && short.len() == 1
+                && word.starts_with('-')
+                && !word.starts_with("--")
+                && word.len() > 2
+                && word.ends_with(short)
+            {
+                return argv.get(index + 1).cloned();
+            }
+        }
+        index += 1;
+    }
+    None
+}
+
+/// Words joined with spaces, as `eval`, `ssh` and `watch` do before parsing them again.
+fn join(fields: &[Field]) -> Field {
+    Field {
+        text: fields
+            .iter()
+            .map(|f| f.text.as_str())
+            .collect::<Vec<_>>()
+            .join(" "),
+        literal: fields.iter().all(|f| f.literal),
+    }
+}
