@@ -5,11 +5,57 @@ use nightwatch_core::{Arg, Effects};
 
 /// Commands whose positionals are names, not contents: listing or naming a file is not reading it.
 const NAMES_ONLY: &[&str] = &[
-    "ls", "stat", "du", "df", "realpath", "readlink", "basename", "dirname", "test", "[", "echo",
-    "printf", "mkdir", "touch", "cd", "pushd", "which", "type", "command", "whereis", "tree",
-    "lsof", "namei", "getfacl", "sleep", "seq", "kill", "pkill", "pgrep", "killall", "ps",
-    "systemctl", "service", "journalctl", "docker", "podman", "kubectl", "ping", "dig", "host",
-    "nslookup", "id", "getent", "date", "true", "false", ":", "export", "unset", "alias", "set",
+    "ls",
+    "stat",
+    "du",
+    "df",
+    "realpath",
+    "readlink",
+    "basename",
+    "dirname",
+    "test",
+    "[",
+    "echo",
+    "printf",
+    "mkdir",
+    "touch",
+    "cd",
+    "pushd",
+    "which",
+    "type",
+    "command",
+    "whereis",
+    "tree",
+    "lsof",
+    "namei",
+    "getfacl",
+    "sleep",
+    "seq",
+    "kill",
+    "pkill",
+    "pgrep",
+    "killall",
+    "ps",
+    "systemctl",
+    "service",
+    "journalctl",
+    "docker",
+    "podman",
+    "kubectl",
+    "ping",
+    "dig",
+    "host",
+    "nslookup",
+    "id",
+    "getent",
+    "date",
+    "true",
+    "false",
+    ":",
+    "export",
+    "unset",
+    "alias",
+    "set",
 ];
 /// Commands whose first positional is a pattern or program, not a file.
 const PATTERN_FIRST: &[&str] = &[
@@ -17,14 +63,46 @@ const PATTERN_FIRST: &[&str] = &[
     "nawk", "jq", "yq", "xmllint",
 ];
 const NETWORK: &[&str] = &[
-    "curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "netcat", "socat", "telnet", "ftp",
-    "ping", "ping6", "dig", "nslookup", "host", "traceroute", "mtr", "nmap", "aria2c", "http",
-    "https", "xh", "fetch", "lynx", "links", "w3m", "rclone", "aws", "gcloud", "az", "gsutil",
-    "s3cmd", "mosh", "openssl", "gh",
+    "curl",
+    "wget",
+    "ssh",
+    "scp",
+    "sftp",
+    "nc",
+    "ncat",
+    "netcat",
+    "socat",
+    "telnet",
+    "ftp",
+    "ping",
+    "ping6",
+    "dig",
+    "nslookup",
+    "host",
+    "traceroute",
+    "mtr",
+    "nmap",
+    "aria2c",
+    "http",
+    "https",
+    "xh",
+    "fetch",
+    "lynx",
+    "links",
+    "w3m",
+    "rclone",
+    "aws",
+    "gcloud",
+    "az",
+    "gsutil",
+    "s3cmd",
+    "mosh",
+    "openssl",
+    "gh",
 ];
 const PRIVILEGE: &[&str] = &[
-    "sudo", "doas", "su", "pkexec", "runuser", "chroot", "setpriv", "sudoedit", "capsh",
-    "nsenter", "unshare", "newgrp", "sg",
+    "sudo", "doas", "su", "pkexec", "runuser", "chroot", "setpriv", "sudoedit", "capsh", "nsenter",
+    "unshare", "newgrp", "sg",
 ];
 const PROCESS_CONTROL: &[&str] = &["kill", "pkill", "killall", "skill", "xkill", "renice"];
 const MACHINE_CONTROL: &[&str] = &[
@@ -32,9 +110,23 @@ const MACHINE_CONTROL: &[&str] = &[
 ];
 /// `systemctl` verbs that only look.
 const SYSTEMCTL_READ: &[&str] = &[
-    "status", "show", "cat", "list-units", "list-unit-files", "list-timers", "list-sockets",
-    "list-dependencies", "list-jobs", "list-machines", "is-active", "is-enabled", "is-failed",
-    "is-system-running", "help", "get-default", "show-environment",
+    "status",
+    "show",
+    "cat",
+    "list-units",
+    "list-unit-files",
+    "list-timers",
+    "list-sockets",
+    "list-dependencies",
+    "list-jobs",
+    "list-machines",
+    "is-active",
+    "is-enabled",
+    "is-failed",
+    "is-system-running",
+    "help",
+    "get-default",
+    "show-environment",
 ];
 const INTERPRETERS: &[(&str, &[&str])] = &[
     ("python", &["-c"]),
@@ -64,11 +156,38 @@ const INTERPRETERS: &[(&str, &[&str])] = &[
 ];
 /// Environment variables whose value is run as code by the command that inherits them.
 pub const CODE_VARIABLES: &[&str] = &[
-    "PAGER", "GIT_PAGER", "MANPAGER", "EDITOR", "VISUAL", "GIT_EDITOR", "GIT_SSH", "GIT_SSH_COMMAND",
-    "GIT_ASKPASS", "SSH_ASKPASS", "SUDO_ASKPASS", "LD_PRELOAD", "LD_LIBRARY_PATH", "LD_AUDIT",
-    "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "PERL5OPT", "PYTHONSTARTUP",
-    "PYTHONPATH", "NODE_OPTIONS", "RUBYOPT", "GIT_EXTERNAL_DIFF", "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT", "LESSOPEN", "LESSCLOSE", "BROWSER", "DYLD_INSERT_LIBRARIES", "IFS",
+    "PAGER",
+    "GIT_PAGER",
+    "MANPAGER",
+    "EDITOR",
+    "VISUAL",
+    "GIT_EDITOR",
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_ASKPASS",
+    "SSH_ASKPASS",
+    "SUDO_ASKPASS",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "PROMPT_COMMAND",
+    "PS4",
+    "SHELLOPTS",
+    "PERL5OPT",
+    "PYTHONSTARTUP",
+    "PYTHONPATH",
+    "NODE_OPTIONS",
+    "RUBYOPT",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+    "LESSOPEN",
+    "LESSCLOSE",
+    "BROWSER",
+    "DYLD_INSERT_LIBRARIES",
+    "IFS",
 ];
 
 /// True for an interpreter given neither inline code nor a program file: it runs what arrives
@@ -77,8 +196,12 @@ pub fn reads_program_from_stdin(name: &str, args: &[Arg]) -> bool {
     let Some((_, inline_flags)) = INTERPRETERS.iter().find(|(n, _)| *n == name) else {
         return false;
     };
-    let inline = args.iter().any(|a| matches!(a, Arg::Flag { name, .. } if inline_flags.contains(&name.as_str())));
-    let program_file = args.iter().any(|a| matches!(a, Arg::Positional(p) if p != "-"));
+    let inline = args
+        .iter()
+        .any(|a| matches!(a, Arg::Flag { name, .. } if inline_flags.contains(&name.as_str())));
+    let program_file = args
+        .iter()
+        .any(|a| matches!(a, Arg::Positional(p) if p != "-"));
     !inline && !program_file
 }
 
@@ -92,7 +215,10 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             Arg::Flag { .. } => None,
         })
         .collect();
-    let flag = |wanted: &str| args.iter().any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted));
+    let flag = |wanted: &str| {
+        args.iter()
+            .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
+    };
     let value = |wanted: &str| {
         args.iter().find_map(|a| match a {
             Arg::Flag { name, value } if name == wanted => value.as_deref(),
@@ -145,17 +271,26 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         }
         "sed" | "gsed" => {
             let script_given = flag("-e") || flag("-f");
-            let files = if script_given { &positionals[..] } else { positionals.get(1..).unwrap_or(&[]) };
+            let files = if script_given {
+                &positionals[..]
+            } else {
+                positionals.get(1..).unwrap_or(&[])
+            };
             if flag("-i") {
                 effects.writes = all(files);
             } else {
                 effects.reads = all(files);
             }
             let scripts = args.iter().filter_map(|a| match a {
-                Arg::Flag { name, value: Some(v) } if name == "-e" => Some(v.as_str()),
+                Arg::Flag {
+                    name,
+                    value: Some(v),
+                } if name == "-e" => Some(v.as_str()),
                 _ => None,
             });
-            let inline = (!script_given).then(|| positionals.first().copied()).flatten();
+            let inline = (!script_given)
+                .then(|| positionals.first().copied())
+                .flatten();
             for script in scripts.chain(inline) {
                 let found = sed_script_effects(script);
                 effects.runs_code |= found.runs_code;
@@ -168,8 +303,14 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         }
         "awk" | "gawk" | "mawk" | "nawk" => {
             let program_given = flag("-f");
-            let program = (!program_given).then(|| positionals.first().copied()).flatten();
-            let files = if program_given { &positionals[..] } else { positionals.get(1..).unwrap_or(&[]) };
+            let program = (!program_given)
+                .then(|| positionals.first().copied())
+                .flatten();
+            let files = if program_given {
+                &positionals[..]
+            } else {
+                positionals.get(1..).unwrap_or(&[])
+            };
             effects.reads = all(files);
             effects.runs_code = program_given || program.is_some_and(awk_program_acts);
         }
@@ -191,14 +332,21 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
                 effects.reads = all(&positionals);
             } else if flag("-x") {
                 effects.reads.extend(archive);
-                effects.writes.push(value("-C").map(normalise_path).unwrap_or_else(|| ".".into()));
+                effects.writes.push(
+                    value("-C")
+                        .map(normalise_path)
+                        .unwrap_or_else(|| ".".into()),
+                );
             } else {
                 effects.reads.extend(archive);
             }
         }
         "curl" | "wget" => {
             effects.network = true;
-            for output in [value("-o"), value("-O").filter(|_| name == "wget")].into_iter().flatten() {
+            for output in [value("-o"), value("-O").filter(|_| name == "wget")]
+                .into_iter()
+                .flatten()
+            {
                 if output != "-" {
                     effects.writes.push(normalise_path(output));
                 }
@@ -210,7 +358,10 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
                     effects.reads.push(normalise_path(file));
                 }
             }
-            if let Some(file) = value("-T").or(value("--post-file")).or(value("--body-file")) {
+            if let Some(file) = value("-T")
+                .or(value("--post-file"))
+                .or(value("--body-file"))
+            {
                 effects.reads.push(normalise_path(file));
             }
         }
@@ -225,19 +376,35 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         "journalctl" => {
             let maintains = args.iter().any(|a| match a {
                 Arg::Flag { name, .. } => {
-                    name.starts_with("--vacuum") || matches!(name.as_str(), "--rotate" | "--flush" | "--sync" | "--relinquish-var" | "--smart-relinquish-var" | "--setup-keys" | "--update-catalog")
+                    name.starts_with("--vacuum")
+                        || matches!(
+                            name.as_str(),
+                            "--rotate"
+                                | "--flush"
+                                | "--sync"
+                                | "--relinquish-var"
+                                | "--smart-relinquish-var"
+                                | "--setup-keys"
+                                | "--update-catalog"
+                        )
                 }
                 Arg::Positional(_) => false,
             });
             if maintains {
                 effects.writes.push("/var/log/journal".into());
-                effects.deletes.extend(args.iter().any(|a| matches!(a, Arg::Flag { name, .. } if name.starts_with("--vacuum"))).then(|| "/var/log/journal".to_owned()));
+                effects.deletes.extend(
+                    args.iter()
+                        .any(
+                            |a| matches!(a, Arg::Flag { name, .. } if name.starts_with("--vacuum")),
+                        )
+                        .then(|| "/var/log/journal".to_owned()),
+                );
             }
         }
         "crontab" => {
             if flag("-r") {
                 effects.deletes.push("crontab".into());
-            } else if flag("-e") || positionals.first().is_some() {
+            } else if flag("-e") || !positionals.is_empty() {
                 effects.writes.push("crontab".into());
             }
         }
@@ -245,20 +412,38 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             effects.runs_code = true;
             effects.reads = all(&positionals[..positionals.len().min(1)]);
         }
-        "vi" | "vim" | "nvim" | "view" | "gvim" | "ex" | "emacs" | "emacsclient" | "nano" | "pico" | "ed" | "joe" | "micro" | "mcedit" => {
-            effects.writes = all(&positionals.iter().copied().filter(|p| !p.starts_with('+')).collect::<Vec<_>>());
+        "vi" | "vim" | "nvim" | "view" | "gvim" | "ex" | "emacs" | "emacsclient" | "nano"
+        | "pico" | "ed" | "joe" | "micro" | "mcedit" => {
+            effects.writes = all(&positionals
+                .iter()
+                .copied()
+                .filter(|p| !p.starts_with('+'))
+                .collect::<Vec<_>>());
             let scripted = args.iter().any(|a| matches!(a, Arg::Flag { name, .. } if matches!(name.as_str(), "-c" | "--cmd" | "-S" | "--eval" | "-l" | "-f" | "--load" | "--funcall" | "--execute" | "-s")))
                 || positionals.iter().any(|p| p.starts_with('+'));
             effects.runs_code = scripted;
         }
         "xargs" | "parallel" => {}
-        _ if base == "mkfs" || base == "mke2fs" || base == "mkswap" || base == "wipefs" || base == "fdisk" || base == "sfdisk" || base == "parted" || base == "sgdisk" || base == "blkdiscard" => {
+        _ if base == "mkfs"
+            || base == "mke2fs"
+            || base == "mkswap"
+            || base == "wipefs"
+            || base == "fdisk"
+            || base == "sfdisk"
+            || base == "parted"
+            || base == "sgdisk"
+            || base == "blkdiscard" =>
+        {
             effects.writes = all(positionals.last().map(std::slice::from_ref).unwrap_or(&[]));
         }
         _ if NAMES_ONLY.contains(&name) => {}
         _ if PATTERN_FIRST.contains(&name) => {
             let pattern_given = flag("-e") || flag("-f");
-            let files = if pattern_given { &positionals[..] } else { positionals.get(1..).unwrap_or(&[]) };
+            let files = if pattern_given {
+                &positionals[..]
+            } else {
+                positionals.get(1..).unwrap_or(&[])
+            };
             effects.reads = all(files);
             if let Some(file) = value("-f") {
                 effects.reads.push(normalise_path(file));
@@ -284,11 +469,16 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
     effects
 }
 
-fn sources_and_destination<'a>(positionals: &[&'a str], target: Option<&'a str>) -> (Vec<&'a str>, Vec<&'a str>) {
+fn sources_and_destination<'a>(
+    positionals: &[&'a str],
+    target: Option<&'a str>,
+) -> (Vec<&'a str>, Vec<&'a str>) {
     match target {
         Some(directory) => (positionals.to_vec(), vec![directory]),
         None => match positionals.split_last() {
-            Some((destination, sources)) if !sources.is_empty() => (sources.to_vec(), vec![*destination]),
+            Some((destination, sources)) if !sources.is_empty() => {
+                (sources.to_vec(), vec![*destination])
+            }
             Some((only, _)) => (vec![], vec![*only]),
             None => (vec![], vec![]),
         },
@@ -307,7 +497,9 @@ fn find_effects(args: &[Arg], positionals: &[&str], effects: &mut Effects) {
     let mut starts = Vec::new();
     for arg in args {
         match arg {
-            Arg::Positional(p) if !p.starts_with('(') && !p.starts_with('!') => starts.push(p.as_str()),
+            Arg::Positional(p) if !p.starts_with('(') && !p.starts_with('!') => {
+                starts.push(p.as_str())
+            }
             _ => break,
         }
     }
@@ -338,16 +530,37 @@ fn git_effects(args: &[Arg], positionals: &[&str], effects: &mut Effects) {
     }
     let sub = positionals.first().copied().unwrap_or("");
     match sub {
-        "clone" | "fetch" | "pull" | "push" | "ls-remote" | "submodule" | "remote" if sub != "remote" || positionals.get(1).is_some_and(|v| *v == "update" || *v == "prune") => {
+        "clone" | "fetch" | "pull" | "push" | "ls-remote" | "submodule" | "remote"
+            if sub != "remote"
+                || positionals
+                    .get(1)
+                    .is_some_and(|v| *v == "update" || *v == "prune") =>
+        {
             effects.network = true;
         }
         _ => {}
     }
-    if sub == "config" && positionals.iter().any(|p| p.starts_with("alias.") || p.contains("pager") || p.contains("editor") || p.contains("sshcommand") || p.contains("sshCommand") || p.contains("hooksPath") || p.contains("fsmonitor")) {
+    if sub == "config"
+        && positionals.iter().any(|p| {
+            p.starts_with("alias.")
+                || p.contains("pager")
+                || p.contains("editor")
+                || p.contains("sshcommand")
+                || p.contains("sshCommand")
+                || p.contains("hooksPath")
+                || p.contains("fsmonitor")
+        })
+    {
         effects.runs_code = true;
     }
     if matches!(sub, "clean" | "rm") {
-        effects.deletes.extend(positionals.get(1..).unwrap_or(&[]).iter().map(|p| normalise_path(p)));
+        effects.deletes.extend(
+            positionals
+                .get(1..)
+                .unwrap_or(&[])
+                .iter()
+                .map(|p| normalise_path(p)),
+        );
         if positionals.len() == 1 {
             effects.deletes.push(".".into());
         }
@@ -428,7 +641,10 @@ fn sed_script_effects(script: &str) -> SedFound {
         while end < chars.len() && chars[end] != '\n' {
             end += 1;
         }
-        (chars[i..end].iter().collect::<String>().trim().to_owned(), end)
+        (
+            chars[i..end].iter().collect::<String>().trim().to_owned(),
+            end,
+        )
     };
     while i < chars.len() {
         let c = chars[i];
@@ -502,7 +718,9 @@ fn sed_script_effects(script: &str) -> SedFound {
                     i += 1;
                 }
             }
-            'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | '=' | 'z' | 'F' => i += 1,
+            'p' | 'P' | 'd' | 'D' | 'n' | 'N' | 'g' | 'G' | 'h' | 'H' | 'x' | '=' | 'z' | 'F' => {
+                i += 1
+            }
             _ => {
                 found.runs_code = true;
                 break;
@@ -534,8 +752,14 @@ mod tests {
     fn sed_scripts_that_leave_sed_are_found() {
         assert!(sed_script_effects("1e rm -rf /").runs_code);
         assert!(sed_script_effects("s/a/b/e").runs_code);
-        assert_eq!(sed_script_effects("s/a/b/w /etc/passwd").writes, vec!["/etc/passwd"]);
-        assert_eq!(sed_script_effects("w /etc/passwd").writes, vec!["/etc/passwd"]);
+        assert_eq!(
+            sed_script_effects("s/a/b/w /etc/passwd").writes,
+            vec!["/etc/passwd"]
+        );
+        assert_eq!(
+            sed_script_effects("w /etc/passwd").writes,
+            vec!["/etc/passwd"]
+        );
         let plain = sed_script_effects("s/foo/bar/g; /^#/d; 1,5p");
         assert!(!plain.runs_code && plain.writes.is_empty());
         assert!(!sed_script_effects("s/e/w/g").runs_code);

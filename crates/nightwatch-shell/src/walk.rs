@@ -2,7 +2,9 @@
 
 use crate::effects::{CODE_VARIABLES, effects_of, reads_program_from_stdin};
 use crate::flags::split_args;
-use crate::limits::{MAX_INPUT_BYTES, MAX_INVOCATIONS, MAX_NESTING, MAX_SCRIPT_DEPTH, nesting_bound};
+use crate::limits::{
+    MAX_INPUT_BYTES, MAX_INVOCATIONS, MAX_NESTING, MAX_SCRIPT_DEPTH, nesting_bound,
+};
 use crate::paths::normalise_path;
 use crate::word::{self, Field, Substitution};
 use crate::wrappers::{Inner, SHELLS, unwrap};
@@ -18,7 +20,14 @@ const STACK_SEGMENT: usize = 8 * 1024 * 1024;
 /// Analyses `text` as a script at re-parse `depth`.
 pub fn analyse_script(text: &str, depth: usize) -> Vec<Invocation> {
     let mut walker = Walker::default();
-    walker.script(text, &Frame { depth, ..Frame::default() }, Stdin::Terminal);
+    walker.script(
+        text,
+        &Frame {
+            depth,
+            ..Frame::default()
+        },
+        Stdin::Terminal,
+    );
     walker.out
 }
 
@@ -72,6 +81,9 @@ impl Frame {
 #[derive(Default)]
 struct Walker {
     out: Vec<Invocation>,
+    /// The working directory after the `cd`s seen so far, when the text tells it. Relative
+    /// paths in effects are resolved against it, so `cd /etc && cat shadow` reads /etc/shadow.
+    cwd: Option<String>,
     functions: HashMap<String, ast::FunctionBody>,
     calling: Vec<String>,
     exhausted: bool,
@@ -179,12 +191,23 @@ impl Walker {
             return;
         }
         for invocation in &mut self.out[start..] {
-            invocation.effects.reads.extend(effects.reads.iter().cloned());
-            invocation.effects.writes.extend(effects.writes.iter().cloned());
+            invocation
+                .effects
+                .reads
+                .extend(effects.reads.iter().cloned());
+            invocation
+                .effects
+                .writes
+                .extend(effects.writes.iter().cloned());
         }
     }
 
-    fn compound(&mut self, compound: &ast::CompoundCommand, frame: &Frame, stdin: &Stdin) -> StageOutput {
+    fn compound(
+        &mut self,
+        compound: &ast::CompoundCommand,
+        frame: &Frame,
+        stdin: &Stdin,
+    ) -> StageOutput {
         match compound {
             ast::CompoundCommand::Arithmetic(arithmetic) => {
                 self.expanded_text(&arithmetic.expr.value, frame);
@@ -198,7 +221,9 @@ impl Walker {
                 }
                 self.compound_list(&clause.body.list, frame, stdin);
             }
-            ast::CompoundCommand::BraceGroup(group) => self.compound_list(&group.list, frame, stdin),
+            ast::CompoundCommand::BraceGroup(group) => {
+                self.compound_list(&group.list, frame, stdin)
+            }
             ast::CompoundCommand::Subshell(subshell) => {
                 self.compound_list(&subshell.list, frame, stdin)
             }
@@ -235,7 +260,8 @@ impl Walker {
                     self.compound_list(&branch.body, frame, stdin);
                 }
             }
-            ast::CompoundCommand::WhileClause(clause) | ast::CompoundCommand::UntilClause(clause) => {
+            ast::CompoundCommand::WhileClause(clause)
+            | ast::CompoundCommand::UntilClause(clause) => {
                 self.compound_list(&clause.0, frame, stdin);
                 self.compound_list(&clause.1.list, frame, stdin);
             }
@@ -287,11 +313,15 @@ impl Walker {
         match redirect {
             ast::IoRedirect::File(fd, kind, target) => {
                 let path = match target {
-                    ast::IoFileRedirectTarget::Filename(word) => {
-                        word::resolve(&word.value, found).into_iter().next().map(|f| f.text)
-                    }
+                    ast::IoFileRedirectTarget::Filename(word) => word::resolve(&word.value, found)
+                        .into_iter()
+                        .next()
+                        .map(|f| f.text),
                     ast::IoFileRedirectTarget::Duplicate(word) => {
-                        let text = word::resolve(&word.value, found).into_iter().next().map(|f| f.text);
+                        let text = word::resolve(&word.value, found)
+                            .into_iter()
+                            .next()
+                            .map(|f| f.text);
                         text.filter(|t| !t.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
                     }
                     ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
@@ -316,7 +346,9 @@ impl Walker {
                     | ast::IoFileRedirectKind::Append
                     | ast::IoFileRedirectKind::Clobber
                     | ast::IoFileRedirectKind::DuplicateOutput => record_write(effects, &path),
-                    ast::IoFileRedirectKind::DuplicateInput => effects.reads.push(normalise_path(&path)),
+                    ast::IoFileRedirectKind::DuplicateInput => {
+                        effects.reads.push(normalise_path(&path))
+                    }
                 }
             }
             ast::IoRedirect::HereDocument(_, heredoc) => {
@@ -333,7 +365,11 @@ impl Walker {
             }
             ast::IoRedirect::HereString(_, word) => {
                 let fields = word::resolve(&word.value, found);
-                let text = fields.iter().map(|f| f.text.as_str()).collect::<Vec<_>>().join(" ");
+                let text = fields
+                    .iter()
+                    .map(|f| f.text.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 *stdin = Some(if fields.iter().all(|f| f.literal) {
                     Stdin::Literal(format!("{text}\n"))
                 } else {
@@ -398,8 +434,7 @@ impl Walker {
                 ast::CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
                     let start = self.out.len();
                     self.compound_list(&subshell.list, &frame.deeper(), &Stdin::Unknown);
-                    network_fed_substitution |=
-                        self.out[start..].iter().any(|i| i.effects.network);
+                    network_fed_substitution |= self.out[start..].iter().any(|i| i.effects.network);
                     let sigil = match kind {
                         ast::ProcessSubstitutionKind::Read => "<",
                         ast::ProcessSubstitutionKind::Write => ">",
@@ -411,9 +446,14 @@ impl Walker {
                 }
             }
         }
+        let start = self.out.len();
         self.substitutions(found, frame);
+        network_fed_substitution |= self.out[start..].iter().any(|i| i.effects.network);
 
-        if assigned.iter().any(|name| CODE_VARIABLES.contains(&name.as_str())) {
+        if assigned
+            .iter()
+            .any(|name| CODE_VARIABLES.contains(&name.as_str()))
+        {
             effects.runs_code = true;
         }
         let stdin = own_stdin.unwrap_or_else(|| stdin.clone());
@@ -454,7 +494,9 @@ impl Walker {
                 format!("the command name `{}` is only known at runtime", first.text)
             };
             let mut effects = extra;
-            effects.reads.extend(argv.iter().skip(1).map(|a| normalise_path(a)));
+            effects
+                .reads
+                .extend(argv.iter().skip(1).map(|a| normalise_path(a)));
             self.push_opaque(frame, argv, reason, effects);
             return StageOutput::default();
         }
@@ -463,18 +505,19 @@ impl Walker {
             None => (None, first.text.clone()),
         };
 
-        if path.is_none() && !self.calling.contains(&name) {
-            if let Some(body) = self.functions.get(&name).cloned() {
-                self.calling.push(name.clone());
-                let start = self.out.len();
-                let inner = frame.inside(&format!("function {name}"), None);
-                self.with_redirects(body.1.as_ref(), &inner, stdin, |walker, stdin| {
-                    walker.compound(&body.0, &inner, stdin)
-                });
-                self.spread_effects(start, &extra, frame);
-                self.calling.pop();
-                return StageOutput::default();
-            }
+        if path.is_none()
+            && !self.calling.contains(&name)
+            && let Some(body) = self.functions.get(&name).cloned()
+        {
+            self.calling.push(name.clone());
+            let start = self.out.len();
+            let inner = frame.inside(&format!("function {name}"), None);
+            self.with_redirects(body.1.as_ref(), &inner, stdin, |walker, stdin| {
+                walker.compound(&body.0, &inner, stdin)
+            });
+            self.spread_effects(start, &extra, frame);
+            self.calling.pop();
+            return StageOutput::default();
         }
 
         let mut normalised = argv.clone();
@@ -515,6 +558,7 @@ impl Walker {
                 && !text.literal
             {
                 effects.runs_code = true;
+                effects.network |= network_fed_substitution;
             }
         }
 
@@ -523,7 +567,9 @@ impl Walker {
                 let words: Vec<&str> = argv[1..]
                     .iter()
                     .map(String::as_str)
-                    .skip_while(|w| name == "echo" && matches!(*w, "-n" | "-e" | "-E" | "-ne" | "-en"))
+                    .skip_while(|w| {
+                        name == "echo" && matches!(*w, "-n" | "-e" | "-E" | "-ne" | "-en")
+                    })
                     .collect();
                 Some(format!("{}\n", words.join(" ")))
             }
@@ -558,17 +604,33 @@ impl Walker {
                         fields.extend(text.split_whitespace().map(Field::literal));
                     }
                     let inner_frame = frame.inside(&label, remote.as_ref());
-                    let inner_stdin = if args_from_stdin { Stdin::Terminal } else { stdin.clone() };
-                    self.run_fields(fields, &inner_frame, &inner_stdin, Effects::default(), false);
+                    let inner_stdin = if args_from_stdin {
+                        Stdin::Terminal
+                    } else {
+                        stdin.clone()
+                    };
+                    self.run_fields(
+                        fields,
+                        &inner_frame,
+                        &inner_stdin,
+                        Effects::default(),
+                        false,
+                    );
                 }
-                Inner::Script { text, label, remote } => {
+                Inner::Script {
+                    text,
+                    label,
+                    remote,
+                } => {
                     let inner_frame = frame.inside(&label, remote.as_ref());
                     if text.literal {
                         self.script(&text.text, &inner_frame.deeper(), stdin.clone());
                     } else {
-                        let reason = format!("`{label}` runs a script built at runtime: {}", text.text);
+                        let reason =
+                            format!("`{label}` runs a script built at runtime: {}", text.text);
                         let effects = Effects {
                             runs_code: true,
+                            network: network_fed_substitution,
                             ..Effects::default()
                         };
                         self.push_opaque(&inner_frame, vec![text.text], reason, effects);
@@ -594,7 +656,8 @@ impl Walker {
                                 runs_code: true,
                                 ..Effects::default()
                             };
-                            let reason = format!("`{label}` runs a script that is only known at runtime");
+                            let reason =
+                                format!("`{label}` runs a script that is only known at runtime");
                             self.push_opaque(&inner_frame, vec![], reason, effects);
                         }
                         Stdin::Terminal => {}
@@ -627,14 +690,32 @@ impl Walker {
         });
     }
 
-    fn push(&mut self, invocation: Invocation) {
+    fn push(&mut self, mut invocation: Invocation) {
         if self.exhausted {
             return;
+        }
+        if let Some(cwd) = &self.cwd {
+            let effects = &mut invocation.effects;
+            for path in effects
+                .reads
+                .iter_mut()
+                .chain(&mut effects.writes)
+                .chain(&mut effects.deletes)
+            {
+                if is_relative(path) {
+                    *path = normalise_path(&format!("{cwd}/{path}"));
+                }
+            }
+        }
+        if invocation.name() == "cd" && invocation.remote.is_none() {
+            self.cwd = next_directory(self.cwd.as_deref(), &invocation);
         }
         if self.out.len() >= MAX_INVOCATIONS {
             self.exhausted = true;
             self.out.push(Invocation {
-                opaque: Some(format!("the line runs more than {MAX_INVOCATIONS} commands")),
+                opaque: Some(format!(
+                    "the line runs more than {MAX_INVOCATIONS} commands"
+                )),
                 ..Invocation::default()
             });
             return;
@@ -643,10 +724,28 @@ impl Walker {
     }
 }
 
+fn is_relative(path: &str) -> bool {
+    !(path.starts_with('/') || path.starts_with('~') || path.starts_with('$'))
+}
+
+/// Where `cd` leaves the shell, when its text says: `None` when it cannot be told.
+fn next_directory(cwd: Option<&str>, cd: &Invocation) -> Option<String> {
+    let target = cd.positionals().next();
+    match target {
+        None => Some("~".to_owned()),
+        Some("-") => None,
+        Some(path) if path.contains(['$', '`', '*', '?']) => None,
+        Some(path) if !is_relative(path) => Some(normalise_path(path)),
+        Some(path) => cwd.map(|cwd| normalise_path(&format!("{cwd}/{path}"))),
+    }
+}
+
 /// Writes to these are not writes to anything that stays.
 fn record_write(effects: &mut Effects, path: &str) {
-    let discarded = matches!(path, "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty")
-        || path.starts_with("/dev/fd/")
+    let discarded = matches!(
+        path,
+        "/dev/null" | "/dev/stdout" | "/dev/stderr" | "/dev/tty"
+    ) || path.starts_with("/dev/fd/")
         || path.starts_with("/proc/self/fd/");
     if !discarded {
         effects.writes.push(normalise_path(path));
@@ -668,7 +767,9 @@ fn check_limits(text: &str, depth: usize) -> Result<(), String> {
     }
     let nesting = nesting_bound(text);
     if nesting > MAX_NESTING {
-        return Err(format!("the line nests {nesting} levels deep, more than the {MAX_NESTING} analysed"));
+        return Err(format!(
+            "the line nests {nesting} levels deep, more than the {MAX_NESTING} analysed"
+        ));
     }
     Ok(())
 }

@@ -151,6 +151,9 @@ fn fold_pieces(
             WordPiece::ParameterExpansion(expr) => {
                 value.literal = false;
                 value.text.push_str(source_of(piece, source));
+                if let Some(index) = parameter_index(expr) {
+                    scan_nested(index, found, depth + 1);
+                }
                 for inner in parameter_words(expr) {
                     scan_nested(inner, found, depth + 1);
                 }
@@ -174,7 +177,9 @@ fn fold_pieces(
 
 /// The source text of an expansion, kept where its value is unknown (`$HOME`, `$(id -u)`).
 fn source_of<'a>(piece: &WordPieceWithSource, source: &'a str) -> &'a str {
-    source.get(piece.start_index..piece.end_index).unwrap_or("$?")
+    source
+        .get(piece.start_index..piece.end_index)
+        .unwrap_or("$?")
 }
 
 /// Finds substitutions inside text that is itself expanded (a `${x:-...}` default, an
@@ -189,6 +194,35 @@ fn scan_nested(text: &str, found: &mut Vec<Substitution>, depth: usize) {
             fold_pieces(&pieces, text, false, &mut value, found, depth);
         }
         Err(_) => found_opaque_fallback(text, found),
+    }
+}
+
+/// The subscript of `${name[index]}` in any expansion form: it is expanded like arithmetic.
+fn parameter_index(expr: &ParameterExpr) -> Option<&str> {
+    use brush_parser::word::Parameter;
+    let parameter = match expr {
+        ParameterExpr::Parameter { parameter, .. }
+        | ParameterExpr::UseDefaultValues { parameter, .. }
+        | ParameterExpr::AssignDefaultValues { parameter, .. }
+        | ParameterExpr::IndicateErrorIfNullOrUnset { parameter, .. }
+        | ParameterExpr::UseAlternativeValue { parameter, .. }
+        | ParameterExpr::ParameterLength { parameter, .. }
+        | ParameterExpr::RemoveSmallestSuffixPattern { parameter, .. }
+        | ParameterExpr::RemoveLargestSuffixPattern { parameter, .. }
+        | ParameterExpr::RemoveSmallestPrefixPattern { parameter, .. }
+        | ParameterExpr::RemoveLargestPrefixPattern { parameter, .. }
+        | ParameterExpr::Substring { parameter, .. }
+        | ParameterExpr::Transform { parameter, .. }
+        | ParameterExpr::UppercaseFirstChar { parameter, .. }
+        | ParameterExpr::UppercasePattern { parameter, .. }
+        | ParameterExpr::LowercaseFirstChar { parameter, .. }
+        | ParameterExpr::LowercasePattern { parameter, .. }
+        | ParameterExpr::ReplaceSubstring { parameter, .. } => parameter,
+        ParameterExpr::VariableNames { .. } | ParameterExpr::MemberKeys { .. } => return None,
+    };
+    match parameter {
+        Parameter::NamedWithIndex { index, .. } => Some(index),
+        _ => None,
     }
 }
 
@@ -248,8 +282,12 @@ fn tilde_text(tilde: &brush_parser::word::TildeExpr) -> String {
     }
 }
 
+/// Unquoted `*` and `?` always glob; `[` only when a `]` closes it (`[ -f x ]` is a command).
 fn has_glob(text: &str) -> bool {
-    text.contains(['*', '?', '['])
+    text.contains(['*', '?'])
+        || text
+            .find('[')
+            .is_some_and(|open| text[open + 1..].contains(']'))
 }
 
 /// Brace-expands a raw word. `None` when it would give more than [`MAX_BRACE_FIELDS`] fields.
@@ -432,7 +470,14 @@ mod tests {
 
     #[test]
     fn quoting_and_escapes_are_removed() {
-        for raw in [r#""rm""#, "r''m", r"\rm", r"$'\x72\x6d'", r"$'\162\155'", "'r'm"] {
+        for raw in [
+            r#""rm""#,
+            "r''m",
+            r"\rm",
+            r"$'\x72\x6d'",
+            r"$'\162\155'",
+            "'r'm",
+        ] {
             assert_eq!(fields(raw).0, vec![Field::literal("rm")], "{raw}");
         }
     }

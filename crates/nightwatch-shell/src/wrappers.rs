@@ -27,7 +27,17 @@ pub enum Inner {
 }
 
 pub const SHELLS: &[&str] = &[
-    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "fish", "rbash", "busybox-sh",
+    "sh",
+    "bash",
+    "zsh",
+    "dash",
+    "ksh",
+    "mksh",
+    "ash",
+    "yash",
+    "fish",
+    "rbash",
+    "busybox-sh",
 ];
 
 /// The commands that `argv` (already normalised: `argv[0]` is a bare name) runs inside itself.
@@ -46,11 +56,19 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
     };
     match name {
         "sudo" => {
-            let start = skip_options(argv, 1, &["-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user", "--group", "--chdir", "--prompt"], true);
+            let start = skip_options(
+                argv,
+                1,
+                &[
+                    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user",
+                    "--group", "--chdir", "--prompt",
+                ],
+                true,
+            );
             let start = skip_assignments(argv, start);
-            let shell_flag = argv[1..start].iter().any(|f| {
-                matches!(f.text.as_str(), "-s" | "-i" | "--shell" | "--login")
-            });
+            let shell_flag = argv[1..start]
+                .iter()
+                .any(|f| matches!(f.text.as_str(), "-s" | "-i" | "--shell" | "--login"));
             if shell_flag && argv.len() > start {
                 // `sudo -s CMD` runs CMD through the shell: `-c` with the rest joined.
                 return vec![Inner::Script {
@@ -64,7 +82,9 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
         "doas" => argv_inner(skip_options(argv, 1, &["-u", "-C"], true), label),
         "pkexec" => argv_inner(skip_options(argv, 1, &["--user"], true), label),
         "runuser" | "su" => {
-            if let Some(script) = option_value(argv, &["-c", "--command", "-C", "--session-command"]) {
+            if let Some(script) =
+                option_value(argv, &["-c", "--command", "-C", "--session-command"])
+            {
                 return vec![Inner::Script {
                     text: script,
                     label: format!("{name} -c"),
@@ -93,12 +113,20 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
             argv_inner(start, label)
         }
         "ionice" => {
-            let start = skip_options(argv, 1, &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"], true);
+            let start = skip_options(
+                argv,
+                1,
+                &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
+                true,
+            );
             argv_inner(start, label)
         }
-        "nohup" | "setsid" | "builtin" | "unbuffer" | "catchsegv" | "strace" | "ltrace" | "torsocks" | "proxychains" | "proxychains4" | "faketime" => {
+        "nohup" | "setsid" | "builtin" | "unbuffer" | "catchsegv" | "strace" | "ltrace"
+        | "torsocks" | "proxychains" | "proxychains4" | "faketime" => {
             let valued: &[&str] = match name {
-                "strace" | "ltrace" => &["-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X"],
+                "strace" | "ltrace" => &[
+                    "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X",
+                ],
                 _ => &[],
             };
             let mut start = skip_options(argv, 1, valued, true);
@@ -107,7 +135,15 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
             }
             argv_inner(start, label)
         }
-        "stdbuf" => argv_inner(skip_options(argv, 1, &["-i", "-o", "-e", "--input", "--output", "--error"], true), label),
+        "stdbuf" => argv_inner(
+            skip_options(
+                argv,
+                1,
+                &["-i", "-o", "-e", "--input", "--output", "--error"],
+                true,
+            ),
+            label,
+        ),
         "timeout" => {
             let start = skip_options(argv, 1, &["-s", "-k", "--signal", "--kill-after"], true);
             argv_inner(start + 1, label)
@@ -124,12 +160,19 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                     remote: None,
                 }];
             }
-            let start = skip_options(argv, 1, &["-w", "-E", "--wait", "--timeout", "--conflict-exit-code"], true);
+            let start = skip_options(
+                argv,
+                1,
+                &["-w", "-E", "--wait", "--timeout", "--conflict-exit-code"],
+                true,
+            );
             argv_inner(start + 1, label)
         }
         "watch" => {
             let start = skip_options(argv, 1, &["-n", "-q", "--interval"], true);
-            let exec_mode = argv[1..start].iter().any(|f| f.text == "-x" || f.text == "--exec");
+            let exec_mode = argv[1..start]
+                .iter()
+                .any(|f| f.text == "-x" || f.text == "--exec");
             if exec_mode {
                 return argv_inner(start, label);
             }
@@ -142,9 +185,15 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                 _ => Vec::new(),
             }
         }
-        "time" => argv_inner(skip_options(argv, 1, &["-o", "-f", "--output", "--format"], true), label),
+        "time" => argv_inner(
+            skip_options(argv, 1, &["-o", "-f", "--output", "--format"], true),
+            label,
+        ),
         "command" => {
-            let lookup_only = argv[1..].iter().take_while(|f| f.text.starts_with('-')).any(|f| f.text.contains('v') || f.text.contains('V'));
+            let lookup_only = argv[1..]
+                .iter()
+                .take_while(|f| f.text.starts_with('-'))
+                .any(|f| f.text.contains('v') || f.text.contains('V'));
             if lookup_only {
                 return Vec::new();
             }
@@ -152,7 +201,30 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
         }
         "exec" => argv_inner(skip_options(argv, 1, &["-a"], true), label),
         "xargs" => {
-            let start = skip_options(argv, 1, &["-d", "-E", "-I", "-L", "-n", "-P", "-s", "-a", "--delimiter", "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars", "--arg-file", "--process-slot-var"], true);
+            let start = skip_options(
+                argv,
+                1,
+                &[
+                    "-d",
+                    "-E",
+                    "-I",
+                    "-L",
+                    "-n",
+                    "-P",
+                    "-s",
+                    "-a",
+                    "--delimiter",
+                    "--eof",
+                    "--replace",
+                    "--max-lines",
+                    "--max-args",
+                    "--max-procs",
+                    "--max-chars",
+                    "--arg-file",
+                    "--process-slot-var",
+                ],
+                true,
+            );
             let fields = match argv.get(start..) {
                 Some(rest) if !rest.is_empty() => rest.to_vec(),
                 // xargs with no command runs echo.
@@ -274,8 +346,8 @@ fn find_actions(argv: &[Field]) -> Vec<Inner> {
 
 fn ssh(argv: &[Field]) -> Vec<Inner> {
     let valued = [
-        "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-I", "-m", "-O", "-Q",
-        "-S", "-W", "-w", "-B",
+        "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-I", "-m",
+        "-O", "-Q", "-S", "-W", "-w", "-B",
     ];
     let host_index = skip_bundled_options(argv, 1, &valued);
     let Some(host) = argv.get(host_index) else {
@@ -296,12 +368,38 @@ fn ssh(argv: &[Field]) -> Vec<Inner> {
 }
 
 fn docker_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
-    let global = skip_options(argv, 1, &["-H", "--host", "-c", "--context", "--config", "-l", "--log-level"], true);
+    let global = skip_options(
+        argv,
+        1,
+        &[
+            "-H",
+            "--host",
+            "-c",
+            "--context",
+            "--config",
+            "-l",
+            "--log-level",
+        ],
+        true,
+    );
     let mut index = global;
     let sub = argv.get(index).map(|f| f.text.as_str());
     let compose = matches!(sub, Some("compose"));
     if compose {
-        index = skip_options(argv, index + 1, &["-f", "--file", "-p", "--project-name", "--profile", "--env-file", "--project-directory"], true);
+        index = skip_options(
+            argv,
+            index + 1,
+            &[
+                "-f",
+                "--file",
+                "-p",
+                "--project-name",
+                "--profile",
+                "--env-file",
+                "--project-directory",
+            ],
+            true,
+        );
     }
     if argv.get(index).map(|f| f.text.as_str()) != Some("exec") {
         return Vec::new();
@@ -309,7 +407,17 @@ fn docker_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
     let target_index = skip_options(
         argv,
         index + 1,
-        &["-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "--detach-keys", "--index"],
+        &[
+            "-e",
+            "--env",
+            "--env-file",
+            "-u",
+            "--user",
+            "-w",
+            "--workdir",
+            "--detach-keys",
+            "--index",
+        ],
         true,
     );
     let Some(target) = argv.get(target_index) else {
@@ -339,7 +447,18 @@ fn kubectl_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
     if dashes < exec_at {
         return Vec::new();
     }
-    let valued = ["-n", "--namespace", "-c", "--container", "--context", "--kubeconfig", "--cluster", "--pod-running-timeout", "-f", "--filename"];
+    let valued = [
+        "-n",
+        "--namespace",
+        "-c",
+        "--container",
+        "--context",
+        "--kubeconfig",
+        "--cluster",
+        "--pod-running-timeout",
+        "-f",
+        "--filename",
+    ];
     let mut target = String::from("?");
     let mut index = exec_at + 1;
     while index < dashes {
@@ -485,7 +604,10 @@ fn option_value(argv: &[Field], names: &[&str]) -> Option<Field> {
             if word == *name {
                 return argv.get(index + 1).cloned();
             }
-            if let Some(value) = word.strip_prefix(name).and_then(|rest| rest.strip_prefix('=')) {
+            if let Some(value) = word
+                .strip_prefix(name)
+                .and_then(|rest| rest.strip_prefix('='))
+            {
                 return Some(Field {
                     text: value.to_owned(),
                     literal: argv[index].literal,

@@ -1,1 +1,44 @@
-fn main() {}
+//! The `nightwatch` binary: argument parsing and the edges (files, terminal, exit codes). All
+//! judgement lives in the library crates.
+
+mod cli;
+mod commands;
+mod home;
+mod report;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Stack for the worker thread. Analysis bounds its own recursion; this is headroom so that
+/// nothing the parser does on a hostile line can reach the guard page.
+const WORKER_STACK: usize = 64 * 1024 * 1024;
+
+fn main() -> ExitCode {
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let _ = error.print();
+            // Usage errors must not look like a verdict: `check` uses 2 for deny.
+            return if error.use_stderr() {
+                ExitCode::from(cli::EXIT_ERROR)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    let worker = std::thread::Builder::new()
+        .name("nightwatch".into())
+        .stack_size(WORKER_STACK)
+        .spawn(move || commands::run(cli));
+    match worker.map(|handle| handle.join()) {
+        Ok(Ok(Ok(code))) => ExitCode::from(code),
+        Ok(Ok(Err(error))) => {
+            eprintln!("nightwatch: {error:#}");
+            ExitCode::from(cli::EXIT_ERROR)
+        }
+        Ok(Err(_)) | Err(_) => {
+            eprintln!("nightwatch: internal error; nothing was allowed");
+            ExitCode::from(cli::EXIT_ERROR)
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! A compiled rule and what it is matched against.
+
+use crate::command::CommandPattern;
+use crate::paths::PathMatcher;
+use globset::GlobSet;
+use nightwatch_core::{Actor, ActorKind, Context, Effects, Invocation, PathUse, Tool, Verdict};
+
+/// One rule, every matcher compiled. A matcher left out (`None`) holds for everything.
+#[derive(Clone, Debug)]
+pub(crate) struct Rule {
+    pub id: String,
+    pub verdict: Verdict,
+    pub reason: Option<String>,
+    pub instead: Option<String>,
+    pub tool: Option<GlobSet>,
+    /// False when `tool:` cannot match `exec`: then no invocation ever looks at this rule.
+    pub applies_to_exec: bool,
+    pub command: Option<Vec<CommandPattern>>,
+    pub read_only: Option<bool>,
+    pub paths: Option<PathMatcher>,
+    pub reads: Option<PathMatcher>,
+    pub writes: Option<PathMatcher>,
+    pub deletes: Option<PathMatcher>,
+    pub effects_any: Option<EffectFlags>,
+    pub effects_all: Option<EffectFlags>,
+    pub actor_kinds: Option<Vec<ActorKind>>,
+    pub actor_ids: Option<GlobSet>,
+    pub tiers: Option<GlobSet>,
+    pub hosts: Option<GlobSet>,
+    pub times: Option<Vec<TimeWindow>>,
+    /// What a subject must carry for this rule to have a chance.
+    pub needs: Presence,
+}
+
+/// The flags of [`Effects`] as a bit set, so `effects:` is one AND per invocation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct EffectFlags(u8);
+
+impl EffectFlags {
+    pub const NONE: EffectFlags = EffectFlags(0);
+    const NETWORK: EffectFlags = EffectFlags(1);
+    const PRIVILEGE: EffectFlags = EffectFlags(2);
+    const PROCESS_CONTROL: EffectFlags = EffectFlags(4);
+    const SERVICE_CONTROL: EffectFlags = EffectFlags(8);
+    const RUNS_CODE: EffectFlags = EffectFlags(16);
+
+    pub fn parse(name: &str) -> Option<EffectFlags> {
+        Some(match name {
+            "network" => EffectFlags::NETWORK,
+            "privilege" => EffectFlags::PRIVILEGE,
+            "process_control" => EffectFlags::PROCESS_CONTROL,
+            "service_control" => EffectFlags::SERVICE_CONTROL,
+            "runs_code" => EffectFlags::RUNS_CODE,
+            _ => return None,
+        })
+    }
+
+    pub fn with(self, other: EffectFlags) -> EffectFlags {
+        EffectFlags(self.0 | other.0)
+    }
+
+    fn of(effects: &Effects) -> EffectFlags {
+        let mut flags = EffectFlags::NONE;
+        for (set, flag) in [
+            (effects.network, EffectFlags::NETWORK),
+            (effects.privilege, EffectFlags::PRIVILEGE),
+            (effects.process_control, EffectFlags::PROCESS_CONTROL),
+            (effects.service_control, EffectFlags::SERVICE_CONTROL),
+            (effects.runs_code, EffectFlags::RUNS_CODE),
+        ] {
+            if set {
+                flags = flags.with(flag);
+            }
+        }
+        flags
+    }
+
+    fn any_of(self, wanted: EffectFlags) -> bool {
+        self.0 & wanted.0 != 0
+    }
+
+    fn all_of(self, wanted: EffectFlags) -> bool {
+        self.0 & wanted.0 == wanted.0
+    }
+}
+
+/// What a subject carries that path and effect matchers need: paths of each kind and effect
+/// flags. One AND tells that a rule cannot match, before any of its globs runs; most rules
+/// without a command name are skipped this way.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Presence(u16);
+
+impl Presence {
+    const READS: u16 = 1 << 8;
+    const WRITES: u16 = 1 << 9;
+    const DELETES: u16 = 1 << 10;
+    const PATHS: u16 = 1 << 11;
+
+    /// The needs of a rule with these matchers. `effects:` (any of) is not a need of any one
+    /// flag, so only `effects_all:` counts.
+    pub fn needed_by(
+        reads: bool,
+        writes: bool,
+        deletes: bool,
+        paths: bool,
+        effects_all: Option<EffectFlags>,
+    ) -> Presence {
+        let mut bits = u16::from(effects_all.map_or(0, |flags| flags.0));
+        for (given, bit) in [
+            (reads, Presence::READS),
+            (writes, Presence::WRITES),
+            (deletes, Presence::DELETES),
+            (paths, Presence::PATHS),
+        ] {
+            if given {
+                bits |= bit;
+            }
+        }
+        Presence(bits)
+    }
+
+    pub fn of(subject: &Subject<'_>) -> Presence {
+        let (flags, reads, writes, deletes) = match &subject.target {
+            Target::Invocation { invocation, .. } => {
+                let effects = &invocation.effects;
+                (
+                    EffectFlags::of(effects),
+                    !effects.reads.is_empty(),
+                    !effects.writes.is_empty(),
+                    !effects.deletes.is_empty(),
+                )
+            }
+            Target::Tool(tool) => match tool {
+                Tool::Read { .. } => (EffectFlags::NONE, true, false, false),
+                Tool::Write { .. } | Tool::Edit { .. } => (EffectFlags::NONE, false, true, false),
+                Tool::Fetch { .. } => (EffectFlags::NETWORK, false, false, false),
+                _ => (EffectFlags::NONE, false, false, false),
+            },
+        };
+        Presence::needed_by(
+            reads,
+            writes,
+            deletes,
+            reads || writes || deletes,
+            Some(flags),
+        )
+    }
+
+    /// Whether everything `needs` asks for is present.
+    pub fn covers(self, needs: Presence) -> bool {
+        needs.0 & !self.0 == 0
+    }
+}
+
+/// A local time-of-day window in minutes since midnight; wraps midnight when `start > end`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TimeWindow {
+    start: u16,
+    end: u16,
+}
+
+impl TimeWindow {
+    pub fn new(start: u16, end: u16) -> TimeWindow {
+        TimeWindow { start, end }
+    }
+
+    fn contains(self, minute: u16) -> bool {
+        if self.start < self.end {
+            self.start <= minute && minute < self.end
+        } else {
+            minute >= self.start || minute < self.end
+        }
+    }
+}
+
+/// What one rule is matched against: one invocation of an exec line, or a non-exec tool.
+pub(crate) struct Subject<'a> {
+    pub actor: &'a Actor,
+    pub context: &'a Context,
+    pub tool_name: &'a str,
+    pub target: Target<'a>,
+}
+
+pub(crate) enum Target<'a> {
+    Invocation {
+        invocation: &'a Invocation,
+        positionals: &'a [&'a str],
+    },
+    Tool(&'a Tool),
+}
+
+/// The answer of one matcher. `Unknown` is for facts the action does not carry (no clock, no
+/// tier, no host).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Seen {
+    Yes,
+    No,
+    Unknown,
+}
+
+impl Seen {
+    fn from(yes: bool) -> Seen {
+        if yes { Seen::Yes } else { Seen::No }
+    }
+}
+
+impl Rule {
+    /// Whether every matcher given holds. A matcher that cannot tell counts as holding for a
+    /// rule that would refuse or ask, and as failing for an allow rule: not knowing never
+    /// makes an action more permitted.
+    pub(crate) fn matches(&self, subject: &Subject<'_>) -> bool {
+        let mut unknown = false;
+        let mut seen = |answer: Seen| match answer {
+            Seen::Yes => true,
+            Seen::No => false,
+            Seen::Unknown => {
+                unknown = true;
+                true
+            }
+        };
+        let holds = seen(self.match_action(subject))
+            && seen(self.match_read_only(subject))
+            && seen(self.match_actor(subject.actor))
+            && seen(self.match_effects(subject))
+            && seen(self.match_paths(subject))
+            && seen(self.match_context(subject));
+        holds && (!unknown || self.verdict != Verdict::Allow)
+    }
+
+    /// Tool and command: what the action is.
+    fn match_action(&self, subject: &Subject<'_>) -> Seen {
+        match &subject.target {
+            Target::Invocation {
+                invocation,
+                positionals,
+            } => {
+                // `tool:` was settled when the policy was compiled (`applies_to_exec`).
+                let Some(patterns) = &self.command else {
+                    return Seen::Yes;
+                };
+                Seen::from(
+                    !invocation.is_opaque()
+                        && patterns.iter().any(|p| p.is_match(invocation, positionals)),
+                )
+            }
+            Target::Tool(_) => Seen::from(
+                self.command.is_none()
+                    && self
+                        .tool
+                        .as_ref()
+                        .is_none_or(|tools| tools.is_match(subject.tool_name)),
+            ),
+        }
+    }
+
+    fn match_read_only(&self, subject: &Subject<'_>) -> Seen {
+        let Some(wanted) = self.read_only else {
+            return Seen::Yes;
+        };
+        match &subject.target {
+            Target::Invocation { invocation, .. } if invocation.is_opaque() => {
+                // What cannot be read is never known to be read-only; whether it changes
+                // things is unknown.
+                if wanted { Seen::No } else { Seen::Unknown }
+            }
+            Target::Invocation { invocation, .. } => {
+                Seen::from(invocation.effects.is_read_only() == wanted)
+            }
+            Target::Tool(tool) => {
+                let read_only = matches!(tool, Tool::Read { .. } | Tool::Fetch { .. });
+                Seen::from(read_only == wanted)
+            }
+        }
+    }
+
+    fn match_actor(&self, actor: &Actor) -> Seen {
+        let kind = self
+            .actor_kinds
+            .as_ref()
+            .is_none_or(|kinds| kinds.contains(&actor.kind));
+        let id = self
+            .actor_ids
+            .as_ref()
+            .is_none_or(|ids| ids.is_match(&actor.id));
+        Seen::from(kind && id)
+    }
+
+    fn match_effects(&self, subject: &Subject<'_>) -> Seen {
+        if self.effects_any.is_none() && self.effects_all.is_none() {
+            return Seen::Yes;
+        }
+        let flags = match &subject.target {
+            Target::Invocation { invocation, .. } => EffectFlags::of(&invocation.effects),
+            // A fetch talks to the network; other tools carry no effect flags of their own and
+            // are matched by `tool:`.
+            Target::Tool(Tool::Fetch { .. }) => EffectFlags::NETWORK,
+            Target::Tool(_) => EffectFlags::NONE,
+        };
+        let any = self.effects_any.is_none_or(|wanted| flags.any_of(wanted));
+        let all = self.effects_all.is_none_or(|wanted| flags.all_of(wanted));
+        Seen::from(any && all)
+    }
+
+    fn match_paths<'a>(&self, subject: &Subject<'a>) -> Seen {
+        if self.paths.is_none()
+            && self.reads.is_none()
+            && self.writes.is_none()
+            && self.deletes.is_none()
+        {
+            return Seen::Yes;
+        }
+        let holds = match &subject.target {
+            Target::Invocation { invocation, .. } => {
+                let effects = &invocation.effects;
+                let strings = |paths: &'a [String]| paths.iter().map(String::as_str);
+                any_path(&self.paths, effects.paths().map(|(_, path)| path))
+                    && any_path(&self.reads, strings(&effects.reads))
+                    && any_path(&self.writes, strings(&effects.writes))
+                    && any_path(&self.deletes, strings(&effects.deletes))
+            }
+            Target::Tool(tool) => match file_use(tool) {
+                Some((used, path)) => {
+                    let check = |matcher: &Option<PathMatcher>, applies: bool| {
+                        matcher.as_ref().is_none_or(|m| applies && m.is_match(path))
+                    };
+                    check(&self.paths, true)
+                        && check(&self.reads, used == PathUse::Read)
+                        && check(&self.writes, used == PathUse::Write)
+                        && check(&self.deletes, used == PathUse::Delete)
+                }
+                None => false,
+            },
+        };
+        Seen::from(holds)
+    }
+
+    /// Tier, host and time: facts an action may not carry.
+    fn match_context(&self, subject: &Subject<'_>) -> Seen {
+        let mut answer = Seen::Yes;
+        let mut combine = |seen: Seen| match (answer, seen) {
+            (Seen::No, _) | (_, Seen::No) => answer = Seen::No,
+            (_, Seen::Unknown) => answer = Seen::Unknown,
+            _ => {}
+        };
+        if let Some(tiers) = &self.tiers {
+            combine(match &subject.actor.tier {
+                Some(tier) => Seen::from(tiers.is_match(tier)),
+                None => Seen::Unknown,
+            });
+        }
+        if let Some(hosts) = &self.hosts {
+            combine(match host_of(subject) {
+                Some(host) => Seen::from(host_matches(hosts, host)),
+                None => Seen::Unknown,
+            });
+        }
+        if let Some(times) = &self.times {
+            combine(match subject.context.minute_of_day {
+                Some(minute) if minute < 24 * 60 => {
+                    Seen::from(times.iter().any(|window| window.contains(minute)))
+                }
+                _ => Seen::Unknown,
+            });
+        }
+        answer
+    }
+}
+
+/// Whether some path matches, or true when the matcher is not given.
+fn any_path<'p>(matcher: &Option<PathMatcher>, mut paths: impl Iterator<Item = &'p str>) -> bool {
+    matcher
+        .as_ref()
+        .is_none_or(|m| paths.any(|path| m.is_match(path)))
+}
+
+/// The remote target when the invocation runs elsewhere, else the action's host.
+fn host_of<'a>(subject: &Subject<'a>) -> Option<&'a str> {
+    if let Target::Invocation { invocation, .. } = &subject.target
+        && let Some(remote) = &invocation.remote
+    {
+        return Some(&remote.target);
+    }
+    subject.context.host.as_deref()
+}
+
+/// `ssh deploy@prod-1` runs on `prod-1`: the user part is not the host.
+fn host_matches(hosts: &GlobSet, host: &str) -> bool {
+    hosts.is_match(host)
+        || host
+            .rsplit_once('@')
+            .is_some_and(|(_, bare)| hosts.is_match(bare))
+}
+
+/// The path a file tool uses, and how.
+fn file_use(tool: &Tool) -> Option<(PathUse, &str)> {
+    match tool {
+        Tool::Read { path } => Some((PathUse::Read, path)),
+        Tool::Write { path } | Tool::Edit { path } => Some((PathUse::Write, path)),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_windows_wrap_midnight() {
+        let night = TimeWindow::new(22 * 60, 6 * 60);
+        assert!(night.contains(23 * 60));
+        assert!(night.contains(0));
+        assert!(night.contains(5 * 60 + 59));
+        assert!(!night.contains(6 * 60));
+        assert!(!night.contains(12 * 60));
+        let office = TimeWindow::new(9 * 60, 17 * 60);
+        assert!(office.contains(9 * 60));
+        assert!(!office.contains(17 * 60));
+        let whole_day = TimeWindow::new(0, 24 * 60);
+        assert!(whole_day.contains(0) && whole_day.contains(1439));
+    }
+
+    #[test]
+    fn effect_flags_any_and_all() {
+        let effects = Effects {
+            network: true,
+            runs_code: true,
+            ..Effects::default()
+        };
+        let flags = EffectFlags::of(&effects);
+        let network = EffectFlags::NETWORK;
+        let both = network.with(EffectFlags::RUNS_CODE);
+        assert!(flags.any_of(network));
+        assert!(flags.all_of(both));
+        assert!(!flags.all_of(both.with(EffectFlags::PRIVILEGE)));
+        assert!(!EffectFlags::of(&Effects::default()).any_of(both));
+    }
+}
