@@ -1,0 +1,148 @@
+//! The real binary, as an operator or a script would run it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn nightwatch(home: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+        .args(args)
+        .env("NIGHTWATCH_HOME", home)
+        .env_remove("NIGHTWATCH_POLICY")
+        .output()
+        .expect("the nightwatch binary runs")
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nightwatch-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn example_policy() -> String {
+    format!("{}/../../examples/agent-vm.yaml", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn read_only_pipeline_is_allowed_with_exit_zero() {
+    let home = scratch("allow");
+    let output = nightwatch(&home, &["check", "ps aux | grep nginx | head -5"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert!(stdout(&output).starts_with("ALLOW: ps aux"));
+}
+
+#[test]
+fn docker_hidden_after_cd_is_denied_with_where_to_go() {
+    let home = scratch("docker");
+    let policy = example_policy();
+    let output = nightwatch(&home, &["check", "--policy", &policy, "cd /srv/app && docker compose up -d"]);
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(text.contains("docker-belongs-on-the-dev-host"), "{text}");
+    assert!(text.contains("instead: run it on the shared dev host"), "{text}");
+}
+
+#[test]
+fn json_names_every_invocation_with_its_verdict_and_rule() {
+    let home = scratch("json");
+    let output = nightwatch(&home, &["check", "--json", "--", "ls && sudo rm -rf /etc"]);
+    assert_eq!(output.status.code(), Some(2));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("one JSON object");
+    assert_eq!(value["verdict"], "deny");
+    assert!(value["reason"].as_str().is_some_and(|r| !r.is_empty()));
+    let invocations = value["invocations"].as_array().expect("invocations");
+    let names: Vec<&str> = invocations.iter().map(|i| i["argv"][0].as_str().unwrap_or("")).collect();
+    assert_eq!(names, ["ls", "sudo", "rm"]);
+    let rm = &invocations[2];
+    assert_eq!(rm["verdict"], "deny");
+    assert_eq!(rm["via"][0], "sudo");
+    assert_eq!(rm["effects"]["deletes"][0], "/etc");
+    assert!(rm["rule"].as_str().is_some_and(|r| !r.is_empty()));
+    assert_eq!(invocations[0]["verdict"], "allow");
+}
+
+#[test]
+fn exit_status_is_zero_only_for_allow() {
+    let home = scratch("exit");
+    for (line, code) in [("uptime", 0), ("cargo build", 3), ("reboot", 2)] {
+        let output = nightwatch(&home, &["check", line]);
+        assert_eq!(output.status.code(), Some(code), "{line}: {}", stdout(&output));
+    }
+}
+
+#[test]
+fn broken_policy_is_refused_with_line_and_column() {
+    let home = scratch("broken");
+    let path = home.join("bad.yaml");
+    std::fs::write(&path, "version: 1\nrules:\n  - id: x\n    verdict: maybe\n").expect("write");
+    let output = nightwatch(&home, &["check", "--policy", path.to_str().unwrap_or_default(), "ls"]);
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(message.contains("bad.yaml:4:"), "{message}");
+    assert!(message.contains("maybe"), "{message}");
+}
+
+#[test]
+fn missing_policy_file_is_an_error_not_a_fallback() {
+    let home = scratch("missing");
+    let output = nightwatch(&home, &["check", "--policy", "/nonexistent/policy.yaml", "ls"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("cannot read policy"));
+}
+
+#[test]
+fn init_writes_the_default_policy_which_then_governs_check() {
+    let home = scratch("init");
+    let first = nightwatch(&home, &["init"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
+    let written = std::fs::read_to_string(home.join("policy.yaml")).expect("policy written");
+    assert!(written.starts_with('#'), "the written policy carries its comments");
+    let again = nightwatch(&home, &["init"]);
+    assert_eq!(again.status.code(), Some(1), "init must not overwrite without --force");
+
+    // Replace it with a stricter one: the data directory's file is what `check` uses.
+    std::fs::write(home.join("policy.yaml"), "version: 1\ndefault: deny\n").expect("rewrite");
+    let output = nightwatch(&home, &["check", "--json", "make deploy"]);
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert_eq!(value["verdict"], "deny");
+    assert!(value["policy"].as_str().is_some_and(|p| p.ends_with("policy.yaml")));
+}
+
+#[test]
+fn policy_test_runs_every_example_and_reports_failures() {
+    let home = scratch("policy-test");
+    let ok = nightwatch(&home, &["policy", "test", "--policy", &example_policy()]);
+    assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
+    assert!(stdout(&ok).contains("4 passed, 0 failed"), "{}", stdout(&ok));
+
+    let path = home.join("wrong.yaml");
+    std::fs::write(
+        &path,
+        "version: 1\ndefault: ask\nexamples:\n  - command: ls\n    expect: ask\n  - command: reboot\n    expect: allow\n",
+    )
+    .expect("write");
+    let failing = nightwatch(&home, &["policy", "test", "--policy", path.to_str().unwrap_or_default()]);
+    assert_eq!(failing.status.code(), Some(1));
+    let text = stdout(&failing);
+    assert!(text.contains("FAIL"), "{text}");
+    assert!(text.contains("1 passed, 1 failed"), "{text}");
+}
+
+#[test]
+fn usage_errors_do_not_look_like_a_verdict() {
+    let home = scratch("usage");
+    let output = nightwatch(&home, &["check"]);
+    assert_eq!(output.status.code(), Some(1));
+    let help = nightwatch(&home, &["check", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    let flowed = stdout(&help).split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(flowed.contains("Exit status: 0 allow, 2 deny, 3 ask, 4 halt, 1 error"), "{flowed}");
+}
