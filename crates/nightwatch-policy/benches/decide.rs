@@ -147,6 +147,8 @@ struct Stats {
     p99: Duration,
     p999: Duration,
     max: Duration,
+    /// Time spent on each item, summed over the rounds.
+    per_item: Vec<Duration>,
 }
 
 fn percentile(sorted: &[Duration], q: f64) -> Duration {
@@ -164,12 +166,15 @@ fn measure<T, R>(items: &[T], mut f: impl FnMut(&T) -> R) -> Stats {
         }
     }
     let mut times = Vec::with_capacity(4_000_000);
+    let mut per_item = vec![Duration::ZERO; items.len()];
     let start = Instant::now();
     while start.elapsed() < RUN {
-        for item in items {
+        for (item, total) in items.iter().zip(&mut per_item) {
             let t = Instant::now();
             black_box(f(black_box(item)));
-            times.push(t.elapsed());
+            let took = t.elapsed();
+            times.push(took);
+            *total += took;
         }
     }
     let wall = start.elapsed();
@@ -181,6 +186,7 @@ fn measure<T, R>(items: &[T], mut f: impl FnMut(&T) -> R) -> Stats {
         p99: percentile(&times, 0.99),
         p999: percentile(&times, 0.999),
         max: *times.last().expect("at least one round"),
+        per_item,
     }
 }
 
@@ -268,6 +274,58 @@ fn main() {
             micros(s.max)
         );
     }
+    println!();
+    // Where the time goes: the lines that cost most, and the share of analysis in each.
+    let (decide, analysis) = (&rows[0].1, &rows[2].1);
+    let total: Duration = decide.per_item.iter().sum();
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(decide.per_item[i]));
+    println!(
+        "costliest lines, 200-rule policy (share of all decide time, mean per decide, analysis share):"
+    );
+    for &i in order.iter().take(8) {
+        let mut line = lines[i].replace('\n', "\\n");
+        if line.len() > 70 {
+            let cut = (0..=70)
+                .rev()
+                .find(|&c| line.is_char_boundary(c))
+                .unwrap_or(0);
+            line.truncate(cut);
+            line.push('…');
+        }
+        let rounds = decide.lines as f64 / lines.len() as f64;
+        println!(
+            "  {:>5.1}%  {:>7.1} µs  analysis {:>3.0}%  {:>2} inv  {line}",
+            100.0 * decide.per_item[i].as_secs_f64() / total.as_secs_f64(),
+            decide.per_item[i].as_secs_f64() * 1e6 / rounds,
+            100.0 * (analysis.per_item[i].as_secs_f64() / analysis.lines as f64)
+                / (decide.per_item[i].as_secs_f64() / decide.lines as f64),
+            analysed[i].1.len(),
+        );
+    }
+    let globbed: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            analysed[i].1.iter().any(|inv| {
+                inv.effects
+                    .paths()
+                    .any(|(_, p)| p.contains(['*', '?', '[', '{']))
+            })
+        })
+        .collect();
+    let share = |s: &Stats| {
+        let all: Duration = s.per_item.iter().sum();
+        let part: Duration = globbed.iter().map(|&i| s.per_item[i]).sum();
+        100.0 * part.as_secs_f64() / all.as_secs_f64()
+    };
+    println!(
+        "lines touching a globbed path (`src/*.rs`): {} of {}, {:.0}% of 200-rule decide time, \
+         {:.0}% with the built-in policy, {:.0}% of analysis time",
+        globbed.len(),
+        lines.len(),
+        share(&rows[0].1),
+        share(&rows[1].1),
+        share(&rows[2].1)
+    );
     println!();
     let goal = 100_000.0;
     let got = rows[0].1.per_second;

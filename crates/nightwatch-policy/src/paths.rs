@@ -108,10 +108,30 @@ impl PathMatcher {
     /// as a glob, is tried against each glob's own text, with a leading `**/` stood in for by
     /// each directory above the path. Exceptions are not consulted: this errs towards a match.
     fn may_overlap(&self, path: &str) -> bool {
-        let Ok(path_glob) = GlobBuilder::new(path).backslash_escape(true).build() else {
-            return true;
+        // Any candidate must keep the literal text before the first and after the last glob
+        // character; checking that first keeps glob compilation off the common path.
+        let first = path.find(['*', '?', '[', '{']).unwrap_or(path.len());
+        let last = path
+            .rfind(['*', '?', ']', '}'])
+            .map_or(path.len(), |i| i + 1);
+        let (head, tail) = (&path[..first], &path[last.max(first)..]);
+        let framed = |candidate: &str| {
+            let c_first = candidate
+                .find(['*', '?', '[', '{'])
+                .unwrap_or(candidate.len());
+            let c_last = candidate.rfind(['*', '?', ']', '}']).map_or(0, |i| i + 1);
+            let (c_head, c_tail) = (
+                &candidate[..c_first],
+                &candidate[c_last.max(c_first).min(candidate.len())..],
+            );
+            let c_tail = if c_first == candidate.len() {
+                candidate
+            } else {
+                c_tail
+            };
+            (head.starts_with(c_head) || c_head.starts_with(head))
+                && (tail.ends_with(c_tail) || c_tail.ends_with(tail))
         };
-        let path_glob = path_glob.compile_matcher();
         let mut directories = vec![String::new()];
         let mut prefix = String::new();
         for component in path.split('/') {
@@ -122,14 +142,28 @@ impl PathMatcher {
             prefix.push('/');
             directories.push(prefix.clone());
         }
-        self.include_texts
+        let candidates: Vec<String> = self
+            .include_texts
             .iter()
-            .any(|text| match text.strip_prefix("**/") {
+            .flat_map(|text| match text.strip_prefix("**/") {
                 Some(rest) => directories
                     .iter()
-                    .any(|dir| path_glob.is_match(format!("{dir}{rest}"))),
-                None => path_glob.is_match(text),
+                    .map(|dir| format!("{dir}{rest}"))
+                    .collect(),
+                None => vec![text.clone()],
             })
+            .filter(|candidate| framed(candidate))
+            .collect();
+        if candidates.is_empty() {
+            return false;
+        }
+        let Ok(path_glob) = GlobBuilder::new(path).backslash_escape(true).build() else {
+            return true;
+        };
+        let path_glob = path_glob.compile_matcher();
+        candidates
+            .iter()
+            .any(|candidate| path_glob.is_match(candidate))
     }
 
     fn matches_exactly(&self, path: &str) -> bool {

@@ -30,7 +30,14 @@ pub use paths::normalise_path;
 /// Never panics. A line that cannot be parsed, or that exceeds a limit, gives one opaque
 /// invocation (empty argv) whose `opaque` field says why.
 pub fn analyse(line: &str) -> Vec<Invocation> {
-    walk::analyse_script(line, 0)
+    // The walk calls into brush-parser in several places (words, braces, arithmetic); a panic
+    // in any of them must make the line opaque, never take the gate down.
+    std::panic::catch_unwind(|| walk::analyse_script(line, 0)).unwrap_or_else(|_| {
+        vec![Invocation {
+            opaque: Some("the shell analysis failed on this line".to_owned()),
+            ..Invocation::default()
+        }]
+    })
 }
 
 #[cfg(test)]

@@ -311,6 +311,12 @@ fn effects_of_common_tools() {
 }
 
 #[test]
+fn nested_subshells_are_not_mistaken_for_arithmetic() {
+    check("( ( rm -rf / ) )", &["rm -rf /  [deletes /]"]);
+    check("(( i++ ))", &[]);
+}
+
+#[test]
 fn relative_paths_follow_cd() {
     check("cd /etc && cat shadow", &["cd /etc", "cat shadow"]);
     let read = analyse("cd /etc && cat shadow");
@@ -336,6 +342,14 @@ fn limits_make_a_line_opaque_not_a_crash() {
             .as_deref()
             .unwrap_or("")
             .contains("nests")
+    );
+    let subshells = format!("{}ls{}", "( ".repeat(40), "; )".repeat(40));
+    assert!(
+        analyse(&subshells)[0]
+            .opaque
+            .as_deref()
+            .unwrap_or("")
+            .contains("parentheses")
     );
     let ifs = format!("{}ls{}", "if true; then ".repeat(500), "; fi".repeat(500));
     assert!(analyse(&ifs)[0].is_opaque());
@@ -369,6 +383,16 @@ fn limits_make_a_line_opaque_not_a_crash() {
         analyse(&quoted)
             .iter()
             .any(|i| i.argv == ["reboot"] && i.via.len() == 2)
+    );
+    // brush-parser never returns from this one: the deadline makes it opaque.
+    let runaway = analyse("$(<(l <<  oc)");
+    assert!(
+        runaway[0]
+            .opaque
+            .as_deref()
+            .unwrap_or("")
+            .contains("did not finish"),
+        "{runaway:?}"
     );
     let many = "ls;".repeat(5_000);
     assert!(analyse(&many).iter().any(|i| i.is_opaque()));

@@ -544,7 +544,7 @@ fn skip_options(argv: &[Field], start: usize, valued: &[&str], stop_at_dashes: b
             }
         }
     }
-    index
+    index.min(argv.len())
 }
 
 fn skip_bundled_options(argv: &[Field], start: usize, valued: &[&str]) -> usize {
@@ -569,7 +569,7 @@ fn skip_bundled_options(argv: &[Field], start: usize, valued: &[&str]) -> usize 
             }
         }
     }
-    index
+    index.min(argv.len())
 }
 
 fn skip_assignments(argv: &[Field], start: usize) -> usize {

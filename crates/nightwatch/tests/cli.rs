@@ -28,7 +28,10 @@ fn stderr(output: &Output) -> String {
 }
 
 fn example_policy() -> String {
-    format!("{}/../../examples/agent-vm.yaml", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../../examples/agent-vm.yaml",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 #[test]
@@ -43,11 +46,22 @@ fn read_only_pipeline_is_allowed_with_exit_zero() {
 fn docker_hidden_after_cd_is_denied_with_where_to_go() {
     let home = scratch("docker");
     let policy = example_policy();
-    let output = nightwatch(&home, &["check", "--policy", &policy, "cd /srv/app && docker compose up -d"]);
+    let output = nightwatch(
+        &home,
+        &[
+            "check",
+            "--policy",
+            &policy,
+            "cd /srv/app && docker compose up -d",
+        ],
+    );
     assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     let text = stdout(&output);
     assert!(text.contains("docker-belongs-on-the-dev-host"), "{text}");
-    assert!(text.contains("instead: run it on the shared dev host"), "{text}");
+    assert!(
+        text.contains("instead: run it on the shared dev host"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -59,7 +73,10 @@ fn json_names_every_invocation_with_its_verdict_and_rule() {
     assert_eq!(value["verdict"], "deny");
     assert!(value["reason"].as_str().is_some_and(|r| !r.is_empty()));
     let invocations = value["invocations"].as_array().expect("invocations");
-    let names: Vec<&str> = invocations.iter().map(|i| i["argv"][0].as_str().unwrap_or("")).collect();
+    let names: Vec<&str> = invocations
+        .iter()
+        .map(|i| i["argv"][0].as_str().unwrap_or(""))
+        .collect();
     assert_eq!(names, ["ls", "sudo", "rm"]);
     let rm = &invocations[2];
     assert_eq!(rm["verdict"], "deny");
@@ -74,7 +91,12 @@ fn exit_status_is_zero_only_for_allow() {
     let home = scratch("exit");
     for (line, code) in [("uptime", 0), ("cargo build", 3), ("reboot", 2)] {
         let output = nightwatch(&home, &["check", line]);
-        assert_eq!(output.status.code(), Some(code), "{line}: {}", stdout(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(code),
+            "{line}: {}",
+            stdout(&output)
+        );
     }
 }
 
@@ -83,7 +105,10 @@ fn broken_policy_is_refused_with_line_and_column() {
     let home = scratch("broken");
     let path = home.join("bad.yaml");
     std::fs::write(&path, "version: 1\nrules:\n  - id: x\n    verdict: maybe\n").expect("write");
-    let output = nightwatch(&home, &["check", "--policy", path.to_str().unwrap_or_default(), "ls"]);
+    let output = nightwatch(
+        &home,
+        &["check", "--policy", path.to_str().unwrap_or_default(), "ls"],
+    );
     assert_eq!(output.status.code(), Some(1));
     let message = stderr(&output);
     assert!(message.contains("bad.yaml:4:"), "{message}");
@@ -93,7 +118,10 @@ fn broken_policy_is_refused_with_line_and_column() {
 #[test]
 fn missing_policy_file_is_an_error_not_a_fallback() {
     let home = scratch("missing");
-    let output = nightwatch(&home, &["check", "--policy", "/nonexistent/policy.yaml", "ls"]);
+    let output = nightwatch(
+        &home,
+        &["check", "--policy", "/nonexistent/policy.yaml", "ls"],
+    );
     assert_eq!(output.status.code(), Some(1));
     assert!(stderr(&output).contains("cannot read policy"));
 }
@@ -104,16 +132,27 @@ fn init_writes_the_default_policy_which_then_governs_check() {
     let first = nightwatch(&home, &["init"]);
     assert_eq!(first.status.code(), Some(0), "{}", stderr(&first));
     let written = std::fs::read_to_string(home.join("policy.yaml")).expect("policy written");
-    assert!(written.starts_with('#'), "the written policy carries its comments");
+    assert!(
+        written.starts_with('#'),
+        "the written policy carries its comments"
+    );
     let again = nightwatch(&home, &["init"]);
-    assert_eq!(again.status.code(), Some(1), "init must not overwrite without --force");
+    assert_eq!(
+        again.status.code(),
+        Some(1),
+        "init must not overwrite without --force"
+    );
 
     // Replace it with a stricter one: the data directory's file is what `check` uses.
     std::fs::write(home.join("policy.yaml"), "version: 1\ndefault: deny\n").expect("rewrite");
     let output = nightwatch(&home, &["check", "--json", "make deploy"]);
     let value: serde_json::Value = serde_json::from_slice(&output.stdout).expect("json");
     assert_eq!(value["verdict"], "deny");
-    assert!(value["policy"].as_str().is_some_and(|p| p.ends_with("policy.yaml")));
+    assert!(
+        value["policy"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("policy.yaml"))
+    );
 }
 
 #[test]
@@ -121,7 +160,11 @@ fn policy_test_runs_every_example_and_reports_failures() {
     let home = scratch("policy-test");
     let ok = nightwatch(&home, &["policy", "test", "--policy", &example_policy()]);
     assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
-    assert!(stdout(&ok).contains("4 passed, 0 failed"), "{}", stdout(&ok));
+    assert!(
+        stdout(&ok).contains("4 passed, 0 failed"),
+        "{}",
+        stdout(&ok)
+    );
 
     let path = home.join("wrong.yaml");
     std::fs::write(
@@ -129,7 +172,15 @@ fn policy_test_runs_every_example_and_reports_failures() {
         "version: 1\ndefault: ask\nexamples:\n  - command: ls\n    expect: ask\n  - command: reboot\n    expect: allow\n",
     )
     .expect("write");
-    let failing = nightwatch(&home, &["policy", "test", "--policy", path.to_str().unwrap_or_default()]);
+    let failing = nightwatch(
+        &home,
+        &[
+            "policy",
+            "test",
+            "--policy",
+            path.to_str().unwrap_or_default(),
+        ],
+    );
     assert_eq!(failing.status.code(), Some(1));
     let text = stdout(&failing);
     assert!(text.contains("FAIL"), "{text}");
@@ -143,6 +194,12 @@ fn usage_errors_do_not_look_like_a_verdict() {
     assert_eq!(output.status.code(), Some(1));
     let help = nightwatch(&home, &["check", "--help"]);
     assert_eq!(help.status.code(), Some(0));
-    let flowed = stdout(&help).split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(flowed.contains("Exit status: 0 allow, 2 deny, 3 ask, 4 halt, 1 error"), "{flowed}");
+    let flowed = stdout(&help)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flowed.contains("Exit status: 0 allow, 2 deny, 3 ask, 4 halt, 1 error"),
+        "{flowed}"
+    );
 }
