@@ -34,6 +34,128 @@ pub enum Command {
     /// Work with policy files.
     #[command(subcommand)]
     Policy(PolicyCommand),
+    /// The agent's hook: reads the hook's JSON on stdin, answers in the agent's protocol.
+    ///
+    /// Before a tool call: decide by policy, record the decision, answer. After it: record the
+    /// result against the decision. Anything that goes wrong is a refusal (exit 2, reason on
+    /// stderr), never a silent pass.
+    Hook(HookArgs),
+    /// Add nightwatch's hook to an agent's settings file (idempotent; the file is backed up).
+    Install(InstallArgs),
+    /// Decide a command, run it if allowed, and record its exit code, output and duration.
+    ///
+    /// For scripts and agents without hooks: `nightwatch exec -- systemctl restart app`.
+    /// When refused, the reason is on stderr and the exit status is 2 (deny), 3 (ask) or
+    /// 4 (halt); otherwise it is the command's own.
+    Exec(ExecArgs),
+    /// What happened, and why: the ledger's records, oldest first.
+    Log(LogArgs),
+    /// One record in full, with its decision or result.
+    Show(ShowArgs),
+    /// Every record, for another system: one JSON object per line.
+    Export(ExportArgs),
+    /// Check the ledger's hash chain and head checkpoint; report unguarded results.
+    ///
+    /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
+    /// 2 intact but with results that no decision guarded.
+    Verify,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum AgentName {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+impl From<AgentName> for nightwatch_agents::Agent {
+    fn from(name: AgentName) -> Self {
+        match name {
+            AgentName::Claude => nightwatch_agents::Agent::Claude,
+            AgentName::Codex => nightwatch_agents::Agent::Codex,
+            AgentName::Gemini => nightwatch_agents::Agent::Gemini,
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct HookArgs {
+    /// Which agent's protocol to speak.
+    #[arg(value_enum)]
+    pub agent: AgentName,
+}
+
+#[derive(Debug, Args)]
+pub struct InstallArgs {
+    #[arg(value_enum)]
+    pub agent: AgentName,
+    /// Install into this project's settings (default: the current directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub project: Option<PathBuf>,
+    /// Install into the user's settings, for every project.
+    #[arg(long)]
+    pub user: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExecArgs {
+    /// Session the command belongs to (default: $NIGHTWATCH_SESSION).
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// The command and its arguments, after `--`.
+    #[arg(required = true, last = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// From this time: 2am, 14:30, 90m, 3d, yesterday, today, or RFC 3339.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Before this time (same forms as --since).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Actor kind (agent, script, janitor, ...) or id (claude-code, ...).
+    #[arg(long, value_name = "NAME")]
+    pub actor: Option<String>,
+    #[arg(long, value_name = "VERDICT")]
+    pub verdict: Option<String>,
+    /// Tool name (exec, write, mcp__github__create_issue, ...).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Alert id the records were triggered by.
+    #[arg(long, value_name = "ID")]
+    pub alert: Option<String>,
+    /// Only the last N matching records.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// One JSON object per record, per line.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Record id (r42) or sequence number (42).
+    pub id: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ExportFormat {
+    Jsonl,
 }
 
 #[derive(Debug, Args)]

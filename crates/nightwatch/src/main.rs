@@ -2,9 +2,12 @@
 //! judgement lives in the library crates.
 
 mod cli;
+mod clock;
 mod commands;
+mod context;
 mod home;
 mod report;
+mod timespec;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -14,13 +17,17 @@ use std::process::ExitCode;
 const WORKER_STACK: usize = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
+    // An agent runs `nightwatch hook ...`: anything but 0 or 2 lets its call through, so every
+    // failure on that path, even a bad command line, must be a refusal.
+    let is_hook = std::env::args().nth(1).as_deref() == Some("hook");
+    let failure = if is_hook { 2 } else { cli::EXIT_ERROR };
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
             // Usage errors must not look like a verdict: `check` uses 2 for deny.
             return if error.use_stderr() {
-                ExitCode::from(cli::EXIT_ERROR)
+                ExitCode::from(failure)
             } else {
                 ExitCode::SUCCESS
             };
@@ -34,11 +41,11 @@ fn main() -> ExitCode {
         Ok(Ok(Ok(code))) => ExitCode::from(code),
         Ok(Ok(Err(error))) => {
             eprintln!("nightwatch: {error:#}");
-            ExitCode::from(cli::EXIT_ERROR)
+            ExitCode::from(failure)
         }
         Ok(Err(_)) | Err(_) => {
             eprintln!("nightwatch: internal error; nothing was allowed");
-            ExitCode::from(cli::EXIT_ERROR)
+            ExitCode::from(failure)
         }
     }
 }

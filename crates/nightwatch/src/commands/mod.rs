@@ -1,7 +1,11 @@
 //! One module per subcommand. Each returns the process exit status.
 
 mod check;
+mod exec;
+mod hook;
 mod init;
+mod install;
+mod ledger;
 mod policy;
 
 use crate::cli::{Cli, Command, PolicyCommand, PolicySource};
@@ -14,7 +18,31 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Init(args) => init::run(args),
         Command::Policy(PolicyCommand::Test(args)) => policy::test(args),
+        Command::Hook(args) => Ok(hook::run(args)),
+        Command::Install(args) => install::run(args),
+        Command::Exec(args) => exec::run(args),
+        Command::Log(args) => ledger::log(args),
+        Command::Show(args) => ledger::show(args),
+        Command::Export(args) => ledger::export(args),
+        Command::Verify => ledger::verify(),
     }
+}
+
+/// The policy source for commands without `--policy` (the hooks): `$NIGHTWATCH_POLICY`, else
+/// the data directory's, else the built-in one.
+pub fn policy_from_environment() -> PolicySource {
+    PolicySource {
+        policy: std::env::var_os("NIGHTWATCH_POLICY")
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from),
+    }
+}
+
+/// The ledger in the data directory.
+pub fn open_ledger() -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
+    let dir = home::data_dir();
+    nightwatch_ledger::SqliteLedger::open(&dir)
+        .with_context(|| format!("cannot open the ledger in {}", dir.display()))
 }
 
 /// Where the policy came from, for messages.

@@ -1,0 +1,138 @@
+//! Hook output: what each agent reads back from the hook.
+//!
+//! - Claude Code: exit 0 with `hookSpecificOutput.permissionDecision` allow, ask or deny.
+//! - Codex: only a block is honoured; `permissionDecision` allow or ask without more is
+//!   reported as an invalid hook output, so allow is silence and ask is a deny.
+//! - Gemini CLI: `decision` allow or deny; no ask.
+//!
+//! Every refusal also exits 2 with its reason on stderr, which all three treat as a block
+//! whatever stdout says.
+
+use crate::Agent;
+use nightwatch_core::Verdict;
+use serde_json::json;
+
+/// What the hook process prints and how it exits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    pub stdout: String,
+    pub stderr: String,
+    pub exit_code: u8,
+}
+
+/// The exit code that blocks a call in every agent's protocol.
+const BLOCK: u8 = 2;
+
+const HALTED: &str = "halted, the operator has been notified: ";
+const NEEDS_APPROVAL: &str = "needs a human's approval: ";
+
+/// The reply to a `BeforeTool` event for this verdict, in the agent's protocol.
+pub fn reply_to_decision(
+    agent: Agent,
+    verdict: Verdict,
+    reason: &str,
+    instead: Option<&str>,
+) -> Reply {
+    let reason = with_instead(reason, instead);
+    match (verdict, agent) {
+        (Verdict::Allow, Agent::Claude) => claude("allow", &reason),
+        (Verdict::Allow, Agent::Codex) => silence(),
+        (Verdict::Allow, Agent::Gemini) => Reply {
+            stdout: json!({ "decision": "allow" }).to_string() + "\n",
+            stderr: String::new(),
+            exit_code: 0,
+        },
+        (Verdict::Ask, Agent::Claude) => claude("ask", &reason),
+        (Verdict::Ask, Agent::Codex | Agent::Gemini) => {
+            deny(agent, &format!("{NEEDS_APPROVAL}{reason}"))
+        }
+        (Verdict::Halt, _) => deny(agent, &format!("{HALTED}{reason}")),
+        (Verdict::Deny, _) => deny(agent, &reason),
+    }
+}
+
+/// The reply when nightwatch itself failed (bad input, unreadable policy, unwritable ledger, a
+/// panic): always a deny, exit 2, with the reason on stderr.
+pub fn reply_to_failure(agent: Agent, reason: &str) -> Reply {
+    let reason = match reason.trim() {
+        "" => "an unknown error".to_string(),
+        reason => reason.to_string(),
+    };
+    deny(
+        agent,
+        &format!("nightwatch could not decide this call, so it is refused: {reason}"),
+    )
+}
+
+/// The reply to `AfterTool` and lifecycle events: acknowledged, nothing to say.
+pub fn reply_to_record(agent: Agent) -> Reply {
+    match agent {
+        Agent::Claude | Agent::Codex => silence(),
+        // Gemini CLI parses stdout as JSON after exit 0.
+        Agent::Gemini => Reply {
+            stdout: "{}\n".to_string(),
+            stderr: String::new(),
+            exit_code: 0,
+        },
+    }
+}
+
+fn silence() -> Reply {
+    Reply {
+        stdout: String::new(),
+        stderr: String::new(),
+        exit_code: 0,
+    }
+}
+
+/// A refusal: the agent's JSON deny on stdout for those that read it, and exit 2 with the
+/// reason on stderr for all.
+fn deny(agent: Agent, reason: &str) -> Reply {
+    let stdout = match agent {
+        Agent::Claude | Agent::Codex => claude_json("deny", reason),
+        Agent::Gemini => json!({ "decision": "deny", "reason": reason }).to_string() + "\n",
+    };
+    Reply {
+        stdout,
+        stderr: format!("{reason}\n"),
+        exit_code: BLOCK,
+    }
+}
+
+/// Claude Code's allow or ask: exit 0, the decision in JSON.
+fn claude(decision: &str, reason: &str) -> Reply {
+    Reply {
+        stdout: claude_json(decision, reason),
+        stderr: String::new(),
+        exit_code: 0,
+    }
+}
+
+fn claude_json(decision: &str, reason: &str) -> String {
+    json!({
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        }
+    })
+    .to_string()
+        + "\n"
+}
+
+/// The reason the agent sees, with where to go instead. Never empty: Codex ignores an exit 2
+/// without a reason on stderr.
+fn with_instead(reason: &str, instead: Option<&str>) -> String {
+    let mut text = match reason.trim() {
+        "" => "refused by nightwatch policy".to_string(),
+        reason => reason.to_string(),
+    };
+    if let Some(instead) = instead.map(str::trim).filter(|i| !i.is_empty()) {
+        if !text.ends_with(['.', '!', '?']) {
+            text.push('.');
+        }
+        text.push_str(" Instead: ");
+        text.push_str(instead);
+    }
+    text
+}

@@ -1,0 +1,238 @@
+//! Where each agent reads its hooks, and the entries that make it call nightwatch.
+//!
+//! All three use the same shape, `hooks.<Event>: [{matcher, hooks: [{type: "command",
+//! command, timeout}]}]`; they differ in the file, the event names and the timeout's unit.
+//!
+//! - Claude Code: `.claude/settings.json` in the project or the home directory; timeout in
+//!   seconds.
+//! - Codex: `.codex/hooks.json` beside the project's or the user's `config.toml` (the same
+//!   tables may also be written inline in `config.toml` as `[[hooks.PreToolUse]]`); the file
+//!   allows only `hooks` and `description` at its top; timeout in seconds; `*` matches all.
+//! - Gemini CLI: `.gemini/settings.json` in the project or the home directory, events
+//!   `BeforeTool` / `AfterTool`; timeout in milliseconds; a `name` identifies the hook for
+//!   `/hooks enable|disable`.
+
+use crate::{Agent, HookError, kind_of};
+use serde_json::{Map, Value, json};
+
+/// Whose settings to change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// This project only (committed with it, or not, as the team likes).
+    Project,
+    /// Every project of this user.
+    User,
+}
+
+/// The directory a settings path is relative to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Base {
+    /// The project's root directory.
+    Project,
+    /// The user's home directory.
+    Home,
+}
+
+/// Where an agent's hook settings live: `path` relative to `base`. The binary joins them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SettingsLocation {
+    pub base: Base,
+    pub path: &'static str,
+}
+
+pub fn settings_path(agent: Agent, scope: Scope) -> SettingsLocation {
+    let path = match agent {
+        Agent::Claude => ".claude/settings.json",
+        // Codex reads `$CODEX_HOME/hooks.json` for the user; `CODEX_HOME` defaults to
+        // `~/.codex`.
+        Agent::Codex => ".codex/hooks.json",
+        Agent::Gemini => ".gemini/settings.json",
+    };
+    let base = match scope {
+        Scope::Project => Base::Project,
+        Scope::User => Base::Home,
+    };
+    SettingsLocation { base, path }
+}
+
+/// One hook entry nightwatch installs.
+struct Entry {
+    event: &'static str,
+    /// `*` for tool events; lifecycle events take none.
+    matcher: Option<&'static str>,
+}
+
+const ALL_TOOLS: Option<&str> = Some("*");
+
+fn entries(agent: Agent) -> &'static [Entry] {
+    match agent {
+        Agent::Claude => &[
+            Entry {
+                event: "PreToolUse",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "PostToolUse",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "PostToolUseFailure",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "SessionStart",
+                matcher: None,
+            },
+            Entry {
+                event: "Stop",
+                matcher: None,
+            },
+            Entry {
+                event: "SessionEnd",
+                matcher: None,
+            },
+        ],
+        Agent::Codex => &[
+            Entry {
+                event: "PreToolUse",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "PostToolUse",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "SessionStart",
+                matcher: None,
+            },
+            Entry {
+                event: "Stop",
+                matcher: None,
+            },
+        ],
+        Agent::Gemini => &[
+            Entry {
+                event: "BeforeTool",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "AfterTool",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "SessionStart",
+                matcher: None,
+            },
+            Entry {
+                event: "SessionEnd",
+                matcher: None,
+            },
+        ],
+    }
+}
+
+/// The hook's time limit. An agent lets the call proceed when the hook times out, so it is
+/// generous; a decision takes milliseconds.
+const TIMEOUT_SECONDS: u64 = 30;
+
+fn handler(agent: Agent, command: &str) -> Value {
+    match agent {
+        Agent::Claude | Agent::Codex => json!({
+            "type": "command",
+            "command": command,
+            "timeout": TIMEOUT_SECONDS,
+        }),
+        Agent::Gemini => json!({
+            "name": "nightwatch",
+            "type": "command",
+            "command": command,
+            "timeout": TIMEOUT_SECONDS * 1000,
+        }),
+    }
+}
+
+/// Merge nightwatch's hook entries into the agent's settings document (`Value::Null` for a file
+/// that does not exist yet). Idempotent: nightwatch's existing handlers (any whose command runs
+/// `nightwatch ... hook`, or the given command) are removed wherever they are in the events it
+/// installs, then one group per event is appended. Everything else is kept as it was. A
+/// settings document of an unexpected shape is an error, never overwritten.
+pub fn install_hooks(agent: Agent, settings: Value, command: &str) -> Result<Value, HookError> {
+    let mut settings = match settings {
+        Value::Null => Map::new(),
+        Value::Object(settings) => settings,
+        other => return Err(shape("the settings file", &other, "a JSON object")),
+    };
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if hooks.is_null() {
+        *hooks = Value::Object(Map::new());
+    }
+    let Value::Object(hooks) = hooks else {
+        return Err(shape(
+            "\"hooks\" in the settings file",
+            hooks,
+            "a JSON object",
+        ));
+    };
+
+    for entry in entries(agent) {
+        let groups = hooks
+            .entry(entry.event)
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if groups.is_null() {
+            *groups = Value::Array(Vec::new());
+        }
+        let Value::Array(groups) = groups else {
+            return Err(shape(
+                &format!("\"hooks.{}\" in the settings file", entry.event),
+                groups,
+                "a JSON array",
+            ));
+        };
+        remove_ours(groups, command);
+        let mut group = Map::new();
+        if let Some(matcher) = entry.matcher {
+            group.insert("matcher".into(), matcher.into());
+        }
+        group.insert("hooks".into(), Value::Array(vec![handler(agent, command)]));
+        groups.push(Value::Object(group));
+    }
+    Ok(Value::Object(settings))
+}
+
+/// Drop nightwatch's handlers from these groups, and the groups they leave empty.
+fn remove_ours(groups: &mut Vec<Value>, command: &str) {
+    groups.retain_mut(|group| {
+        let Some(Value::Array(handlers)) = group.get_mut("hooks") else {
+            return true;
+        };
+        let before = handlers.len();
+        handlers.retain(|handler| !is_ours(handler, command));
+        !(handlers.is_empty() && before > 0)
+    });
+}
+
+/// A handler that runs nightwatch's hook: the command being installed, or any command whose
+/// program is `nightwatch` and which has a `hook` argument (an older path or agent name).
+fn is_ours(handler: &Value, command: &str) -> bool {
+    let Some(existing) = handler.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    if existing.trim() == command.trim() {
+        return true;
+    }
+    let mut words = existing.split_whitespace();
+    let program = words.next().unwrap_or_default().trim_matches(['"', '\'']);
+    let program = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let is_nightwatch = program == "nightwatch" || program == "nightwatch.exe";
+    is_nightwatch && words.any(|word| word == "hook")
+}
+
+fn shape(place: &str, found: &Value, expected: &'static str) -> HookError {
+    HookError::Settings {
+        place: place.to_string(),
+        found: kind_of(found),
+        expected,
+    }
+}

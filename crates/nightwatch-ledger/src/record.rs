@@ -1,0 +1,189 @@
+//! What the ledger holds: an [`Entry`] is what a caller hands in, a [`Record`] is what the store
+//! keeps (the entry, redacted and capped, plus its id, sequence number and hash chain).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The kinds of step a record can be. The field is free text so later steps (undo, sweep, ...)
+/// need no schema change; these are the ones written today.
+pub mod event {
+    /// A verdict given before an action ran.
+    pub const DECISION: &str = "decision";
+    /// The result of an action, joined to its decision by the call id.
+    pub const RESULT: &str = "result";
+    /// A result whose call id has no recorded decision: the hook was bypassed or missing.
+    pub const UNGUARDED_RESULT: &str = "unguarded-result";
+    pub const SESSION_START: &str = "session-start";
+    pub const STOP: &str = "stop";
+    pub const SESSION_END: &str = "session-end";
+}
+
+/// Who acted: an actor kind (`agent`, `script`, `janitor`, ...) and its id (`claude-code`, ...).
+///
+/// Kept as text rather than [`nightwatch_core::ActorKind`] so that records written by a later
+/// version with a new kind of actor stay readable.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordActor {
+    pub kind: String,
+    pub id: String,
+}
+
+impl From<&nightwatch_core::Actor> for RecordActor {
+    fn from(actor: &nightwatch_core::Actor) -> RecordActor {
+        RecordActor {
+            kind: actor.kind.as_str().to_string(),
+            id: actor.id.clone(),
+        }
+    }
+}
+
+/// What an action produced.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outputs {
+    pub exit_code: Option<i64>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Why and where the step happened (seed 004's `context`, plus the task).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordContext {
+    pub triggered_by: Option<String>,
+    pub alert_id: Option<String>,
+    pub host: Option<String>,
+    pub task: Option<String>,
+}
+
+/// What a caller appends. The store assigns `id`, `seq`, `prev_hash` and `hash`, redacts secrets
+/// (adding their kinds to `redacted`) and caps `stdout`/`stderr`.
+///
+/// The caller supplies `timestamp_ms` (unix milliseconds): the ledger reads no clock.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entry {
+    /// One of [`event`]'s names, or a later free-form one.
+    pub event: String,
+    pub timestamp_ms: i64,
+    pub session_id: Option<String>,
+    pub actor: RecordActor,
+    /// The tool's name (`exec`, `write`, `mcp__github__create_issue`, `remove_container`, ...).
+    pub tool: String,
+    /// The tool's inputs as the agent or actor gave them.
+    pub inputs: Value,
+    pub outputs: Option<Outputs>,
+    pub context: RecordContext,
+    pub duration_ms: Option<u64>,
+    /// `allow`, `ask`, `halt`, `deny` for decisions; `None` for results and session events.
+    pub verdict: Option<String>,
+    /// The policy rule that decided.
+    pub rule: Option<String>,
+    pub reasons: Vec<String>,
+    /// The agent's id for the call (Claude's `tool_use_id`), joining a decision to its result.
+    pub call_id: Option<String>,
+    /// Kinds of secret already removed by the caller; the store adds the ones it removes.
+    pub redacted: Vec<String>,
+    pub cwd: Option<String>,
+}
+
+impl Entry {
+    /// An entry for `event` by `actor` using `tool` at `timestamp_ms`; everything else empty.
+    pub fn new(
+        event: impl Into<String>,
+        timestamp_ms: i64,
+        actor: RecordActor,
+        tool: impl Into<String>,
+    ) -> Entry {
+        Entry {
+            event: event.into(),
+            timestamp_ms,
+            actor,
+            tool: tool.into(),
+            inputs: Value::Null,
+            ..Entry::default()
+        }
+    }
+}
+
+/// One step in the ledger. Never updated: a result is a new record joined by `call_id`.
+///
+/// Serialises (for `--json` and `export --format jsonl`) with `timestamp` as RFC 3339 UTC text.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// `r` followed by `seq` in decimal (`r42`): unique, stable, and readable in a terminal.
+    pub id: String,
+    /// 1, 2, 3, ... with no gaps.
+    pub seq: u64,
+    pub event: String,
+    #[serde(rename = "timestamp", with = "timestamp_text")]
+    pub timestamp_ms: i64,
+    pub session_id: Option<String>,
+    pub actor: RecordActor,
+    pub tool: String,
+    pub inputs: Value,
+    pub outputs: Option<Outputs>,
+    pub context: RecordContext,
+    pub duration_ms: Option<u64>,
+    pub verdict: Option<String>,
+    pub rule: Option<String>,
+    pub reasons: Vec<String>,
+    pub call_id: Option<String>,
+    /// Kinds of secret removed before storage (`github-token`, `url-password`, ...), sorted.
+    pub redacted: Vec<String>,
+    pub cwd: Option<String>,
+    /// The previous record's `hash`; 64 zeros for the first record.
+    pub prev_hash: String,
+    /// SHA-256, lowercase hex, of the record's canonical encoding (see the crate docs).
+    pub hash: String,
+}
+
+impl Record {
+    /// The id a record with this sequence number gets.
+    pub fn id_for(seq: u64) -> String {
+        format!("r{seq}")
+    }
+
+    /// The RFC 3339 UTC text of the record's timestamp.
+    pub fn timestamp_text(&self) -> String {
+        crate::time::rfc3339(self.timestamp_ms)
+    }
+
+    /// The SHA-256 this record's fields (all but `hash`) should have, in lowercase hex.
+    pub fn expected_hash(&self) -> String {
+        let mut buf = Vec::with_capacity(512);
+        crate::canonical::encode_record(self, &mut buf);
+        crate::canonical::sha256_hex(&buf)
+    }
+}
+
+mod timestamp_text {
+    use serde::{Deserialize, Deserializer, Serializer, de::Error};
+
+    pub fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&crate::time::rfc3339(*ms))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
+        let text = String::deserialize(d)?;
+        crate::time::parse_rfc3339(&text)
+            .ok_or_else(|| D::Error::custom(format!("not an RFC 3339 timestamp: {text:?}")))
+    }
+}
+
+/// Which records [`crate::Ledger::query`] returns. Every set field must match; results come in
+/// `seq` order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Filter {
+    /// Records at or after this time (unix milliseconds).
+    pub since_ms: Option<i64>,
+    /// Records strictly before this time (unix milliseconds).
+    pub until_ms: Option<i64>,
+    pub session: Option<String>,
+    /// Matches the actor's kind or its id.
+    pub actor: Option<String>,
+    pub verdict: Option<String>,
+    pub tool: Option<String>,
+    /// Matches `context.alert_id`.
+    pub alert: Option<String>,
+    pub event: Option<String>,
+    /// Keep only the most recent `limit` matching records (still returned in `seq` order).
+    pub limit: Option<usize>,
+}

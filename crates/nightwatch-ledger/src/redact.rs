@@ -1,0 +1,358 @@
+//! Secrets out before anything is stored. Pure: text in, text and the kinds removed out.
+//!
+//! Each secret becomes `[REDACTED:<kind>]`; a key or flag name in front of it is kept so the
+//! record still says what was there (`--password=[REDACTED:password-flag]`).
+
+use regex::{Captures, Regex};
+use serde_json::Value;
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::LazyLock;
+
+/// One kind of secret: a pattern, and which capture group is the secret (0 = the whole match).
+struct Rule {
+    kind: &'static str,
+    re: Regex,
+    group: usize,
+}
+
+fn rule(kind: &'static str, pattern: &str, group: usize) -> Option<Rule> {
+    // The patterns are constants tested below; a bad one is dropped rather than panicking.
+    Regex::new(pattern).ok().map(|re| Rule { kind, re, group })
+}
+
+// Ordered: whole blocks first, provider tokens before generic `NAME=value` shapes, so the kind
+// recorded is the most specific one.
+static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
+    [
+        rule(
+            "private-key",
+            r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+            0,
+        ),
+        rule("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
+        rule(
+            "github-token",
+            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+            0,
+        ),
+        rule("gitlab-token", r"\bglpat-[0-9A-Za-z_-]{20,}", 0),
+        rule("slack-token", r"\bxox[baprs]-[0-9A-Za-z-]{10,}", 0),
+        rule("anthropic-key", r"\bsk-ant-[0-9A-Za-z_-]{20,}", 0),
+        rule("stripe-key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}", 0),
+        rule("openai-key", r"\bsk-[0-9A-Za-z_-]{20,}", 0),
+        rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
+        rule(
+            "jwt",
+            r"\beyJ[0-9A-Za-z_-]{6,}\.eyJ[0-9A-Za-z_-]{6,}\.[0-9A-Za-z_-]{6,}",
+            0,
+        ),
+        rule(
+            "url-password",
+            r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\x22\[\]]+:([^@\s/'\x22]+)@",
+            1,
+        ),
+        rule(
+            "authorization",
+            r#"(?i)\bauthorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?([^\s'",;]+)"#,
+            1,
+        ),
+        rule(
+            "api-key-header",
+            r#"(?i)\b(?:x-api-key|api-key|x-auth-token|private-token)\s*:\s*([^\s'",;]+)"#,
+            1,
+        ),
+        rule(
+            "password-flag",
+            r#"(?i)--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token)(?:=|\s+)('[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)"#,
+            1,
+        ),
+        // mysql-like `-pSECRET` (the value glued to `-p`), only after such a command's name.
+        rule(
+            "password-flag",
+            r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p([^\s]+)",
+            1,
+        ),
+        rule(
+            "secret-assignment",
+            r#"(?i)\b[A-Z0-9_]*(?:password|passwd|token|secret|_key|apikey)\s*=\s*('[^']*'|"[^"]*"|[^\s'"]+)"#,
+            1,
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+});
+
+/// Object keys whose string values are secrets whatever they look like.
+static SECRET_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^(?:password|passwd|secret|token|api[_-]?key|access[_-]?token|client[_-]?secret|private[_-]?key)$").ok()
+});
+
+fn marker(kind: &str) -> String {
+    format!("[REDACTED:{kind}]")
+}
+
+/// `text` with every secret replaced; the kinds found are added to `kinds`.
+pub fn redact_into<'a>(text: &'a str, kinds: &mut BTreeSet<String>) -> Cow<'a, str> {
+    let mut current: Cow<'a, str> = Cow::Borrowed(text);
+    for rule in RULES.iter() {
+        if !rule.re.is_match(&current) {
+            continue;
+        }
+        let mut found = false;
+        let replaced = rule.re.replace_all(&current, |caps: &Captures<'_>| {
+            let whole = caps.get(0).map_or("", |m| m.as_str());
+            let Some(secret) = caps.get(rule.group) else {
+                return whole.to_string();
+            };
+            // Already redacted by a more specific rule: leave it.
+            if secret
+                .as_str()
+                .trim_matches(['\'', '"'])
+                .starts_with("[REDACTED:")
+            {
+                return whole.to_string();
+            }
+            found = true;
+            let start = secret.start() - caps.get(0).map_or(0, |m| m.start());
+            let end = start + secret.len();
+            format!("{}{}{}", &whole[..start], marker(rule.kind), &whole[end..])
+        });
+        if found {
+            kinds.insert(rule.kind.to_string());
+            current = Cow::Owned(replaced.into_owned());
+        }
+    }
+    current
+}
+
+/// `text` with every secret replaced, and the sorted kinds removed.
+pub fn redact(text: &str) -> (Cow<'_, str>, Vec<String>) {
+    let mut kinds = BTreeSet::new();
+    let out = redact_into(text, &mut kinds);
+    (out, kinds.into_iter().collect())
+}
+
+/// Redacts every string inside `value` (object values, array items; keys are kept), and the
+/// whole string value of keys named like a secret (`password`, `token`, `api_key`, ...).
+pub fn redact_json(value: &mut Value, kinds: &mut BTreeSet<String>) {
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(new) = redact_into(s, kinds) {
+                *s = new;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, kinds)),
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                let secret_key = SECRET_KEY.as_ref().is_some_and(|re| re.is_match(key));
+                match v {
+                    Value::String(s)
+                        if secret_key && !s.is_empty() && !s.starts_with("[REDACTED:") =>
+                    {
+                        *s = marker("secret-field");
+                        kinds.insert("secret-field".to_string());
+                    }
+                    _ => redact_json(v, kinds),
+                }
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// (input, expected output, expected kinds)
+    fn check(input: &str, expected: &str, kinds: &[&str]) {
+        let (out, found) = redact(input);
+        assert_eq!(out, expected, "redacting {input:?}");
+        assert_eq!(found, kinds, "kinds for {input:?}");
+    }
+
+    #[test]
+    fn every_rule_compiles() {
+        assert_eq!(RULES.len(), 16);
+        assert!(SECRET_KEY.is_some());
+    }
+
+    #[test]
+    fn provider_tokens() {
+        check(
+            "aws AKIAIOSFODNN7EXAMPLE here",
+            "aws [REDACTED:aws-access-key] here",
+            &["aws-access-key"],
+        );
+        check(
+            "git clone https://ghp_abcdefghijklmnopqrstuvwxyz0123456789@github.com/x",
+            "git clone https://[REDACTED:github-token]@github.com/x",
+            &["github-token"],
+        );
+        check(
+            "token gho_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+            "token [REDACTED:github-token]",
+            &["github-token"],
+        );
+        check(
+            "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz",
+            "[REDACTED:github-token]",
+            &["github-token"],
+        );
+        check(
+            "slack xoxb-123456789012-abcdefABCDEF",
+            "slack [REDACTED:slack-token]",
+            &["slack-token"],
+        );
+        check(
+            "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+            "[REDACTED:openai-key]",
+            &["openai-key"],
+        );
+        check(
+            "key sk-ant-api03-abcdefghijklmnopqrstuvwxyz-0123",
+            "key [REDACTED:anthropic-key]",
+            &["anthropic-key"],
+        );
+        check(
+            "AIzaSyA1234567890abcdefghijklmnopqrstuv",
+            "[REDACTED:google-api-key]",
+            &["google-api-key"],
+        );
+        check(
+            "stripe sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "stripe [REDACTED:stripe-key]",
+            &["stripe-key"],
+        );
+        check(
+            "rk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "[REDACTED:stripe-key]",
+            &["stripe-key"],
+        );
+        check(
+            "glpat-abcdefghijklmnopqrstuv",
+            "[REDACTED:gitlab-token]",
+            &["gitlab-token"],
+        );
+        check(
+            "jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U ok",
+            "jwt [REDACTED:jwt] ok",
+            &["jwt"],
+        );
+    }
+
+    #[test]
+    fn passwords_in_urls_headers_and_flags() {
+        check(
+            "psql postgres://admin:hunter2@db:5432/app",
+            "psql postgres://admin:[REDACTED:url-password]@db:5432/app",
+            &["url-password"],
+        );
+        check(
+            "curl -H 'Authorization: Bearer abc.def.ghi' https://x",
+            "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://x",
+            &["authorization"],
+        );
+        check(
+            "Authorization: Basic dXNlcjpwYXNz",
+            "Authorization: Basic [REDACTED:authorization]",
+            &["authorization"],
+        );
+        check(
+            "curl -H \"X-Api-Key: 1234abcd\" x",
+            "curl -H \"X-Api-Key: [REDACTED:api-key-header]\" x",
+            &["api-key-header"],
+        );
+        check(
+            "mysql --password=s3cret -u root",
+            "mysql --password=[REDACTED:password-flag] -u root",
+            &["password-flag"],
+        );
+        check(
+            "tool --password s3cret --verbose",
+            "tool --password [REDACTED:password-flag] --verbose",
+            &["password-flag"],
+        );
+        check(
+            "mysql -u root -pS3cret! mydb",
+            "mysql -u root -p[REDACTED:password-flag] mydb",
+            &["password-flag"],
+        );
+        check(
+            "PGPASSWORD=hunter2 psql -h db",
+            "PGPASSWORD=[REDACTED:secret-assignment] psql -h db",
+            &["secret-assignment"],
+        );
+        check(
+            "export API_TOKEN=abc123 CLIENT_SECRET='x y' AWS_SECRET_ACCESS_KEY=zzz",
+            "export API_TOKEN=[REDACTED:secret-assignment] CLIENT_SECRET=[REDACTED:secret-assignment] AWS_SECRET_ACCESS_KEY=[REDACTED:secret-assignment]",
+            &["secret-assignment"],
+        );
+        check(
+            "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789 gh pr list",
+            "GITHUB_TOKEN=[REDACTED:github-token] gh pr list",
+            &["github-token"],
+        );
+    }
+
+    #[test]
+    fn private_key_blocks() {
+        check(
+            "cat key\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXk\nAAAA\n-----END OPENSSH PRIVATE KEY-----\ndone",
+            "cat key\n[REDACTED:private-key]\ndone",
+            &["private-key"],
+        );
+        check(
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIE...cut",
+            "[REDACTED:private-key]",
+            &["private-key"],
+        );
+    }
+
+    #[test]
+    fn ordinary_text_is_untouched() {
+        for text in [
+            "ls -la /var/log && df -h",
+            "git push origin main",
+            "mysql -u root -p mydb",
+            "mysql -P 3306 -h db",
+            "tool --password --verbose",
+            "max_tokens=5 tokens=3 monkey=banana",
+            "see https://example.com/a:b@c is not a url password? no: https://example.com/path",
+            "skip-this-line and sk-short",
+            "ssh-keygen -t ed25519 -f ~/.ssh/id",
+            "-----BEGIN PUBLIC KEY-----\nMIIB\n-----END PUBLIC KEY-----",
+            "Verdict: allow (rule default)",
+        ] {
+            let (out, kinds) = redact(text);
+            assert_eq!(out, text);
+            assert!(kinds.is_empty(), "{text:?} gave {kinds:?}");
+            assert!(matches!(out, Cow::Borrowed(_)));
+        }
+    }
+
+    #[test]
+    fn json_strings_and_secret_keys_are_redacted() {
+        let mut v = serde_json::json!({
+            "command": "curl -u x https://bob:pw@host/",
+            "nested": [{"password": "plain"}, 5, null],
+            "description": "list files",
+        });
+        let mut kinds = BTreeSet::new();
+        redact_json(&mut v, &mut kinds);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "command": "curl -u x https://bob:[REDACTED:url-password]@host/",
+                "nested": [{"password": "[REDACTED:secret-field]"}, 5, null],
+                "description": "list files",
+            })
+        );
+        assert_eq!(
+            kinds.into_iter().collect::<Vec<_>>(),
+            ["secret-field", "url-password"]
+        );
+    }
+}

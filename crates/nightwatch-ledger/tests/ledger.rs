@@ -1,0 +1,301 @@
+//! Appending and reading back: what goes in comes out, redacted and capped, chained.
+
+mod common;
+
+use common::{T0, agent, decision, result};
+use nightwatch_ledger::{
+    Entry, Filter, GENESIS_HASH, Ledger, Outputs, SqliteLedger, SqliteOptions, event, verify,
+};
+use serde_json::json;
+
+#[test]
+fn appended_record_reads_back_by_id_and_seq() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    let first = ledger
+        .append(decision(1, "sess_2a9f3b", "df -h", "allow"))
+        .unwrap();
+    assert_eq!((first.seq, first.id.as_str()), (1, "r1"));
+    assert_eq!(first.prev_hash, GENESIS_HASH);
+    assert_eq!(first.hash, first.expected_hash());
+    let second = ledger
+        .append(result(1, "sess_2a9f3b", "/dev/sda1 91%"))
+        .unwrap();
+    assert_eq!(second.seq, 2);
+    assert_eq!(second.prev_hash, first.hash);
+
+    assert_eq!(ledger.get("r1").unwrap(), Some(first.clone()));
+    assert_eq!(ledger.get("1").unwrap(), Some(first.clone()));
+    assert_eq!(ledger.get("r2").unwrap(), Some(second.clone()));
+    assert_eq!(ledger.get("r3").unwrap(), None);
+    assert_eq!(ledger.get("nonsense").unwrap(), None);
+    assert_eq!(
+        ledger.decision_for_call("toolu_1").unwrap().map(|r| r.seq),
+        Some(1)
+    );
+    assert_eq!(ledger.decision_for_call("toolu_9").unwrap(), None);
+
+    // Reopening sees the same records; the schema is created idempotently.
+    drop(ledger);
+    let again = SqliteLedger::open(dir.path()).unwrap();
+    assert_eq!(again.get("r2").unwrap(), Some(second));
+    assert!(dir.path().join("ledger.db").exists());
+    assert!(dir.path().join("ledger.head").exists());
+}
+
+#[test]
+fn json_export_uses_seed_004_field_names_and_rfc3339_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    let record = ledger.append(result(0, "sess_2a9f3b", "ok")).unwrap();
+    let v = serde_json::to_value(&record).unwrap();
+    assert_eq!(v["timestamp"], "2026-02-14T03:17:22.500Z");
+    assert_eq!(v["session_id"], "sess_2a9f3b");
+    assert_eq!(v["outputs"]["exit_code"], 0);
+    assert_eq!(v["outputs"]["stdout"], "ok");
+    assert_eq!(
+        v["context"],
+        json!({"triggered_by": null, "alert_id": null, "host": null, "task": null})
+    );
+    assert_eq!(v["duration_ms"], 12);
+    let back: nightwatch_ledger::Record = serde_json::from_value(v).unwrap();
+    assert_eq!(back, record);
+}
+
+#[test]
+fn filters_select_by_time_session_actor_verdict_tool_alert_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    ledger.append(decision(0, "a", "ls", "allow")).unwrap();
+    ledger.append(result(0, "a", "x")).unwrap();
+    ledger
+        .append(decision(10, "b", "rm -rf /", "deny"))
+        .unwrap();
+    let mut janitor = Entry::new(
+        "sweep",
+        T0 + 20_000,
+        nightwatch_ledger::RecordActor {
+            kind: "janitor".into(),
+            id: "janitor".into(),
+        },
+        "remove_container",
+    );
+    janitor.verdict = Some("allow".into());
+    ledger.append(janitor).unwrap();
+
+    let seqs =
+        |f: Filter| -> Vec<u64> { ledger.query(&f).unwrap().iter().map(|r| r.seq).collect() };
+    assert_eq!(seqs(Filter::default()), [1, 2, 3, 4]);
+    assert_eq!(
+        seqs(Filter {
+            session: Some("a".into()),
+            ..Filter::default()
+        }),
+        [1, 2]
+    );
+    assert_eq!(
+        seqs(Filter {
+            verdict: Some("deny".into()),
+            ..Filter::default()
+        }),
+        [3]
+    );
+    assert_eq!(
+        seqs(Filter {
+            actor: Some("janitor".into()),
+            ..Filter::default()
+        }),
+        [4]
+    );
+    assert_eq!(
+        seqs(Filter {
+            actor: Some("agent".into()),
+            ..Filter::default()
+        }),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        seqs(Filter {
+            actor: Some("claude-code".into()),
+            ..Filter::default()
+        }),
+        [1, 2, 3]
+    );
+    assert_eq!(
+        seqs(Filter {
+            tool: Some("remove_container".into()),
+            ..Filter::default()
+        }),
+        [4]
+    );
+    assert_eq!(
+        seqs(Filter {
+            alert: Some("disk-full-web-1".into()),
+            ..Filter::default()
+        }),
+        [1, 3]
+    );
+    assert_eq!(
+        seqs(Filter {
+            event: Some(event::RESULT.into()),
+            ..Filter::default()
+        }),
+        [2]
+    );
+    assert_eq!(
+        seqs(Filter {
+            since_ms: Some(T0 + 10_000),
+            ..Filter::default()
+        }),
+        [3, 4]
+    );
+    assert_eq!(
+        seqs(Filter {
+            until_ms: Some(T0 + 10_000),
+            ..Filter::default()
+        }),
+        [1, 2]
+    );
+    assert_eq!(
+        seqs(Filter {
+            since_ms: Some(T0),
+            until_ms: Some(T0 + 20_000),
+            verdict: Some("allow".into()),
+            ..Filter::default()
+        }),
+        [1]
+    );
+    assert_eq!(
+        seqs(Filter {
+            limit: Some(2),
+            ..Filter::default()
+        }),
+        [3, 4]
+    );
+    assert_eq!(
+        seqs(Filter {
+            session: Some("zzz".into()),
+            ..Filter::default()
+        }),
+        Vec::<u64>::new()
+    );
+}
+
+#[test]
+fn secrets_are_redacted_before_storage_and_the_record_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    let mut entry = decision(1, "s", "mysql -u root -pS3cret! db", "ask");
+    entry.inputs = json!({
+        "command": "curl -H 'Authorization: Bearer abcdef123' https://api",
+        "env": {"GITHUB_TOKEN": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"},
+    });
+    entry.reasons = vec!["uses postgres://app:hunter2@db/app".into()];
+    entry.outputs = Some(Outputs {
+        exit_code: Some(0),
+        stdout: "AKIAIOSFODNN7EXAMPLE".into(),
+        stderr: String::new(),
+    });
+    let stored = ledger.append(entry).unwrap();
+    let back = ledger.get(&stored.id).unwrap().unwrap();
+    assert_eq!(back, stored);
+    let text = serde_json::to_string(&back).unwrap();
+    for secret in ["abcdef123", "ghp_abcdef", "hunter2", "AKIAIOSFODNN7EXAMPLE"] {
+        assert!(!text.contains(secret), "{secret} leaked into {text}");
+    }
+    assert_eq!(
+        back.inputs["command"],
+        "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://api"
+    );
+    assert_eq!(
+        back.redacted,
+        [
+            "authorization",
+            "aws-access-key",
+            "github-token",
+            "url-password"
+        ]
+    );
+    assert!(verify(&ledger).unwrap().is_intact());
+}
+
+#[test]
+fn long_output_is_capped_with_a_marker() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = SqliteOptions {
+        output_cap: 1000,
+        ..SqliteOptions::default()
+    };
+    let ledger = SqliteLedger::open_with(dir.path(), options).unwrap();
+    let mut entry = result(1, "s", &"x".repeat(5000));
+    if let Some(o) = entry.outputs.as_mut() {
+        o.stderr = "é".repeat(600); // 1200 bytes; the cap falls on a char boundary
+    }
+    let r = ledger.append(entry).unwrap();
+    let out = r.outputs.unwrap();
+    assert_eq!(
+        out.stdout,
+        format!("{}\n[... 4000 bytes cut by nightwatch]", "x".repeat(1000))
+    );
+    assert_eq!(
+        out.stderr,
+        format!("{}\n[... 200 bytes cut by nightwatch]", "é".repeat(500))
+    );
+    assert!(verify(&ledger).unwrap().is_intact());
+}
+
+#[test]
+fn a_thousand_appends_verify_clean() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    for n in 0..500 {
+        ledger
+            .append(decision(n, "s", &format!("echo {n}"), "allow"))
+            .unwrap();
+        ledger.append(result(n, "s", &format!("{n}\n"))).unwrap();
+    }
+    let report = verify(&ledger).unwrap();
+    assert_eq!(report.records, 1000);
+    assert_eq!(report.first_bad, None);
+    assert_eq!(report.head_checkpoint.as_ref().map(|c| c.0), Some(1000));
+    assert!(report.is_intact());
+    let mut seen = 0u64;
+    ledger
+        .scan(&mut |r| {
+            seen += 1;
+            assert_eq!(r.seq, seen);
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen, 1000);
+}
+
+#[test]
+fn unguarded_results_are_reported_by_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    ledger.append(decision(1, "s", "ls", "allow")).unwrap();
+    let mut e = result(2, "s", "rm output");
+    e.event = event::UNGUARDED_RESULT.into();
+    ledger.append(e).unwrap();
+    let report = verify(&ledger).unwrap();
+    assert!(report.is_intact());
+    assert_eq!(report.unguarded, [(2, "r2".to_string())]);
+}
+
+#[test]
+fn updates_and_deletes_through_sql_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    ledger.append(decision(1, "s", "ls", "allow")).unwrap();
+    let raw = rusqlite::Connection::open(ledger.db_path()).unwrap();
+    let update = raw.execute("UPDATE records SET verdict = 'deny' WHERE seq = 1", []);
+    assert!(update.unwrap_err().to_string().contains("append-only"));
+    let delete = raw.execute("DELETE FROM records WHERE seq = 1", []);
+    assert!(delete.unwrap_err().to_string().contains("append-only"));
+    assert_eq!(
+        ledger.get("r1").unwrap().and_then(|r| r.verdict),
+        Some("allow".into())
+    );
+    let _ = agent();
+}

@@ -1,0 +1,47 @@
+//! The one clock. Every command takes "now" from here, and tests set it with `NIGHTWATCH_NOW`
+//! (any time `timespec` reads), so "at 2 AM" is tested without waiting for 2 AM.
+
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+
+#[derive(Clone, Debug)]
+pub struct Clock {
+    fixed: Option<Timestamp>,
+    zone: TimeZone,
+}
+
+impl Clock {
+    /// The system clock, unless `NIGHTWATCH_NOW` fixes it. A value that cannot be read is an
+    /// error rather than a silent fallback to the real time.
+    pub fn from_environment() -> anyhow::Result<Clock> {
+        let zone = TimeZone::try_system().unwrap_or(TimeZone::UTC);
+        let fixed = match std::env::var("NIGHTWATCH_NOW") {
+            Ok(text) if !text.trim().is_empty() => {
+                let ms = crate::timespec::parse(&text, Timestamp::now(), &zone)
+                    .map_err(|e| anyhow::anyhow!("NIGHTWATCH_NOW: {e}"))?;
+                Some(Timestamp::from_millisecond(ms)?)
+            }
+            _ => None,
+        };
+        Ok(Clock { fixed, zone })
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.fixed.unwrap_or_else(Timestamp::now)
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.now().as_millisecond()
+    }
+
+    pub fn zone(&self) -> &TimeZone {
+        &self.zone
+    }
+
+    /// Minutes since local midnight, for policy's time-of-day rules.
+    pub fn minute_of_day(&self) -> u16 {
+        let local = self.now().to_zoned(self.zone.clone());
+        let minutes = i32::from(local.hour()) * 60 + i32::from(local.minute());
+        u16::try_from(minutes).unwrap_or(0)
+    }
+}

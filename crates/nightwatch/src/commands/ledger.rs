@@ -1,0 +1,268 @@
+//! Reading the ledger: `log`, `show`, `export`, `verify`.
+
+use crate::cli::{ExportArgs, LogArgs, ShowArgs};
+use crate::clock::Clock;
+use crate::commands::open_ledger;
+use crate::timespec;
+use anyhow::{Context as _, bail};
+use nightwatch_ledger::{Filter, Ledger, Record, event, verify as verify_chain};
+use std::fmt::Write as _;
+use std::io::Write;
+
+pub fn log(args: LogArgs) -> anyhow::Result<u8> {
+    let clock = Clock::from_environment()?;
+    let at = |text: &Option<String>, flag: &str| -> anyhow::Result<Option<i64>> {
+        text.as_deref()
+            .map(|t| {
+                timespec::parse(t, clock.now(), clock.zone())
+                    .map_err(|e| anyhow::anyhow!("{flag}: {e}"))
+            })
+            .transpose()
+    };
+    let filter = Filter {
+        since_ms: at(&args.since, "--since")?,
+        until_ms: at(&args.until, "--until")?,
+        session: args.session.clone(),
+        actor: args.actor.clone(),
+        verdict: args.verdict.clone(),
+        tool: args.tool.clone(),
+        alert: args.alert.clone(),
+        event: None,
+        limit: args.limit,
+    };
+    let ledger = open_ledger()?;
+    let records = ledger.query(&filter)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for record in &records {
+            writeln!(out, "{}", serde_json::to_string(record)?)?;
+        }
+        return Ok(0);
+    }
+    if records.is_empty() {
+        writeln!(out, "no records match")?;
+        return Ok(0);
+    }
+    let mut session: Option<&str> = None;
+    for record in &records {
+        let this_session = record.session_id.as_deref();
+        if this_session != session || session.is_none() && record.seq == records[0].seq {
+            writeln!(out, "{}", session_heading(record))?;
+            session = this_session;
+        }
+        write!(out, "{}", runbook_line(record, &clock))?;
+    }
+    Ok(0)
+}
+
+/// `session sess_2a9f3b on prod-worker-01, triggered by uptime_kuma_alert (alert alert_88c2d1)`
+fn session_heading(record: &Record) -> String {
+    let mut heading = match &record.session_id {
+        Some(session) => format!("\nsession {session}"),
+        None => "\n(no session)".to_owned(),
+    };
+    if let Some(host) = &record.context.host {
+        let _ = write!(heading, " on {host}");
+    }
+    if let Some(trigger) = &record.context.triggered_by {
+        let _ = write!(heading, ", triggered by {trigger}");
+    }
+    if let Some(alert) = &record.context.alert_id {
+        let _ = write!(heading, " (alert {alert})");
+    }
+    heading
+}
+
+/// One step as an operator reads it the next morning: when, what was proposed and the verdict
+/// with its reason; what ran and how it ended.
+fn runbook_line(record: &Record, clock: &Clock) -> String {
+    let time = jiff::Timestamp::from_millisecond(record.timestamp_ms)
+        .map(|t| {
+            t.to_zoned(clock.zone().clone())
+                .strftime("%Y-%m-%d %H:%M:%S")
+                .to_string()
+        })
+        .unwrap_or_else(|_| record.timestamp_text());
+    let what = describe_inputs(record);
+    let mut line = String::new();
+    match record.event.as_str() {
+        event::DECISION => {
+            let verdict = record.verdict.as_deref().unwrap_or("?");
+            let _ = writeln!(line, "{time}  {:>5}  {verdict:<5} {what}", record.id);
+            let rule = record.rule.as_deref().unwrap_or("no rule: the default");
+            let reason = record.reasons.first().map(String::as_str).unwrap_or("");
+            if verdict != "allow" {
+                let _ = writeln!(line, "{:28}why: {reason} [{rule}]", "");
+            }
+        }
+        event::RESULT | event::UNGUARDED_RESULT => {
+            let outputs = record.outputs.clone().unwrap_or_default();
+            let ended = match outputs.exit_code {
+                Some(0) => "ok".to_owned(),
+                Some(code) => format!("exit {code}"),
+                None => "ended".to_owned(),
+            };
+            let took = record
+                .duration_ms
+                .map(|d| format!(" in {d} ms"))
+                .unwrap_or_default();
+            let shown = first_line(if outputs.stdout.trim().is_empty() {
+                &outputs.stderr
+            } else {
+                &outputs.stdout
+            });
+            let marker = if record.event == event::UNGUARDED_RESULT {
+                "UNGUARDED "
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                line,
+                "{time}  {:>5}  {marker}ran   {what}: {ended}{took}",
+                record.id
+            );
+            if !shown.is_empty() {
+                let _ = writeln!(line, "{:28}{shown}", "");
+            }
+        }
+        other => {
+            let _ = writeln!(
+                line,
+                "{time}  {:>5}  {other} ({} {})",
+                record.id, record.actor.kind, record.actor.id
+            );
+        }
+    }
+    line
+}
+
+fn describe_inputs(record: &Record) -> String {
+    let inputs = &record.inputs;
+    let target = ["command", "file_path", "notebook_path", "path", "url"]
+        .iter()
+        .find_map(|key| inputs.get(key).and_then(|v| v.as_str()));
+    let text = match target {
+        Some(target) if record.tool == "exec" => target.to_owned(),
+        Some(target) => format!("{} {target}", record.tool),
+        None => record.tool.clone(),
+    };
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
+    if flat.chars().count() > 100 {
+        format!("{}...", flat.chars().take(97).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+fn first_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() > 100 {
+        format!("{}...", line.chars().take(97).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+pub fn show(args: ShowArgs) -> anyhow::Result<u8> {
+    let ledger = open_ledger()?;
+    let Some(record) = ledger.get(&args.id)? else {
+        bail!(
+            "no record {} in the ledger (ids look like r42; `nightwatch log` lists them)",
+            args.id
+        );
+    };
+    // A decision and its result are one story: show the other half too.
+    let partner = match (&record.call_id, record.event.as_str()) {
+        (Some(call), event::DECISION) => ledger
+            .query(&Filter::default())?
+            .into_iter()
+            .find(|r| r.call_id.as_deref() == Some(call) && r.event != event::DECISION),
+        (Some(call), _) => ledger.decision_for_call(call)?,
+        _ => None,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&record)?);
+        return Ok(0);
+    }
+    let clock = Clock::from_environment()?;
+    print!("{}", runbook_line(&record, &clock));
+    println!("{}", serde_json::to_string_pretty(&record)?);
+    if let Some(partner) = partner {
+        println!(
+            "\njoined by call id {}:",
+            partner.call_id.as_deref().unwrap_or("")
+        );
+        print!("{}", runbook_line(&partner, &clock));
+    }
+    Ok(0)
+}
+
+pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
+    let crate::cli::ExportFormat::Jsonl = args.format;
+    let ledger = open_ledger()?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failure = None;
+    ledger
+        .scan(&mut |record| {
+            let line = serde_json::to_string(record)
+                .map_err(|e| nightwatch_ledger::LedgerError::Visit(e.to_string()))?;
+            if let Err(e) = writeln!(out, "{line}") {
+                failure = Some(e);
+                return Err(nightwatch_ledger::LedgerError::Visit(
+                    "stdout closed".to_owned(),
+                ));
+            }
+            Ok(())
+        })
+        .or_else(|e| if failure.is_some() { Ok(()) } else { Err(e) })?;
+    out.flush().context("writing the export")?;
+    Ok(0)
+}
+
+pub fn verify() -> anyhow::Result<u8> {
+    let ledger = open_ledger()?;
+    let report = verify_chain(&ledger)?;
+    if let Some(bad) = &report.first_bad {
+        println!(
+            "TAMPERED: {} records read; the first bad record is {} (seq {}): {}",
+            report.records, bad.id, bad.seq, bad.problem
+        );
+        return Ok(1);
+    }
+    if let Some(problem) = &report.checkpoint_problem {
+        println!("TAMPERED: the head checkpoint cannot be trusted: {problem}");
+        return Ok(1);
+    }
+    let head = report
+        .head_checkpoint
+        .as_ref()
+        .map(|(seq, hash)| {
+            format!(
+                ", head checkpoint at seq {seq} ({}...)",
+                &hash[..hash.len().min(12)]
+            )
+        })
+        .unwrap_or_default();
+    println!(
+        "intact: {} records, hash chain unbroken{head}",
+        report.records
+    );
+    if !report.unguarded.is_empty() {
+        println!(
+            "{} results ran with no recorded decision (the hook was bypassed or missing):",
+            report.unguarded.len()
+        );
+        for (seq, id) in report.unguarded.iter().take(20) {
+            println!("  {id} (seq {seq})");
+        }
+        return Ok(2);
+    }
+    Ok(0)
+}

@@ -1,0 +1,36 @@
+//! What the process that launched the agent tells nightwatch through the environment.
+
+use nightwatch_core::Context;
+
+/// The context of an action from the environment of whoever launched the agent:
+/// `NIGHTWATCH_SESSION`, `NIGHTWATCH_TRIGGERED_BY`, `NIGHTWATCH_ALERT_ID`, `NIGHTWATCH_TASK`, and
+/// the host (`NIGHTWATCH_HOST`, else the machine's name).
+pub fn from_environment() -> Context {
+    Context {
+        session: variable("NIGHTWATCH_SESSION"),
+        triggered_by: variable("NIGHTWATCH_TRIGGERED_BY"),
+        alert_id: variable("NIGHTWATCH_ALERT_ID"),
+        task: variable("NIGHTWATCH_TASK"),
+        host: variable("NIGHTWATCH_HOST").or_else(machine_name),
+        minute_of_day: None,
+    }
+}
+
+/// The agent's name as its launcher gave it (`NIGHTWATCH_AGENT`), if any.
+pub fn agent_name() -> Option<String> {
+    variable("NIGHTWATCH_AGENT")
+}
+
+fn variable(name: &str) -> Option<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|value| !value.trim().is_empty())
+}
+
+fn machine_name() -> Option<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+}
