@@ -115,10 +115,15 @@ fn main() {
         .unwrap_or_else(std::env::temp_dir);
 
     if wanted("appends") {
-        println!("## Ledger: durable appends ({secs} s per row, ledgers under {})", base.display());
+        println!(
+            "## Ledger: durable appends ({secs} s per row, ledgers under {})",
+            base.display()
+        );
         println!();
-        println!("| writers | appends | appends/s | median ms | p99 ms | max ms |");
-        println!("|--------:|--------:|----------:|----------:|-------:|-------:|");
+        println!(
+            "| writers | appends | per writer (fewest–most) | appends/s | median ms | p99 ms | max ms |"
+        );
+        println!("|--------:|--------:|---:|----------:|----------:|-------:|-------:|");
         for writers in [1usize, 8] {
             appends(&base, writers, Duration::from_secs(secs));
         }
@@ -140,7 +145,7 @@ fn appends(base: &Path, writers: usize, length: Duration) {
     let barrier = Barrier::new(writers + 1);
     let mut started = Instant::now();
     let mut finished = started;
-    let mut times: Vec<Duration> = std::thread::scope(|s| {
+    let per_writer: Vec<Vec<Duration>> = std::thread::scope(|s| {
         let handles: Vec<_> = (0..writers)
             .map(|w| {
                 let barrier = &barrier;
@@ -170,12 +175,15 @@ fn appends(base: &Path, writers: usize, length: Duration) {
         started = Instant::now();
         let all = handles
             .into_iter()
-            .flat_map(|h| h.join().expect("writer thread"))
+            .map(|h| h.join().expect("writer thread"))
             .collect();
         finished = Instant::now();
         all
     });
     let wall = finished - started;
+    let fewest = per_writer.iter().map(Vec::len).min().unwrap_or(0);
+    let most = per_writer.iter().map(Vec::len).max().unwrap_or(0);
+    let mut times: Vec<Duration> = per_writer.into_iter().flatten().collect();
     times.sort();
     let count = times.len();
     // The chain the writers built together must be intact.
@@ -184,7 +192,7 @@ fn appends(base: &Path, writers: usize, length: Duration) {
     assert!(report.is_intact(), "broken chain: {:?}", report.first_bad);
     assert_eq!(report.records, (count + writers) as u64);
     println!(
-        "| {writers} | {count} | {:.0} | {:.2} | {:.2} | {:.2} |",
+        "| {writers} | {count} | {fewest}–{most} | {:.0} | {:.2} | {:.2} | {:.2} |",
         count as f64 / wall.as_secs_f64(),
         ms(percentile(&times, 0.5)),
         ms(percentile(&times, 0.99)),

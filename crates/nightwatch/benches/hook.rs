@@ -1,0 +1,188 @@
+//! The whole `nightwatch hook claude` process for one `PreToolUse` call, durable ledger append
+//! included, next to a minimal Python hook (a plain `main`, no criterion).
+//!
+//! ```text
+//! cargo build --release && cargo bench -p nightwatch --bench hook
+//! ```
+//!
+//! Runs `target/release/nightwatch hook claude` with `shared/payloads/claude/pre-bash.json` on
+//! stdin and `NIGHTWATCH_HOME` set to a fresh temporary directory, and `python3` on a script that
+//! only reads the JSON and prints a Claude allow reply, alternately, `BENCH_HOOK_RUNS` times
+//! each (default 300) after 10 untimed warm-up calls each. Each time is from spawn to exit,
+//! stdin written and stdout read.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const PYTHON_HOOK: &str = r#"import json,sys; json.load(sys.stdin); print(json.dumps({"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"ok"}}))
+"#;
+
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(prefix: &str) -> TempDir {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let path = std::env::temp_dir().join(format!("{prefix}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&path).expect("create a temporary directory");
+        TempDir(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One call: spawn, write `input` to stdin, read stdout to the end, wait. Returns the wall time
+/// and the reply.
+fn call(command: &mut Command, input: &[u8]) -> (Duration, std::process::Output) {
+    let started = Instant::now();
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn the hook");
+    child
+        .stdin
+        .take()
+        .expect("the hook's stdin")
+        .write_all(input)
+        .expect("write the hook input");
+    let output = child.wait_with_output().expect("wait for the hook");
+    (started.elapsed(), output)
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn check(name: &str, output: &std::process::Output) {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() || !stdout.contains("permissionDecision") {
+        eprintln!(
+            "{name} failed: {}\nstdout: {stdout}\nstderr: {}",
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::process::exit(1);
+    }
+}
+
+fn main() -> ExitCode {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let binary = manifest.join("../../target/release/nightwatch");
+    let payload_path = manifest.join("../../../shared/payloads/claude/pre-bash.json");
+    if !binary.is_file() {
+        eprintln!(
+            "{} is missing: run `cargo build --release` first",
+            binary.display()
+        );
+        return ExitCode::from(1);
+    }
+    let payload = match std::fs::read(&payload_path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("cannot read {}: {e}", payload_path.display());
+            return ExitCode::from(1);
+        }
+    };
+    let runs: usize = std::env::var("BENCH_HOOK_RUNS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+
+    let home = TempDir::new("nightwatch-bench-hook-home");
+    let scripts = TempDir::new("nightwatch-bench-hook-py");
+    let script = scripts.0.join("hook.py");
+    std::fs::write(&script, PYTHON_HOOK).expect("write the Python hook");
+
+    let mut nightwatch = Command::new(&binary);
+    nightwatch
+        .args(["hook", "claude"])
+        .env("NIGHTWATCH_HOME", &home.0)
+        .env_remove("NIGHTWATCH_POLICY")
+        .env_remove("NIGHTWATCH_NOW");
+    // `python3` may be a launcher script (pyenv's shim is bash running `pyenv exec`, about
+    // 90 ms on its own); the interpreter it resolves to is what a hook would pay for.
+    let python_bin = Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".to_string());
+    let mut python = Command::new(&python_bin);
+    python.arg(&script);
+
+    let (_, first) = call(&mut nightwatch, &payload);
+    check("nightwatch hook claude", &first);
+    println!("binary: {}", binary.display());
+    println!("payload: {}", payload_path.display());
+    println!("python3: {python_bin}");
+    println!("NIGHTWATCH_HOME: {}", home.0.display());
+    println!(
+        "nightwatch's reply: {}",
+        String::from_utf8_lossy(&first.stdout).trim()
+    );
+    let (_, first) = call(&mut python, &payload);
+    check("python3 hook", &first);
+
+    for _ in 0..10 {
+        call(&mut nightwatch, &payload);
+        call(&mut python, &payload);
+    }
+    let mut times_nw = Vec::with_capacity(runs);
+    let mut times_py = Vec::with_capacity(runs);
+    for i in 0..runs {
+        // Alternate which goes first, so neither always follows the other.
+        if i % 2 == 0 {
+            times_nw.push(call(&mut nightwatch, &payload).0);
+            times_py.push(call(&mut python, &payload).0);
+        } else {
+            times_py.push(call(&mut python, &payload).0);
+            times_nw.push(call(&mut nightwatch, &payload).0);
+        }
+    }
+    let ledger = home.0.join("ledger.db");
+    println!(
+        "ledger after the run: {} ({} bytes)",
+        ledger.display(),
+        std::fs::metadata(&ledger).map(|m| m.len()).unwrap_or(0)
+    );
+    println!();
+    println!(
+        "| hook ({runs} calls each, interleaved) | median ms | mean ms | p90 ms | p99 ms | max ms |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (name, times) in [
+        ("`nightwatch hook claude`", &mut times_nw),
+        ("python3, read JSON + print allow", &mut times_py),
+    ] {
+        times.sort();
+        let mean = times.iter().sum::<Duration>() / u32::try_from(times.len().max(1)).unwrap_or(1);
+        println!(
+            "| {name} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            ms(percentile(times, 0.5)),
+            ms(mean),
+            ms(percentile(times, 0.9)),
+            ms(percentile(times, 0.99)),
+            ms(times.last().copied().unwrap_or_default()),
+        );
+    }
+    ExitCode::SUCCESS
+}
