@@ -92,41 +92,12 @@ impl<'a> Gate<'a> {
         Ok(Ruling { decision, record })
     }
 
-    /// Records what an action produced, as a `result` joined to its decision, or as an
-    /// `unguarded-result` when no decision was ever recorded for the call.
+    /// Records what an action produced: see [`report`].
     pub fn report(&self, report: Report) -> Result<Record, LedgerError> {
-        let guarded = match &report.call_id {
-            Some(call_id) => self.ledger.decision_for_call(call_id)?.is_some(),
-            None => false,
-        };
-        let kind = if guarded {
-            event::RESULT
-        } else {
-            event::UNGUARDED_RESULT
-        };
-        let mut entry = Entry::new(
-            kind,
-            report.timestamp_ms,
-            RecordActor::from(&report.actor),
-            report.tool,
-        );
-        entry.session_id = report.session_id;
-        entry.inputs = report.inputs;
-        entry.outputs = Some(report.outputs);
-        entry.duration_ms = report.duration_ms;
-        entry.context = record_context(&report.context);
-        entry.call_id = report.call_id;
-        entry.cwd = report.cwd;
-        if !guarded {
-            entry.reasons = vec![
-                "no decision was recorded for this call: the hook was bypassed or missing"
-                    .to_owned(),
-            ];
-        }
-        self.ledger.append(entry)
+        self::report(self.ledger, report)
     }
 
-    /// Records a lifecycle step (`session-start`, `stop`, `session-end`, ...).
+    /// Records a lifecycle step: see [`note`].
     pub fn note(
         &self,
         step: &str,
@@ -135,12 +106,54 @@ impl<'a> Gate<'a> {
         details: Value,
         timestamp_ms: i64,
     ) -> Result<Record, LedgerError> {
-        let mut entry = Entry::new(step, timestamp_ms, RecordActor::from(actor), "session");
-        entry.session_id = context.session.clone();
-        entry.inputs = details;
-        entry.context = record_context(context);
-        self.ledger.append(entry)
+        self::note(self.ledger, step, actor, context, details, timestamp_ms)
     }
+}
+
+/// Records what an action produced, as a `result` joined to its decision, or as an
+/// `unguarded-result` when no decision was ever recorded for the call. Needs no policy: what
+/// ran is recorded whatever policy says now.
+pub fn report(ledger: &dyn Ledger, report: Report) -> Result<Record, LedgerError> {
+    let guarded = match &report.call_id {
+        Some(call_id) => ledger.decision_for_call(call_id)?.is_some(),
+        None => false,
+    };
+    let kind = if guarded {
+        event::RESULT
+    } else {
+        event::UNGUARDED_RESULT
+    };
+    let actor = RecordActor::from(&report.actor);
+    let mut entry = Entry::new(kind, report.timestamp_ms, actor, report.tool);
+    entry.session_id = report.session_id;
+    entry.inputs = report.inputs;
+    entry.outputs = Some(report.outputs);
+    entry.duration_ms = report.duration_ms;
+    entry.context = record_context(&report.context);
+    entry.call_id = report.call_id;
+    entry.cwd = report.cwd;
+    if !guarded {
+        entry.reasons = vec![
+            "no decision was recorded for this call: the hook was bypassed or missing".to_owned(),
+        ];
+    }
+    ledger.append(entry)
+}
+
+/// Records a lifecycle step (`session-start`, `stop`, `session-end`, ...).
+pub fn note(
+    ledger: &dyn Ledger,
+    step: &str,
+    actor: &Actor,
+    context: &nightwatch_core::Context,
+    details: Value,
+    timestamp_ms: i64,
+) -> Result<Record, LedgerError> {
+    let mut entry = Entry::new(step, timestamp_ms, RecordActor::from(actor), "session");
+    entry.session_id = context.session.clone();
+    entry.inputs = details;
+    entry.context = record_context(context);
+    ledger.append(entry)
 }
 
 fn record_context(context: &nightwatch_core::Context) -> RecordContext {

@@ -7,82 +7,184 @@ use regex::{Captures, Regex};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
-/// One kind of secret: a pattern, and which capture group is the secret (0 = the whole match).
+/// One kind of secret: a pattern, which capture group is the secret (0 = the whole match), and
+/// literal hints of which at least one must occur for the pattern to be tried. The hints keep
+/// the hook path from compiling (and running) patterns that cannot match: most text holds no
+/// secret at all.
 struct Rule {
     kind: &'static str,
-    re: Regex,
+    pattern: &'static str,
     group: usize,
+    hints: &'static [&'static str],
+    ignore_case: bool,
+    compiled: OnceLock<Option<Regex>>,
 }
 
-fn rule(kind: &'static str, pattern: &str, group: usize) -> Option<Rule> {
-    // The patterns are constants tested below; a bad one is dropped rather than panicking.
-    Regex::new(pattern).ok().map(|re| Rule { kind, re, group })
+impl Rule {
+    fn may_match(&self, text: &str) -> bool {
+        self.hints.iter().any(|hint| {
+            if self.ignore_case {
+                contains_ignore_ascii_case(text, hint)
+            } else {
+                text.contains(hint)
+            }
+        })
+    }
+
+    /// The compiled pattern. The patterns are constants tested below; a bad one is skipped
+    /// rather than panicking.
+    fn regex(&self) -> Option<&Regex> {
+        self.compiled
+            .get_or_init(|| Regex::new(self.pattern).ok())
+            .as_ref()
+    }
+}
+
+fn contains_ignore_ascii_case(text: &str, needle: &str) -> bool {
+    let needle = needle.as_bytes();
+    needle.is_empty()
+        || text
+            .as_bytes()
+            .windows(needle.len())
+            .any(|window| window.eq_ignore_ascii_case(needle))
 }
 
 // Ordered: whole blocks first, provider tokens before generic `NAME=value` shapes, so the kind
 // recorded is the most specific one.
-static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    [
-        rule(
-            "private-key",
-            r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
-            0,
-        ),
-        rule("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", 0),
-        rule(
-            "github-token",
-            r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
-            0,
-        ),
-        rule("gitlab-token", r"\bglpat-[0-9A-Za-z_-]{20,}", 0),
-        rule("slack-token", r"\bxox[baprs]-[0-9A-Za-z-]{10,}", 0),
-        rule("anthropic-key", r"\bsk-ant-[0-9A-Za-z_-]{20,}", 0),
-        rule("stripe-key", r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}", 0),
-        rule("openai-key", r"\bsk-[0-9A-Za-z_-]{20,}", 0),
-        rule("google-api-key", r"\bAIza[0-9A-Za-z_-]{35}", 0),
-        rule(
-            "jwt",
-            r"\beyJ[0-9A-Za-z_-]{6,}\.eyJ[0-9A-Za-z_-]{6,}\.[0-9A-Za-z_-]{6,}",
-            0,
-        ),
-        rule(
-            "url-password",
-            r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\x22\[\]]+:([^@\s/'\x22]+)@",
-            1,
-        ),
-        rule(
-            "authorization",
-            r#"(?i)\bauthorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?([^\s'",;]+)"#,
-            1,
-        ),
-        rule(
-            "api-key-header",
-            r#"(?i)\b(?:x-api-key|api-key|x-auth-token|private-token)\s*:\s*([^\s'",;]+)"#,
-            1,
-        ),
-        rule(
-            "password-flag",
-            r#"(?i)--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token)(?:=|\s+)('[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)"#,
-            1,
-        ),
-        // mysql-like `-pSECRET` (the value glued to `-p`), only after such a command's name.
-        rule(
-            "password-flag",
-            r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p([^\s]+)",
-            1,
-        ),
-        rule(
-            "secret-assignment",
-            r#"(?i)\b[A-Z0-9_]*(?:password|passwd|token|secret|_key|apikey)\s*=\s*('[^']*'|"[^"]*"|[^\s'"]+)"#,
-            1,
-        ),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
-});
+static RULES: [Rule; 16] = [
+    Rule {
+        kind: "private-key",
+        pattern: r"(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        group: 0,
+        hints: &["-----BEGIN"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "aws-access-key",
+        pattern: r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        group: 0,
+        hints: &["AKIA", "ASIA"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "github-token",
+        pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
+        group: 0,
+        hints: &["ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "gitlab-token",
+        pattern: r"\bglpat-[0-9A-Za-z_-]{20,}",
+        group: 0,
+        hints: &["glpat-"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "slack-token",
+        pattern: r"\bxox[baprs]-[0-9A-Za-z-]{10,}",
+        group: 0,
+        hints: &["xox"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "anthropic-key",
+        pattern: r"\bsk-ant-[0-9A-Za-z_-]{20,}",
+        group: 0,
+        hints: &["sk-ant-"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "stripe-key",
+        pattern: r"\b[rs]k_(?:live|test)_[0-9A-Za-z]{16,}",
+        group: 0,
+        hints: &["k_live_", "k_test_"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "openai-key",
+        pattern: r"\bsk-[0-9A-Za-z_-]{20,}",
+        group: 0,
+        hints: &["sk-"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "google-api-key",
+        pattern: r"\bAIza[0-9A-Za-z_-]{35}",
+        group: 0,
+        hints: &["AIza"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "jwt",
+        pattern: r"\beyJ[0-9A-Za-z_-]{6,}\.eyJ[0-9A-Za-z_-]{6,}\.[0-9A-Za-z_-]{6,}",
+        group: 0,
+        hints: &["eyJ"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "url-password",
+        pattern: r"\b[A-Za-z][A-Za-z0-9+.-]*://[^/\s:@'\x22\[\]]+:([^@\s/'\x22]+)@",
+        group: 1,
+        hints: &["://"],
+        ignore_case: false,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "authorization",
+        pattern: r#"(?i)\bauthorization\s*[:=]\s*(?:(?:bearer|basic|token|digest)\s+)?([^\s'",;]+)"#,
+        group: 1,
+        hints: &["authorization"],
+        ignore_case: true,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "api-key-header",
+        pattern: r#"(?i)\b(?:x-api-key|api-key|x-auth-token|private-token)\s*:\s*([^\s'",;]+)"#,
+        group: 1,
+        hints: &["api-key", "auth-token", "private-token"],
+        ignore_case: true,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "password-flag",
+        pattern: r#"(?i)--(?:password|passwd|pass|token|secret|api-key|apikey|auth-token|access-token)(?:=|\s+)('[^']*'|"[^"]*"|[^\s'"-][^\s'"]*)"#,
+        group: 1,
+        hints: &[
+            "--pass", "--token", "--secret", "--api", "--auth", "--access",
+        ],
+        ignore_case: true,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "password-flag",
+        pattern: r"\b(?:mysql|mysqldump|mysqladmin|mariadb|mariadb-dump)\b[^\n|;&]*?\s-p([^\s]+)",
+        group: 1,
+        hints: &["mysql", "mariadb"],
+        ignore_case: true,
+        compiled: OnceLock::new(),
+    },
+    Rule {
+        kind: "secret-assignment",
+        pattern: r#"(?i)\b[A-Z0-9_]*(?:password|passwd|token|secret|_key|apikey)\s*=\s*('[^']*'|"[^"]*"|[^\s'"]+)"#,
+        group: 1,
+        hints: &["password", "passwd", "token", "secret", "_key", "apikey"],
+        ignore_case: true,
+        compiled: OnceLock::new(),
+    },
+];
 
 /// Object keys whose string values are secrets whatever they look like.
 static SECRET_KEY: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -97,11 +199,17 @@ fn marker(kind: &str) -> String {
 pub fn redact_into<'a>(text: &'a str, kinds: &mut BTreeSet<String>) -> Cow<'a, str> {
     let mut current: Cow<'a, str> = Cow::Borrowed(text);
     for rule in RULES.iter() {
-        if !rule.re.is_match(&current) {
+        if !rule.may_match(&current) {
+            continue;
+        }
+        let Some(re) = rule.regex() else {
+            continue;
+        };
+        if !re.is_match(&current) {
             continue;
         }
         let mut found = false;
-        let replaced = rule.re.replace_all(&current, |caps: &Captures<'_>| {
+        let replaced = re.replace_all(&current, |caps: &Captures<'_>| {
             let whole = caps.get(0).map_or("", |m| m.as_str());
             let Some(secret) = caps.get(rule.group) else {
                 return whole.to_string();

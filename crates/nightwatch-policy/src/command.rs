@@ -1,6 +1,7 @@
 //! Command patterns: `git push * --force* * main`, compiled once and matched against invocations.
 
-use globset::{GlobBuilder, GlobMatcher};
+use crate::lazy::LazyGlob;
+use globset::GlobBuilder;
 use nightwatch_core::{Arg, Invocation};
 
 /// One `command:` pattern as compiled.
@@ -18,23 +19,23 @@ enum NameMatcher {
     /// `argv[0]` equals this exactly; such patterns are indexed by name.
     Literal(String),
     /// A glob over `argv[0]`.
-    Glob(WordGlob),
+    Glob(Box<WordGlob>),
     /// The first token contained `/`: a glob over the path the command was named by.
-    Path(GlobMatcher),
+    Path(LazyGlob),
 }
 
 /// Text matched either literally (the fast, common case) or by a glob.
 #[derive(Clone, Debug)]
 enum TextMatcher {
     Literal(String),
-    Glob(WordGlob),
+    Glob(Box<WordGlob>),
 }
 
 impl TextMatcher {
     fn compile(text: &str) -> Result<TextMatcher, String> {
         match literal_text(text) {
             Some(literal) => Ok(TextMatcher::Literal(literal)),
-            None => Ok(TextMatcher::Glob(word_glob(text)?)),
+            None => Ok(TextMatcher::Glob(Box::new(word_glob(text)?))),
         }
     }
 
@@ -232,7 +233,10 @@ fn compile_name(text: &str) -> Result<(NameMatcher, String), String> {
     } else {
         match literal_text(text) {
             Some(literal) => Ok((NameMatcher::Literal(literal.clone()), literal)),
-            None => Ok((NameMatcher::Glob(word_glob(text)?), text.to_owned())),
+            None => Ok((
+                NameMatcher::Glob(Box::new(word_glob(text)?)),
+                text.to_owned(),
+            )),
         }
     }
 }
@@ -260,7 +264,7 @@ fn compile_flag(program: &str, text: &str) -> Result<RequiredFlag, String> {
             None
         };
         FlagNames::One {
-            name: TextMatcher::Glob(word_glob(name)?),
+            name: TextMatcher::Glob(Box::new(word_glob(name)?)),
             also,
         }
     } else if !name.starts_with("--") && name.len() > 2 {
@@ -311,7 +315,7 @@ fn literal_text(text: &str) -> Option<String> {
 pub(crate) struct WordGlob {
     prefix: String,
     suffix: String,
-    glob: GlobMatcher,
+    glob: LazyGlob,
 }
 
 impl WordGlob {
@@ -326,7 +330,7 @@ fn word_glob(text: &str) -> Result<WordGlob, String> {
         .backslash_escape(true)
         .empty_alternates(true)
         .build()
-        .map(|glob| glob.compile_matcher())
+        .map(LazyGlob::new)
         .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))?;
     let first = text.find(is_glob_char).unwrap_or(text.len());
     let after_last = text.rfind(is_glob_char).map_or(text.len(), |at| at + 1);
@@ -337,13 +341,13 @@ fn word_glob(text: &str) -> Result<WordGlob, String> {
     })
 }
 
-fn path_glob(text: &str) -> Result<GlobMatcher, String> {
+fn path_glob(text: &str) -> Result<LazyGlob, String> {
     GlobBuilder::new(text)
         .literal_separator(true)
         .backslash_escape(true)
         .empty_alternates(true)
         .build()
-        .map(|glob| glob.compile_matcher())
+        .map(LazyGlob::new)
         .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))
 }
 

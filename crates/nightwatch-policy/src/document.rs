@@ -4,9 +4,10 @@
 //! `yaml_serde` attaches the line and column of the offending value to the error.
 
 use crate::command::CommandPattern;
+use crate::lazy::LazyGlobSet;
 use crate::paths::{PathGlob, PathMatcher};
 use crate::rule::{EffectFlags, Presence, Rule, TimeWindow};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::GlobBuilder;
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -378,14 +379,10 @@ fn parse_clock(text: &str, allow_midnight_end: bool) -> Option<u16> {
     }
 }
 
-fn name_set(globs: List<NameGlob>) -> Result<GlobSet, String> {
-    let mut builder = GlobSetBuilder::new();
-    for NameGlob(glob) in globs.0 {
-        builder.add(glob);
-    }
-    builder
-        .build()
-        .map_err(|err| format!("cannot compile globs: {}", err.kind()))
+fn name_set(globs: List<NameGlob>) -> Result<LazyGlobSet, String> {
+    Ok(LazyGlobSet::new(
+        globs.0.into_iter().map(|NameGlob(glob)| glob).collect(),
+    ))
 }
 
 #[derive(Deserialize)]

@@ -105,7 +105,8 @@
 //!
 //! - Every glob is compiled once. Tokens without glob syntax are compared as strings; a word
 //!   glob first checks its literal prefix and suffix (`mkfs*` needs `mkfs...`), so most words
-//!   are turned away before any regex runs. Path lists are one `GlobSet` each.
+//!   are turned away before any regex runs. Path lists are one `GlobSet` each,
+//!   compiled on first use (`lazy.rs`).
 //! - Rules are indexed by the literal command name of their `command:` patterns. An
 //!   invocation looks only at the rules under its name plus the few without a literal name
 //!   (globbed names, or no `command:` at all), the two lists merged in file order.
@@ -122,6 +123,7 @@
 mod command;
 mod document;
 mod error;
+mod lazy;
 mod locate;
 mod paths;
 mod rule;
@@ -244,12 +246,14 @@ impl Policy {
     /// Reads and compiles a policy without running its examples, for `nightwatch policy test`,
     /// which reports every example rather than stopping at the first that fails.
     pub fn compile(source: &str) -> Result<Policy, PolicyError> {
-        // Read once as plain YAML first, so that a syntax error is reported as one.
-        if let Err(err) = yaml_serde::from_str::<yaml_serde::Value>(source) {
-            return Err(PolicyError::from_yaml(&err, true));
-        }
-        let file: PolicyFile =
-            yaml_serde::from_str(source).map_err(|err| PolicyError::from_yaml(&err, false))?;
+        // When the policy does not read, read it again as plain YAML to tell a syntax error
+        // from a policy error. Only then: the hook path reads the file on every call.
+        let file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
+            match yaml_serde::from_str::<yaml_serde::Value>(source) {
+                Err(syntax) => PolicyError::from_yaml(&syntax, true),
+                Ok(_) => PolicyError::from_yaml(&err, false),
+            }
+        })?;
 
         let mut first_use: HashMap<&str, usize> = HashMap::new();
         for (index, rule) in file.rules.iter().enumerate() {

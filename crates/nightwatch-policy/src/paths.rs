@@ -1,6 +1,7 @@
 //! Path globs: `paths:`, `reads:`, `writes:` and `deletes:` matchers.
 
-use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+use crate::lazy::LazyGlobSet;
+use globset::{Glob, GlobBuilder};
 
 /// One path glob as written, checked when the policy is read.
 #[derive(Clone, Debug)]
@@ -45,8 +46,8 @@ impl PathGlob {
 /// `!` glob does.
 #[derive(Clone, Debug)]
 pub(crate) struct PathMatcher {
-    include: GlobSet,
-    exclude: Option<GlobSet>,
+    include: LazyGlobSet,
+    exclude: Option<LazyGlobSet>,
     /// The positive globs as text, for [`PathMatcher::may_overlap`].
     include_texts: Vec<String>,
     /// Whether a globbed path that may name a matching file counts as a match.
@@ -55,36 +56,23 @@ pub(crate) struct PathMatcher {
 
 impl PathMatcher {
     pub(crate) fn new(globs: Vec<PathGlob>) -> Result<PathMatcher, String> {
-        let mut include = GlobSetBuilder::new();
-        let mut exclude = GlobSetBuilder::new();
-        let mut includes = 0;
-        let mut excludes = 0;
+        let mut include = Vec::new();
+        let mut exclude = Vec::new();
         let mut include_texts = Vec::new();
         for glob in globs {
             if glob.negated {
-                exclude.add(glob.glob);
-                excludes += 1;
+                exclude.push(glob.glob);
             } else {
                 include_texts.push(glob.glob.glob().to_owned());
-                include.add(glob.glob);
-                includes += 1;
+                include.push(glob.glob);
             }
         }
-        if includes == 0 {
+        if include.is_empty() {
             return Err("a path list needs at least one glob without `!`".to_owned());
         }
-        let build = |builder: GlobSetBuilder| {
-            builder
-                .build()
-                .map_err(|err| format!("cannot compile path globs: {}", err.kind()))
-        };
         Ok(PathMatcher {
-            include: build(include)?,
-            exclude: if excludes > 0 {
-                Some(build(exclude)?)
-            } else {
-                None
-            },
+            include: LazyGlobSet::new(include),
+            exclude: (!exclude.is_empty()).then(|| LazyGlobSet::new(exclude)),
             include_texts,
             overlapping: false,
         })

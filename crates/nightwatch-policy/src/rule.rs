@@ -1,8 +1,8 @@
 //! A compiled rule and what it is matched against.
 
 use crate::command::CommandPattern;
+use crate::lazy::LazyGlobSet;
 use crate::paths::PathMatcher;
-use globset::GlobSet;
 use nightwatch_core::{Actor, ActorKind, Context, Effects, Invocation, PathUse, Tool, Verdict};
 
 /// One rule, every matcher compiled. A matcher left out (`None`) holds for everything.
@@ -12,7 +12,7 @@ pub(crate) struct Rule {
     pub verdict: Verdict,
     pub reason: Option<String>,
     pub instead: Option<String>,
-    pub tool: Option<GlobSet>,
+    pub tool: Option<LazyGlobSet>,
     /// False when `tool:` cannot match `exec`: then no invocation ever looks at this rule.
     pub applies_to_exec: bool,
     pub command: Option<Vec<CommandPattern>>,
@@ -24,9 +24,9 @@ pub(crate) struct Rule {
     pub effects_any: Option<EffectFlags>,
     pub effects_all: Option<EffectFlags>,
     pub actor_kinds: Option<Vec<ActorKind>>,
-    pub actor_ids: Option<GlobSet>,
-    pub tiers: Option<GlobSet>,
-    pub hosts: Option<GlobSet>,
+    pub actor_ids: Option<LazyGlobSet>,
+    pub tiers: Option<LazyGlobSet>,
+    pub hosts: Option<LazyGlobSet>,
     pub times: Option<Vec<TimeWindow>>,
     /// What a subject must carry for this rule to have a chance.
     pub needs: Presence,
@@ -384,7 +384,7 @@ fn host_of<'a>(subject: &Subject<'a>) -> Option<&'a str> {
 }
 
 /// `ssh deploy@prod-1` runs on `prod-1`: the user part is not the host.
-fn host_matches(hosts: &GlobSet, host: &str) -> bool {
+fn host_matches(hosts: &LazyGlobSet, host: &str) -> bool {
     hosts.is_match(host)
         || host
             .rsplit_once('@')

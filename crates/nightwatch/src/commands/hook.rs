@@ -106,24 +106,25 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
             outcome,
             ..
         } => {
-            let policy = nightwatch_policy::Policy::builtin();
-            let gate = Gate::new(&policy, &ledger);
-            gate.report(Report {
-                actor,
-                tool: tool.name().into_owned(),
-                session_id: environment.session.clone(),
-                call_id,
-                inputs,
-                outputs: Outputs {
-                    exit_code: outcome.exit_code.map(i64::from),
-                    stdout: outcome.stdout,
-                    stderr: outcome.stderr,
+            nightwatch_gate::report(
+                &ledger,
+                Report {
+                    actor,
+                    tool: tool.name().into_owned(),
+                    session_id: environment.session.clone(),
+                    call_id,
+                    inputs,
+                    outputs: Outputs {
+                        exit_code: outcome.exit_code.map(i64::from),
+                        stdout: outcome.stdout,
+                        stderr: outcome.stderr,
+                    },
+                    duration_ms: outcome.duration_ms,
+                    context: environment,
+                    cwd,
+                    timestamp_ms: clock.now_ms(),
                 },
-                duration_ms: outcome.duration_ms,
-                context: environment,
-                cwd,
-                timestamp_ms: clock.now_ms(),
-            })
+            )
             .context("cannot record the result in the ledger")?;
             Ok(reply_to_record(agent))
         }
