@@ -275,12 +275,13 @@ impl Policy {
             }
         }
 
+        let positions = locate::list_items(source, "examples");
         let examples = file
             .examples
             .into_iter()
             .enumerate()
             .map(|(index, spec)| {
-                let at = locate::list_item(source, "examples", index);
+                let at = positions.get(index).copied();
                 Example {
                     action: spec.action,
                     expect: spec.expect,

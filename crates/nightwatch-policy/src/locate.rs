@@ -4,13 +4,19 @@
 
 /// Line and column (from 1) of the `-` of item `index` of the top-level list `list_key`.
 pub(crate) fn list_item(source: &str, list_key: &str, index: usize) -> Option<(usize, usize)> {
-    let lines: Vec<&str> = source.lines().collect();
-    let start = lines
-        .iter()
-        .position(|line| top_level_key(line) == Some(list_key))?;
+    list_items(source, list_key).get(index).copied()
+}
+
+/// Line and column (from 1) of the `-` of every item of the top-level list `list_key`, in one
+/// pass (a policy with many examples is located once, not once per example).
+pub(crate) fn list_items(source: &str, list_key: &str) -> Vec<(usize, usize)> {
+    let mut lines = source.lines().enumerate();
+    if !lines.any(|(_, line)| top_level_key(line) == Some(list_key)) {
+        return Vec::new();
+    }
     let mut item_indent = None;
-    let mut count = 0;
-    for (number, line) in lines.iter().enumerate().skip(start + 1) {
+    let mut items = Vec::new();
+    for (number, line) in lines {
         let trimmed = line.trim_start();
         if trimmed.is_empty() || trimmed.starts_with('#') {
             continue;
@@ -23,12 +29,9 @@ pub(crate) fn list_item(source: &str, list_key: &str, index: usize) -> Option<(u
         if !is_item || *item_indent.get_or_insert(indent) != indent {
             continue;
         }
-        if count == index {
-            return Some((number + 1, indent + 1));
-        }
-        count += 1;
+        items.push((number + 1, indent + 1));
     }
-    None
+    items
 }
 
 /// Line and column of the value of `field:` inside item `index` of the list `list_key`.
