@@ -37,14 +37,59 @@ pub fn run(args: HookArgs) -> u8 {
         }
         Ok(_) => match std::panic::catch_unwind(|| handle(agent, &input)) {
             Ok(Ok(reply)) => reply,
-            Ok(Err(error)) => reply_to_failure(agent, &format!("{error:#}")),
+            Ok(Err(error)) => refuse(agent, &input, &format!("{error:#}")),
             Err(_) => {
                 let message = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
-                reply_to_failure(agent, &format!("internal error: {message}"))
+                refuse(agent, &input, &format!("internal error: {message}"))
             }
         },
     };
     write_reply(&reply)
+}
+
+/// A refusal because nightwatch itself failed. It is recorded too when the ledger can still be
+/// written, so that even this veto is not silent; when it cannot, stderr is all there is.
+fn refuse(agent: Agent, input: &[u8], reason: &str) -> Reply {
+    let reply = reply_to_failure(agent, reason);
+    let _ = std::panic::catch_unwind(|| record_refusal(agent, input, &reply.stderr));
+    reply
+}
+
+fn record_refusal(agent: Agent, input: &[u8], reason: &str) -> anyhow::Result<()> {
+    let clock = Clock::from_environment()?;
+    let ledger = open_ledger()?;
+    let event = parse_event(agent, input).ok();
+    let mut environment = context::from_environment();
+    if environment.session.is_none() {
+        environment.session = event
+            .as_ref()
+            .and_then(|e| e.session_id())
+            .map(str::to_owned);
+    }
+    let tool = match &event {
+        Some(HookEvent::BeforeTool { tool, .. } | HookEvent::AfterTool { tool, .. }) => {
+            tool.name().into_owned()
+        }
+        _ => "unknown".to_owned(),
+    };
+    let mut entry = nightwatch_ledger::Entry::new(
+        nightwatch_ledger::event::DECISION,
+        clock.now_ms(),
+        nightwatch_ledger::RecordActor::from(&agent.actor()),
+        tool,
+    );
+    entry.session_id = environment.session;
+    entry.call_id = event.as_ref().and_then(|e| e.call_id()).map(str::to_owned);
+    entry.inputs = match &event {
+        Some(HookEvent::BeforeTool { inputs, .. } | HookEvent::AfterTool { inputs, .. }) => {
+            inputs.clone()
+        }
+        _ => serde_json::Value::String(String::from_utf8_lossy(input).chars().take(4096).collect()),
+    };
+    entry.verdict = Some(nightwatch_core::Verdict::Deny.as_str().to_owned());
+    entry.reasons = vec![reason.trim().to_owned()];
+    nightwatch_ledger::Ledger::append(&ledger, entry)?;
+    Ok(())
 }
 
 fn write_reply(reply: &Reply) -> u8 {
