@@ -415,7 +415,6 @@ static SPELLINGS: &[Spelling] = &[
         attached: &['i', 'e', 'l'],
         aliases: &[
             ("--delimiter", "-d"),
-            ("--replace", "-I"),
             ("--max-lines", "-L"),
             ("--max-args", "-n"),
             ("--max-procs", "-P"),
@@ -462,8 +461,30 @@ static SPELLINGS: &[Spelling] = &[
         ..spelling(&["doas"])
     },
     Spelling {
-        valued: &["-c", "-s", "-g", "-G", "-w", "-C"],
+        valued: &["-u"],
+        aliases: &[("--user", "-u")],
+        ..spelling(&["pkexec"])
+    },
+    Spelling {
+        valued: &["-a"],
+        ..spelling(&["exec"])
+    },
+    Spelling {
+        valued: &[
+            "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X",
+        ],
         aliases: &[
+            ("--output", "-o"),
+            ("--expr", "-e"),
+            ("--attach", "-p"),
+            ("--user", "-u"),
+        ],
+        ..spelling(&["strace", "ltrace"])
+    },
+    Spelling {
+        valued: &["-c", "-s", "-g", "-G", "-w", "-C", "-u"],
+        aliases: &[
+            ("--user", "-u"),
             ("--command", "-c"),
             ("--shell", "-s"),
             ("--group", "-g"),
@@ -502,8 +523,7 @@ static SPELLINGS: &[Spelling] = &[
         ..spelling(&["timeout"])
     },
     Spelling {
-        valued: &[],
-        attached: &['i', 'o', 'e'],
+        valued: &["-i", "-o", "-e"],
         aliases: &[("--input", "-i"), ("--output", "-o"), ("--error", "-e")],
         ..spelling(&["stdbuf"])
     },
@@ -695,7 +715,6 @@ static SPELLINGS: &[Spelling] = &[
             "-p",
             "-n",
             "-m",
-            "-t",
             "--host",
             "--context",
             "--config",
@@ -729,6 +748,7 @@ static SPELLINGS: &[Spelling] = &[
             "--file",
             "--signal",
             "--time",
+            "--index",
         ],
         aliases: &[
             ("--env", "-e"),
@@ -746,7 +766,22 @@ static SPELLINGS: &[Spelling] = &[
             ("--host", "-H"),
             ("--project-name", "-p"),
         ],
-        ..spelling(&["docker", "podman", "docker-compose"])
+        ..spelling(&["docker", "podman"])
+    },
+    Spelling {
+        valued: &[
+            "-f",
+            "-p",
+            "--file",
+            "--project-name",
+            "--profile",
+            "--env-file",
+            "--project-directory",
+            "--ansi",
+            "--progress",
+        ],
+        aliases: &[("--file", "-f"), ("--project-name", "-p")],
+        ..spelling(&["docker-compose"])
     },
     Spelling {
         valued: &[
@@ -778,6 +813,7 @@ static SPELLINGS: &[Spelling] = &[
             "--replicas",
             "--timeout",
             "--grace-period",
+            "--pod-running-timeout",
         ],
         aliases: &[
             ("--namespace", "-n"),
@@ -1127,6 +1163,16 @@ fn spelling_of(program: &str) -> &'static Spelling {
         .iter()
         .find(|s| s.programs.contains(&program))
         .unwrap_or(&DEFAULT_SPELLING)
+}
+
+/// Whether `flag` (in any spelling) takes the next word as its value for `program`. The
+/// wrappers read their own options with this, so one table says how every program is spelled.
+pub(crate) fn takes_value(program: &str, flag: &str) -> bool {
+    let spelling = spelling_of(program);
+    spelling.valued.contains(&flag)
+        || spelling
+            .valued
+            .contains(&canonical(spelling, flag).as_ref())
 }
 
 /// The canonical name of `flag` for `program`: `("rm", "--recursive")` is `-r`,

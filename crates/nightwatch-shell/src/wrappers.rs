@@ -1,5 +1,6 @@
 //! Wrappers: commands that run another command. Each is judged itself, and so is what it runs.
 
+use crate::flags::takes_value;
 use crate::word::Field;
 use nightwatch_core::{Remote, RemoteKind};
 
@@ -56,15 +57,7 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
     };
     match name {
         "sudo" => {
-            let start = skip_options(
-                argv,
-                1,
-                &[
-                    "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-T", "-U", "-R", "--user",
-                    "--group", "--chdir", "--prompt",
-                ],
-                true,
-            );
+            let start = skip_options(argv, 1, name);
             let start = skip_assignments(argv, start);
             let shell_flag = argv[1..start]
                 .iter()
@@ -79,8 +72,8 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
             }
             argv_inner(start, label)
         }
-        "doas" => argv_inner(skip_options(argv, 1, &["-u", "-C"], true), label),
-        "pkexec" => argv_inner(skip_options(argv, 1, &["--user"], true), label),
+        "doas" => argv_inner(skip_options(argv, 1, name), label),
+        "pkexec" => argv_inner(skip_options(argv, 1, name), label),
         "runuser" | "su" => {
             if let Some(script) =
                 option_value(argv, &["-c", "--command", "-C", "--session-command"])
@@ -92,7 +85,7 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                 }];
             }
             if name == "runuser" {
-                let start = skip_options(argv, 1, &["-u", "-g", "-G", "--user", "--group"], true);
+                let start = skip_options(argv, 1, name);
                 return argv_inner(start, label);
             }
             Vec::new()
@@ -105,51 +98,32 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                     remote: None,
                 }];
             }
-            let start = skip_options(argv, 1, &["-u", "--unset", "-C", "--chdir"], true);
+            let start = skip_options(argv, 1, name);
             argv_inner(skip_assignments(argv, start), label)
         }
         "nice" => {
-            let start = skip_options(argv, 1, &["-n", "--adjustment"], true);
+            let start = skip_options(argv, 1, name);
             argv_inner(start, label)
         }
         "ionice" => {
-            let start = skip_options(
-                argv,
-                1,
-                &["-c", "-n", "-p", "-P", "-u", "--class", "--classdata"],
-                true,
-            );
+            let start = skip_options(argv, 1, name);
             argv_inner(start, label)
         }
         "nohup" | "setsid" | "builtin" | "unbuffer" | "catchsegv" | "strace" | "ltrace"
         | "torsocks" | "proxychains" | "proxychains4" | "faketime" => {
-            let valued: &[&str] = match name {
-                "strace" | "ltrace" => &[
-                    "-o", "-e", "-p", "-s", "-u", "-E", "-P", "-a", "-b", "-I", "-O", "-S", "-X",
-                ],
-                _ => &[],
-            };
-            let mut start = skip_options(argv, 1, valued, true);
+            let mut start = skip_options(argv, 1, name);
             if name == "faketime" {
                 start += 1;
             }
             argv_inner(start, label)
         }
-        "stdbuf" => argv_inner(
-            skip_options(
-                argv,
-                1,
-                &["-i", "-o", "-e", "--input", "--output", "--error"],
-                true,
-            ),
-            label,
-        ),
+        "stdbuf" => argv_inner(skip_options(argv, 1, name), label),
         "timeout" => {
-            let start = skip_options(argv, 1, &["-s", "-k", "--signal", "--kill-after"], true);
+            let start = skip_options(argv, 1, name);
             argv_inner(start + 1, label)
         }
         "chroot" => {
-            let start = skip_options(argv, 1, &["--userspec", "--groups"], true);
+            let start = skip_options(argv, 1, name);
             argv_inner(start + 1, label)
         }
         "flock" => {
@@ -160,16 +134,11 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                     remote: None,
                 }];
             }
-            let start = skip_options(
-                argv,
-                1,
-                &["-w", "-E", "--wait", "--timeout", "--conflict-exit-code"],
-                true,
-            );
+            let start = skip_options(argv, 1, name);
             argv_inner(start + 1, label)
         }
         "watch" => {
-            let start = skip_options(argv, 1, &["-n", "-q", "--interval"], true);
+            let start = skip_options(argv, 1, name);
             let exec_mode = argv[1..start]
                 .iter()
                 .any(|f| f.text == "-x" || f.text == "--exec");
@@ -185,10 +154,7 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                 _ => Vec::new(),
             }
         }
-        "time" => argv_inner(
-            skip_options(argv, 1, &["-o", "-f", "--output", "--format"], true),
-            label,
-        ),
+        "time" => argv_inner(skip_options(argv, 1, name), label),
         "command" => {
             let lookup_only = argv[1..]
                 .iter()
@@ -197,34 +163,11 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
             if lookup_only {
                 return Vec::new();
             }
-            argv_inner(skip_options(argv, 1, &[], true), label)
+            argv_inner(skip_options(argv, 1, name), label)
         }
-        "exec" => argv_inner(skip_options(argv, 1, &["-a"], true), label),
+        "exec" => argv_inner(skip_options(argv, 1, name), label),
         "xargs" => {
-            let start = skip_options(
-                argv,
-                1,
-                &[
-                    "-d",
-                    "-E",
-                    "-I",
-                    "-L",
-                    "-n",
-                    "-P",
-                    "-s",
-                    "-a",
-                    "--delimiter",
-                    "--eof",
-                    "--replace",
-                    "--max-lines",
-                    "--max-args",
-                    "--max-procs",
-                    "--max-chars",
-                    "--arg-file",
-                    "--process-slot-var",
-                ],
-                true,
-            );
+            let start = skip_options(argv, 1, name);
             let fields = match argv.get(start..) {
                 Some(rest) if !rest.is_empty() => rest.to_vec(),
                 // xargs with no command runs echo.
@@ -345,11 +288,7 @@ fn find_actions(argv: &[Field]) -> Vec<Inner> {
 }
 
 fn ssh(argv: &[Field]) -> Vec<Inner> {
-    let valued = [
-        "-p", "-i", "-l", "-o", "-F", "-J", "-L", "-R", "-D", "-b", "-c", "-E", "-e", "-I", "-m",
-        "-O", "-Q", "-S", "-W", "-w", "-B",
-    ];
-    let host_index = skip_bundled_options(argv, 1, &valued);
+    let host_index = skip_options(argv, 1, "ssh");
     let Some(host) = argv.get(host_index) else {
         return Vec::new();
     };
@@ -368,58 +307,17 @@ fn ssh(argv: &[Field]) -> Vec<Inner> {
 }
 
 fn docker_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
-    let global = skip_options(
-        argv,
-        1,
-        &[
-            "-H",
-            "--host",
-            "-c",
-            "--context",
-            "--config",
-            "-l",
-            "--log-level",
-        ],
-        true,
-    );
+    let global = skip_options(argv, 1, name);
     let mut index = global;
     let sub = argv.get(index).map(|f| f.text.as_str());
     let compose = matches!(sub, Some("compose"));
     if compose {
-        index = skip_options(
-            argv,
-            index + 1,
-            &[
-                "-f",
-                "--file",
-                "-p",
-                "--project-name",
-                "--profile",
-                "--env-file",
-                "--project-directory",
-            ],
-            true,
-        );
+        index = skip_options(argv, index + 1, "docker-compose");
     }
     if argv.get(index).map(|f| f.text.as_str()) != Some("exec") {
         return Vec::new();
     }
-    let target_index = skip_options(
-        argv,
-        index + 1,
-        &[
-            "-e",
-            "--env",
-            "--env-file",
-            "-u",
-            "--user",
-            "-w",
-            "--workdir",
-            "--detach-keys",
-            "--index",
-        ],
-        true,
-    );
+    let target_index = skip_options(argv, index + 1, name);
     let Some(target) = argv.get(target_index) else {
         return Vec::new();
     };
@@ -447,23 +345,11 @@ fn kubectl_exec(name: &str, argv: &[Field]) -> Vec<Inner> {
     if dashes < exec_at {
         return Vec::new();
     }
-    let valued = [
-        "-n",
-        "--namespace",
-        "-c",
-        "--container",
-        "--context",
-        "--kubeconfig",
-        "--cluster",
-        "--pod-running-timeout",
-        "-f",
-        "--filename",
-    ];
     let mut target = String::from("?");
     let mut index = exec_at + 1;
     while index < dashes {
         let word = argv[index].text.as_str();
-        if valued.contains(&word) {
+        if word.starts_with('-') && !word.contains('=') && takes_value(name, word) {
             index += 2;
             continue;
         }
@@ -517,37 +403,10 @@ fn editor_commands(name: &str, argv: &[Field]) -> Vec<Inner> {
     inners
 }
 
-/// Index of the first word at or after `start` that is not an option (or an option's value).
-fn skip_options(argv: &[Field], start: usize, valued: &[&str], stop_at_dashes: bool) -> usize {
-    let mut index = start;
-    while index < argv.len() {
-        let word = argv[index].text.as_str();
-        if word == "--" && stop_at_dashes {
-            return index + 1;
-        }
-        if !word.starts_with('-') || word.len() < 2 {
-            return index;
-        }
-        index += 1;
-        if word.contains('=') {
-            continue;
-        }
-        if valued.contains(&word) {
-            index += 1;
-        } else if !word.starts_with("--") {
-            // A bundle like `-un` ending in a valued flag takes the next word too.
-            if let Some(last) = word.chars().last()
-                && word.len() > 2
-                && valued.contains(&format!("-{last}").as_str())
-            {
-                index += 1;
-            }
-        }
-    }
-    index.min(argv.len())
-}
-
-fn skip_bundled_options(argv: &[Field], start: usize, valued: &[&str]) -> usize {
+/// Index of the first word at or after `start` that is not an option or an option's value,
+/// reading options the way getopt does with `program`'s flag table (the same one `split_args`
+/// uses): `-p 22`, `-p22`, `-vp 22`, `--port 22`, `--port=22`, and `--` ending them.
+fn skip_options(argv: &[Field], start: usize, program: &str) -> usize {
     let mut index = start;
     while index < argv.len() {
         let word = argv[index].text.as_str();
@@ -558,10 +417,16 @@ fn skip_bundled_options(argv: &[Field], start: usize, valued: &[&str]) -> usize 
             return index;
         }
         index += 1;
-        // `-p22` carries its value; `-p 22` and `-vp 22` take the next word.
+        if word.starts_with("--") {
+            if !word.contains('=') && takes_value(program, word) {
+                index += 1;
+            }
+            continue;
+        }
         let body = &word[1..];
         for (offset, c) in body.char_indices() {
-            if valued.contains(&format!("-{c}").as_str()) {
+            if takes_value(program, &format!("-{c}")) {
+                // The value is the rest of the word, or the next word when nothing is left.
                 if offset + c.len_utf8() == body.len() {
                     index += 1;
                 }
