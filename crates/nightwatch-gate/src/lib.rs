@@ -140,6 +140,34 @@ pub fn report(ledger: &dyn Ledger, report: Report) -> Result<Record, LedgerError
     ledger.append(entry)
 }
 
+/// What a refusal that policy did not make was about: the call, as far as it could be read.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    pub actor: Actor,
+    /// The tool's name, or `unknown` when the input could not be read.
+    pub tool: String,
+    pub context: nightwatch_core::Context,
+    pub call_id: Option<String>,
+    pub inputs: Value,
+    /// Why nightwatch could not decide (bad input, unreadable policy, a crash).
+    pub reason: String,
+    pub timestamp_ms: i64,
+}
+
+/// Records a refusal made because nightwatch itself could not decide, so that even that veto
+/// is in the ledger with its reason (it is a `decision` with verdict `deny` and no rule).
+pub fn refuse(ledger: &dyn Ledger, failure: Failure) -> Result<Record, LedgerError> {
+    let actor = RecordActor::from(&failure.actor);
+    let mut entry = Entry::new(event::DECISION, failure.timestamp_ms, actor, failure.tool);
+    entry.session_id = failure.context.session.clone();
+    entry.context = record_context(&failure.context);
+    entry.call_id = failure.call_id;
+    entry.inputs = failure.inputs;
+    entry.verdict = Some(nightwatch_core::Verdict::Deny.as_str().to_owned());
+    entry.reasons = vec![failure.reason];
+    ledger.append(entry)
+}
+
 /// Records a lifecycle step (`session-start`, `stop`, `session-end`, ...).
 pub fn note(
     ledger: &dyn Ledger,

@@ -246,8 +246,14 @@ fn wrapper_options_are_read_with_the_same_flag_tables_as_arguments() {
     check_contains("stdbuf -o L rm x", "stdbuf > rm x");
     check_contains("ionice -c3 rm x", "ionice > rm x");
     check_contains("runuser -u app -- rm x", "runuser > rm x");
-    check_contains("docker compose -f prod.yml exec -T web rm -rf /data", "docker exec web > @web rm -rf /data");
-    check_contains("kubectl exec --namespace=prod api-0 -- rm x", "kubectl exec api-0 > @api-0 rm x");
+    check_contains(
+        "docker compose -f prod.yml exec -T web rm -rf /data",
+        "docker exec web > @web rm -rf /data",
+    );
+    check_contains(
+        "kubectl exec --namespace=prod api-0 -- rm x",
+        "kubectl exec api-0 > @api-0 rm x",
+    );
     check_contains("xargs --replace rm {}", "xargs > rm {}");
 }
 

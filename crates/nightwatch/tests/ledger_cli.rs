@@ -100,6 +100,45 @@ fn exec_refuses_with_the_reason_and_runs_nothing() {
 }
 
 #[test]
+fn exec_with_a_broken_policy_runs_nothing_and_records_why() {
+    let home = scratch("exec-broken-policy");
+    let marker = home.join("ran");
+    let policy = home.join("bad.yaml");
+    std::fs::write(&policy, "version: 1\nrules: [\n").expect("write");
+    let touch = format!("{}", marker.display());
+    let output = nightwatch(
+        &home,
+        &[
+            "exec",
+            "--policy",
+            policy.to_str().unwrap_or_default(),
+            "--",
+            "touch",
+            &touch,
+        ],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        text(&output.stderr).contains("nothing was run"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!marker.exists());
+    let log = nightwatch(&home, &["log", "--json"], &[]);
+    let record: serde_json::Value =
+        serde_json::from_str(text(&log.stdout).lines().next().expect("one record")).expect("json");
+    assert_eq!(record["verdict"], "deny");
+    assert!(
+        record["reasons"][0]
+            .as_str()
+            .unwrap_or("")
+            .contains("bad.yaml"),
+        "{record}"
+    );
+}
+
+#[test]
 fn exec_passes_the_commands_exit_status_through() {
     let home = scratch("exec-status");
     let output = nightwatch(&home, &["exec", "--", "false"], &[]);

@@ -7,7 +7,7 @@ use crate::commands::{load_policy, open_ledger};
 use crate::context;
 use anyhow::Context as _;
 use nightwatch_core::{Action, Actor, ActorKind, Tool, Verdict};
-use nightwatch_gate::{Gate, Proposal, Report};
+use nightwatch_gate::{Failure, Gate, Proposal, Report};
 use nightwatch_ledger::Outputs;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -18,9 +18,7 @@ const CAPTURE_LIMIT: usize = 1024 * 1024;
 
 pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
     let clock = Clock::from_environment()?;
-    let (policy, _) = load_policy(&args.source)?;
     let ledger = open_ledger()?;
-    let gate = Gate::new(&policy, &ledger);
 
     let line = shell_join(&args.command);
     let mut environment = context::from_environment();
@@ -37,6 +35,26 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         .ok()
         .map(|d| d.display().to_string());
     let inputs = serde_json::json!({ "command": line, "argv": args.command });
+    let policy = match load_policy(&args.source) {
+        Ok((policy, _)) => policy,
+        Err(error) => {
+            // Nothing runs, and the refusal is recorded like any other.
+            let _ = nightwatch_gate::refuse(
+                &ledger,
+                Failure {
+                    actor,
+                    tool: "exec".to_owned(),
+                    context: environment,
+                    call_id: Some(call_id),
+                    inputs,
+                    reason: format!("{error:#}"),
+                    timestamp_ms: clock.now_ms(),
+                },
+            );
+            return Err(error.context("nothing was run"));
+        }
+    };
+    let gate = Gate::new(&policy, &ledger);
     let ruling = gate
         .propose(Proposal {
             action: Action {

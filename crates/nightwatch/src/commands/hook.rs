@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use nightwatch_agents::{
     Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
 };
-use nightwatch_gate::{Gate, Proposal, Report};
+use nightwatch_gate::{Failure, Gate, Proposal, Report};
 use nightwatch_ledger::Outputs;
 use std::io::{Read, Write};
 use std::sync::Mutex;
@@ -59,37 +59,44 @@ fn record_refusal(agent: Agent, input: &[u8], reason: &str) -> anyhow::Result<()
     let clock = Clock::from_environment()?;
     let ledger = open_ledger()?;
     let event = parse_event(agent, input).ok();
-    let mut environment = context::from_environment();
-    if environment.session.is_none() {
-        environment.session = event
+    let mut context = context::from_environment();
+    if context.session.is_none() {
+        context.session = event
             .as_ref()
             .and_then(|e| e.session_id())
             .map(str::to_owned);
     }
-    let tool = match &event {
-        Some(HookEvent::BeforeTool { tool, .. } | HookEvent::AfterTool { tool, .. }) => {
-            tool.name().into_owned()
-        }
-        _ => "unknown".to_owned(),
+    let (tool, inputs) = match &event {
+        Some(
+            HookEvent::BeforeTool { tool, inputs, .. } | HookEvent::AfterTool { tool, inputs, .. },
+        ) => (tool.name().into_owned(), inputs.clone()),
+        _ => (
+            "unknown".to_owned(),
+            serde_json::Value::String(String::from_utf8_lossy(input).chars().take(4096).collect()),
+        ),
     };
-    let mut entry = nightwatch_ledger::Entry::new(
-        nightwatch_ledger::event::DECISION,
-        clock.now_ms(),
-        nightwatch_ledger::RecordActor::from(&agent.actor()),
-        tool,
-    );
-    entry.session_id = environment.session;
-    entry.call_id = event.as_ref().and_then(|e| e.call_id()).map(str::to_owned);
-    entry.inputs = match &event {
-        Some(HookEvent::BeforeTool { inputs, .. } | HookEvent::AfterTool { inputs, .. }) => {
-            inputs.clone()
-        }
-        _ => serde_json::Value::String(String::from_utf8_lossy(input).chars().take(4096).collect()),
-    };
-    entry.verdict = Some(nightwatch_core::Verdict::Deny.as_str().to_owned());
-    entry.reasons = vec![reason.trim().to_owned()];
-    nightwatch_ledger::Ledger::append(&ledger, entry)?;
+    nightwatch_gate::refuse(
+        &ledger,
+        Failure {
+            actor: hook_actor(agent),
+            tool,
+            context,
+            call_id: event.as_ref().and_then(|e| e.call_id()).map(str::to_owned),
+            inputs,
+            reason: reason.trim().to_owned(),
+            timestamp_ms: clock.now_ms(),
+        },
+    )?;
     Ok(())
+}
+
+/// The agent's actor, named as its launcher named it (`NIGHTWATCH_AGENT`) when it did.
+fn hook_actor(agent: Agent) -> nightwatch_core::Actor {
+    let mut actor = agent.actor();
+    if let Some(name) = context::agent_name() {
+        actor.id = name;
+    }
+    actor
 }
 
 fn write_reply(reply: &Reply) -> u8 {
@@ -113,10 +120,7 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
     if environment.session.is_none() {
         environment.session = event.session_id().map(str::to_owned);
     }
-    let mut actor = agent.actor();
-    if let Some(name) = context::agent_name() {
-        actor.id = name;
-    }
+    let actor = hook_actor(agent);
     let cwd = event.cwd().map(str::to_owned);
     let call_id = event.call_id().map(str::to_owned);
     match event {
