@@ -1,5 +1,7 @@
 //! The real binary, as an operator or a script would run it.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -13,10 +15,7 @@ fn nightwatch(home: &Path, args: &[&str]) -> Output {
 }
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nightwatch-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
+    common::scratch("cli", name)
 }
 
 fn stdout(output: &Output) -> String {

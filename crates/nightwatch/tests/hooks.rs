@@ -1,6 +1,8 @@
 //! The agents' hooks through the real binary, driven by the payloads the real tools send
 //! (`../shared/payloads/`), and everything that must fail closed.
 
+mod common;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -9,10 +11,7 @@ const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/pay
 const AGENT_VM_POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/agent-vm.yaml");
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("nightwatch-hooks-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
+    common::scratch("hooks", name)
 }
 
 fn payload(path: &str) -> Vec<u8> {

@@ -1,16 +1,12 @@
 //! `exec`, `log`, `show`, `verify` and `install` through the real binary, on a real ledger.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "nightwatch-ledger-cli-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    dir
+    common::scratch("ledger-cli", name)
 }
 
 fn nightwatch(home: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
