@@ -270,6 +270,41 @@ fn a_thousand_appends_verify_clean() {
     assert_eq!(seen, 1000);
 }
 
+/// Every hook is a process of its own: open, append once, close. SQLite forgets what such a
+/// process checkpointed, so unless closing checkpoints a long WAL it grows by every append and
+/// each later hook reads all of it when it opens.
+#[test]
+fn the_wal_stays_short_when_each_append_is_its_own_process() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..120 {
+        let ledger = SqliteLedger::open(dir.path()).unwrap();
+        ledger
+            .append(decision(n, "s", &format!("echo {n}"), "allow"))
+            .unwrap();
+    }
+    let wal = std::fs::metadata(dir.path().join("ledger.db-wal")).map_or(0, |m| m.len());
+    // 120 appends write about 3 MiB of WAL frames; the bound is 256 KiB plus one append.
+    assert!(wal < 512 * 1024, "the WAL grew to {wal} bytes");
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    let report = verify(&ledger).unwrap();
+    assert_eq!(report.records, 120);
+    assert!(report.is_intact());
+}
+
+/// The head checkpoint is not synced, so after a power loss it can be empty: that is no
+/// checkpoint, not a tampered one.
+#[test]
+fn an_empty_head_checkpoint_counts_as_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    ledger.append(decision(1, "s", "true", "allow")).unwrap();
+    std::fs::write(ledger.head_path(), "").unwrap();
+    let report = verify(&ledger).unwrap();
+    assert_eq!(report.head_checkpoint, None);
+    assert_eq!(report.checkpoint_problem, None);
+    assert!(report.is_intact());
+}
+
 #[test]
 fn unguarded_results_are_reported_by_verify() {
     let dir = tempfile::tempdir().unwrap();

@@ -123,7 +123,8 @@ fn builtin_policy_compiles() {
 
 #[test]
 fn builtin_examples_pass_with_the_shell_analyser() {
-    let failures: Vec<String> = Policy::builtin()
+    let failures: Vec<String> = Policy::compile(DEFAULT_POLICY_YAML)
+        .expect("default.yaml compiles")
         .run_examples()
         .into_iter()
         .filter(|outcome| !outcome.passed)
@@ -139,6 +140,33 @@ fn builtin_examples_pass_with_the_shell_analyser() {
         })
         .collect();
     assert!(failures.is_empty(), "\n{}\n", failures.join("\n"));
+}
+
+/// `builtin()` reads the JSON that `build.rs` makes from default.yaml: it must be the same
+/// policy, rule for rule and decision for decision, as reading the YAML.
+#[test]
+fn builtin_from_json_decides_as_the_yaml_does() {
+    let yaml = Policy::compile(DEFAULT_POLICY_YAML).expect("default.yaml compiles");
+    let json = Policy::builtin();
+    assert!(
+        json.examples().is_empty(),
+        "examples are run by the tests, not at load"
+    );
+    assert_eq!(
+        json.rule_ids().collect::<Vec<_>>(),
+        yaml.rule_ids().collect::<Vec<_>>()
+    );
+    assert_eq!(json.default_verdict(), yaml.default_verdict());
+    assert_eq!(json.opaque_verdict(), yaml.opaque_verdict());
+    for example in yaml.examples() {
+        let (from_yaml, from_json) = (yaml.decide(&example.action), json.decide(&example.action));
+        assert_eq!(
+            (from_json.verdict, &from_json.rule, &from_json.reason),
+            (from_yaml.verdict, &from_yaml.rule, &from_yaml.reason),
+            "{}",
+            example.description()
+        );
+    }
 }
 
 /// The default rules against invocations shaped by hand as the analyser shapes them, so that

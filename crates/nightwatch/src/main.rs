@@ -17,6 +17,7 @@ use std::process::ExitCode;
 const WORKER_STACK: usize = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
+    one_malloc_arena();
     // An agent runs `nightwatch hook ...`: anything but 0 or 2 lets its call through, so every
     // failure on that path, even a bad command line, must be a refusal.
     let is_hook = std::env::args().nth(1).as_deref() == Some("hook");
@@ -47,5 +48,17 @@ fn main() -> ExitCode {
             eprintln!("nightwatch: internal error; nothing was allowed");
             ExitCode::from(failure)
         }
+    }
+}
+
+/// The work runs on a second thread, which glibc would give its own malloc arena: a heap it
+/// grows one `mprotect` at a time, about a hundred system calls in a hook's life. The hook
+/// runs before every agent command, so it shares the main arena instead.
+fn one_malloc_arena() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; it is called before any other thread
+    // exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 1);
     }
 }
