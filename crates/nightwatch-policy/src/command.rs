@@ -1,7 +1,6 @@
 //! Command patterns: `git push * --force* * main`, compiled once and matched against invocations.
 
-use crate::lazy::LazyGlob;
-use globset::GlobBuilder;
+use crate::lazy::{LazyGlob, Separator};
 use nightwatch_core::{Arg, Invocation};
 
 /// One `command:` pattern as compiled.
@@ -309,46 +308,15 @@ fn literal_text(text: &str) -> Option<String> {
 }
 
 /// A glob over one word: `*` crosses `/`, since words are not paths (`*:main` must match
-/// `HEAD:refs/heads/main`). The literal text before the first and after the last glob
-/// character is checked first: most words fail there, without running the glob's regex.
-#[derive(Clone, Debug)]
-pub(crate) struct WordGlob {
-    prefix: String,
-    suffix: String,
-    glob: LazyGlob,
-}
-
-impl WordGlob {
-    fn is_match(&self, text: &str) -> bool {
-        text.starts_with(&self.prefix) && text.ends_with(&self.suffix) && self.glob.is_match(text)
-    }
-}
+/// `HEAD:refs/heads/main`).
+pub(crate) type WordGlob = LazyGlob;
 
 fn word_glob(text: &str) -> Result<WordGlob, String> {
-    let glob = GlobBuilder::new(text)
-        .literal_separator(false)
-        .backslash_escape(true)
-        .empty_alternates(true)
-        .build()
-        .map(LazyGlob::new)
-        .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))?;
-    let first = text.find(is_glob_char).unwrap_or(text.len());
-    let after_last = text.rfind(is_glob_char).map_or(text.len(), |at| at + 1);
-    Ok(WordGlob {
-        prefix: text[..first].to_owned(),
-        suffix: text[after_last.max(first)..].to_owned(),
-        glob,
-    })
+    LazyGlob::new(text, Separator::Crossed).map_err(|kind| format!("bad glob {text:?}: {kind}"))
 }
 
 fn path_glob(text: &str) -> Result<LazyGlob, String> {
-    GlobBuilder::new(text)
-        .literal_separator(true)
-        .backslash_escape(true)
-        .empty_alternates(true)
-        .build()
-        .map(LazyGlob::new)
-        .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))
+    LazyGlob::new(text, Separator::Respected).map_err(|kind| format!("bad glob {text:?}: {kind}"))
 }
 
 struct PatternToken {

@@ -4,10 +4,9 @@
 //! `yaml_serde` attaches the line and column of the offending value to the error.
 
 use crate::command::CommandPattern;
-use crate::lazy::LazyGlobSet;
+use crate::lazy::{LazyGlob, LazyGlobSet, Separator};
 use crate::paths::{PathGlob, PathMatcher};
 use crate::rule::{EffectFlags, Presence, Rule, TimeWindow};
-use globset::GlobBuilder;
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -264,19 +263,15 @@ impl Scalar for Text {
 }
 
 /// A glob over a name (tool, actor id, tier, host): `*` matches anything.
-pub(crate) struct NameGlob(globset::Glob);
+pub(crate) struct NameGlob(LazyGlob);
 
 impl Scalar for NameGlob {
     const EXPECTING: &'static str = "a name or glob";
 
     fn parse(text: &str) -> Result<NameGlob, String> {
-        GlobBuilder::new(text)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .empty_alternates(true)
-            .build()
+        LazyGlob::new(text, Separator::Crossed)
             .map(NameGlob)
-            .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))
+            .map_err(|kind| format!("bad glob {text:?}: {kind}"))
     }
 }
 

@@ -249,7 +249,7 @@ impl Policy {
     /// here, so that this never fails; should it ever not compile, the result asks about
     /// everything rather than allowing anything.
     pub fn builtin() -> Policy {
-        match serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON) {
+        match lazy::read_trusted(|| serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON)) {
             Ok(file) => Policy::assemble(
                 file.default.map_or(Verdict::Ask, |v| v.0),
                 file.opaque.map_or(Verdict::Ask, |v| v.0),

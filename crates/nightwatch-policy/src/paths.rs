@@ -1,14 +1,14 @@
 //! Path globs: `paths:`, `reads:`, `writes:` and `deletes:` matchers.
 
-use crate::lazy::LazyGlobSet;
-use globset::{Glob, GlobBuilder};
+use crate::lazy::{LazyGlob, LazyGlobSet, Separator};
+use globset::GlobBuilder;
 
 /// One path glob as written, checked when the policy is read.
 #[derive(Clone, Debug)]
 pub(crate) struct PathGlob {
     /// Written with a leading `!`: an exception within its list.
     negated: bool,
-    glob: Glob,
+    glob: LazyGlob,
 }
 
 /// Glob characters in a path as written (the shell expands them at runtime).
@@ -32,12 +32,8 @@ impl PathGlob {
         } else {
             format!("**/{pattern}")
         };
-        let glob = GlobBuilder::new(&anchored)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .empty_alternates(true)
-            .build()
-            .map_err(|err| format!("bad glob {text:?}: {}", err.kind()))?;
+        let glob = LazyGlob::new(&anchored, Separator::Respected)
+            .map_err(|kind| format!("bad glob {text:?}: {kind}"))?;
         Ok(PathGlob { negated, glob })
     }
 }
@@ -63,7 +59,7 @@ impl PathMatcher {
             if glob.negated {
                 exclude.push(glob.glob);
             } else {
-                include_texts.push(glob.glob.glob().to_owned());
+                include_texts.push(glob.glob.text().to_owned());
                 include.push(glob.glob);
             }
         }
