@@ -56,8 +56,8 @@ const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, act
     inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
     call_id, redacted, cwd, prev_hash, hash";
 
-/// WAL size above which the last connection to close checkpoints the WAL into the database
-/// and removes it. About 6 pages of 4 KiB go into the WAL per append, so this is every 10 or
+/// WAL size above which a closing handle checkpoints the WAL into the database and truncates
+/// it. About 6 pages of 4 KiB go into the WAL per append, so this is every 10 or
 /// so appends.
 const WAL_CLOSE_CHECKPOINT_BYTES: u64 = 256 * 1024;
 
@@ -107,6 +107,9 @@ impl SqliteLedger {
         })?;
         let db_path = dir.join("ledger.db");
         let head_path = dir.join("ledger.head");
+        // SQLite is built not to sync the directory (see `.cargo/config.toml`), so a new
+        // database or WAL file gets its directory entry synced here, after it is created.
+        let creates = !db_path.exists() || !db_path.with_extension("db-wal").exists();
         let conn = Connection::open(&db_path)?;
         conn.busy_timeout(options.busy_timeout)?;
         // Each hook is a short process. Checkpointing the WAL into the database on every close
@@ -127,6 +130,9 @@ impl SqliteLedger {
                 }
                 Err(e) => return Err(e),
             }
+        }
+        if creates {
+            sync_directory(dir)?;
         }
         Ok(SqliteLedger {
             conn: Mutex::new(conn),
@@ -208,19 +214,28 @@ impl SqliteLedger {
 impl Drop for SqliteLedger {
     /// Each hook process is the only connection while it runs, and SQLite rebuilds its WAL
     /// index by reading the whole WAL when the first connection opens; what a process
-    /// checkpoints is forgotten with that index. So the WAL only shrinks when a closing
-    /// connection checkpoints it, and closing does that (three syncs) only once it is long.
+    /// checkpoints is forgotten with that index. So the WAL only shrinks when it is
+    /// checkpointed and truncated, which a closing handle does once it is long (truncated,
+    /// not deleted, so its directory entry stays put). When others hold the database it
+    /// does not wait: a later handle will do it.
     fn drop(&mut self) {
         let wal = self.db_path.with_extension("db-wal");
         let long = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_CLOSE_CHECKPOINT_BYTES);
         if long {
             let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
-            let _ = conn.set_db_config(
-                rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
-                false,
-            );
+            let _ = conn.busy_timeout(Duration::ZERO);
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
         }
     }
+}
+
+/// Makes the directory's entries (a newly created file's name) durable.
+fn sync_directory(dir: &Path) -> Result<(), LedgerError> {
+    let io = |source| LedgerError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    std::fs::File::open(dir).map_err(io)?.sync_all().map_err(io)
 }
 
 fn prepare(conn: &Connection) -> Result<(), LedgerError> {
