@@ -33,6 +33,8 @@ pub(crate) struct Fields<'a> {
     /// Canonical JSON array of strings.
     pub redacted: &'a [u8],
     pub cwd: Option<&'a str>,
+    /// Canonical JSON of the safeguards object (checks, backup, approval), or `None`.
+    pub safeguards: Option<&'a [u8]>,
     pub prev_hash: &'a str,
 }
 
@@ -77,6 +79,12 @@ pub(crate) fn encode_fields(f: &Fields<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(f.redacted);
     out.extend_from_slice(b",\"rule\":");
     write_opt_str(f.rule, out);
+    // Added in schema 2 and written only when present, so the records written before keep
+    // the encoding (and the hashes) they were chained with.
+    if let Some(safeguards) = f.safeguards {
+        out.extend_from_slice(b",\"safeguards\":");
+        out.extend_from_slice(safeguards);
+    }
     out.extend_from_slice(b",\"seq\":");
     out.extend_from_slice(itoa_u64(f.seq).as_bytes());
     out.extend_from_slice(b",\"session_id\":");
@@ -97,6 +105,7 @@ pub(crate) fn encode_record(r: &Record, out: &mut Vec<u8>) {
     let reasons = strings_bytes(&r.reasons);
     let redacted = strings_bytes(&r.redacted);
     let duration = r.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    let safeguards = r.safeguards.as_ref().map(json_bytes);
     encode_fields(
         &Fields {
             id: &r.id,
@@ -120,6 +129,7 @@ pub(crate) fn encode_record(r: &Record, out: &mut Vec<u8>) {
             call_id: r.call_id.as_deref(),
             redacted: &redacted,
             cwd: r.cwd.as_deref(),
+            safeguards: safeguards.as_deref(),
             prev_hash: &r.prev_hash,
         },
         out,

@@ -82,6 +82,9 @@ pub struct Entry {
     /// Kinds of secret already removed by the caller; the store adds the ones it removes.
     pub redacted: Vec<String>,
     pub cwd: Option<String>,
+    /// What guarded the action beside policy: the pre-flight checks that ran and what they
+    /// found, the backup taken before a write, the approval that let an ask through.
+    pub safeguards: Option<Value>,
 }
 
 impl Entry {
@@ -129,6 +132,9 @@ pub struct Record {
     /// Kinds of secret removed before storage (`github-token`, `url-password`, ...), sorted.
     pub redacted: Vec<String>,
     pub cwd: Option<String>,
+    /// Checks, backup and approval (see [`Entry::safeguards`]); absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub safeguards: Option<Value>,
     /// The previous record's `hash`; 64 zeros for the first record.
     pub prev_hash: String,
     /// SHA-256, lowercase hex, of the record's canonical encoding (see the crate docs).

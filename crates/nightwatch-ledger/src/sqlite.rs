@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 
 const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS records (
@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS records (
     call_id      TEXT,
     redacted     TEXT NOT NULL,  -- canonical JSON array of strings
     cwd          TEXT,
+    safeguards   TEXT,           -- canonical JSON object, or NULL (schema 2)
     prev_hash    TEXT NOT NULL,
     hash         TEXT NOT NULL
 );
@@ -54,7 +55,7 @@ CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict);
 
 const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
     inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
-    call_id, redacted, cwd, prev_hash, hash";
+    call_id, redacted, cwd, safeguards, prev_hash, hash";
 
 /// WAL size above which a closing handle checkpoints the WAL into the database and truncates
 /// it. About 6 pages of 4 KiB go into the WAL per append, so this is every 10 or
@@ -256,8 +257,14 @@ fn prepare(conn: &Connection) -> Result<(), LedgerError> {
         });
     }
     if version < SCHEMA_VERSION {
+        // Schema 1 ledgers gain the safeguards column; their records' hashes do not cover it.
+        let upgrade = if version == 1 {
+            "ALTER TABLE records ADD COLUMN safeguards TEXT;"
+        } else {
+            ""
+        };
         conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
+            "BEGIN IMMEDIATE; {upgrade} {SCHEMA} PRAGMA user_version = {SCHEMA_VERSION}; COMMIT;"
         ))
         .inspect_err(|_| {
             let _ = conn.execute_batch("ROLLBACK");
@@ -310,12 +317,16 @@ struct Prepared {
     outputs: Option<Vec<u8>>,
     reasons: Vec<u8>,
     redacted: Vec<u8>,
+    safeguards: Option<Vec<u8>>,
     duration_ms: Option<i64>,
 }
 
 fn prepare_entry(mut entry: Entry, cap: usize) -> Prepared {
     let mut kinds: BTreeSet<String> = entry.redacted.drain(..).collect();
     redact::redact_json(&mut entry.inputs, &mut kinds);
+    if let Some(safeguards) = entry.safeguards.as_mut() {
+        redact::redact_json(safeguards, &mut kinds);
+    }
     if let Some(out) = entry.outputs.as_mut() {
         // Redacted before capping, so a secret straddling the cut is not left half-visible.
         for text in [&mut out.stdout, &mut out.stderr] {
@@ -338,6 +349,7 @@ fn prepare_entry(mut entry: Entry, cap: usize) -> Prepared {
         outputs: entry.outputs.as_ref().map(canonical::outputs_bytes),
         reasons: canonical::strings_bytes(&entry.reasons),
         redacted: canonical::strings_bytes(&entry.redacted),
+        safeguards: entry.safeguards.as_ref().map(canonical::json_bytes),
         duration_ms: entry
             .duration_ms
             .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
@@ -395,9 +407,10 @@ fn with_fields<T>(
         call_id: opt_str_at(row, 18)?,
         redacted: str_at(row, 19)?.as_bytes(),
         cwd: opt_str_at(row, 20)?,
-        prev_hash: str_at(row, 21)?,
+        safeguards: opt_str_at(row, 21)?.map(str::as_bytes),
+        prev_hash: str_at(row, 22)?,
     };
-    let hash = str_at(row, 22)?;
+    let hash = str_at(row, 23)?;
     visit(&fields, hash)
 }
 
@@ -417,6 +430,11 @@ fn record_from_row(row: &Row<'_>) -> Result<Record, LedgerError> {
             serde_json::from_slice(f.reasons).map_err(|e| corrupt("reasons", e))?;
         let redacted: Vec<String> =
             serde_json::from_slice(f.redacted).map_err(|e| corrupt("redacted", e))?;
+        let safeguards: Option<Value> = f
+            .safeguards
+            .map(serde_json::from_slice)
+            .transpose()
+            .map_err(|e| corrupt("safeguards", e))?;
         let own = |s: Option<&str>| s.map(str::to_string);
         Ok(Record {
             id: f.id.to_string(),
@@ -444,6 +462,7 @@ fn record_from_row(row: &Row<'_>) -> Result<Record, LedgerError> {
             call_id: own(f.call_id),
             redacted,
             cwd: own(f.cwd),
+            safeguards,
             prev_hash: f.prev_hash.to_string(),
             hash: hash.to_string(),
         })
@@ -513,13 +532,14 @@ impl Ledger for SqliteLedger {
                 call_id: e.call_id.as_deref(),
                 redacted: &p.redacted,
                 cwd: e.cwd.as_deref(),
+                safeguards: p.safeguards.as_deref(),
                 prev_hash: &prev_hash,
             };
             canonical::encode_fields(&fields, &mut buf);
             let hash = canonical::sha256_hex(&buf);
             tx.prepare_cached(&format!(
                 "INSERT INTO records ({COLUMNS}) VALUES \
-                 (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23)"
+                 (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
             ))?
             .execute(rusqlite::params![
                 i64::try_from(seq).unwrap_or(i64::MAX),
@@ -543,6 +563,7 @@ impl Ledger for SqliteLedger {
                 e.call_id,
                 text(&p.redacted),
                 e.cwd,
+                p.safeguards.as_deref().map(text),
                 prev_hash,
                 hash,
             ])?;
@@ -584,6 +605,7 @@ impl Ledger for SqliteLedger {
             call_id: e.call_id,
             redacted: e.redacted,
             cwd: e.cwd,
+            safeguards: e.safeguards,
             prev_hash,
             hash,
         })

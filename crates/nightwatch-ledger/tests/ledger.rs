@@ -318,6 +318,66 @@ fn unguarded_results_are_reported_by_verify() {
     assert_eq!(report.unguarded, [(2, "r2".to_string())]);
 }
 
+/// Checks, the backup and the approval travel with the decision, inside its hash, redacted
+/// like everything else.
+#[test]
+fn safeguards_are_stored_chained_and_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    let mut entry = decision(1, "s", "systemctl restart app", "halt");
+    entry.safeguards = Some(json!({
+        "checks": [{"check": "active-migration", "outcome": "matched", "detail": "pid 42"}],
+        "backup": {"snapshot": "ab12", "note": "postgres://u:hunter2@db/x"},
+    }));
+    let written = ledger.append(entry).unwrap();
+    let read = ledger.get(&written.id).unwrap().unwrap();
+    assert_eq!(read.safeguards, written.safeguards);
+    let text = read.safeguards.clone().unwrap().to_string();
+    assert!(text.contains("active-migration"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(read.redacted.contains(&"url-password".to_string()));
+    assert_eq!(read.hash, read.expected_hash());
+    assert!(verify(&ledger).unwrap().is_intact());
+}
+
+/// A ledger written before safeguards existed (schema 1) opens, keeps verifying, and takes
+/// records with safeguards after it.
+#[test]
+fn a_schema_1_ledger_is_upgraded_and_still_verifies() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let ledger = SqliteLedger::open(dir.path()).unwrap();
+        for n in 0..3 {
+            ledger
+                .append(decision(n, "s", &format!("echo {n}"), "allow"))
+                .unwrap();
+        }
+    }
+    // Rebuild the table as schema 1 had it: no safeguards column.
+    let raw = rusqlite::Connection::open(dir.path().join("ledger.db")).unwrap();
+    raw.execute_batch(
+        "DROP TRIGGER records_no_update; DROP TRIGGER records_no_delete;
+         CREATE TABLE old AS SELECT seq, id, event, timestamp_ms, session_id, actor_kind,
+           actor_id, tool, inputs, outputs, triggered_by, alert_id, host, task, duration_ms,
+           verdict, rule, reasons, call_id, redacted, cwd, prev_hash, hash FROM records;
+         DROP TABLE records; ALTER TABLE old RENAME TO records;
+         PRAGMA user_version = 1;",
+    )
+    .unwrap();
+    drop(raw);
+    let ledger = SqliteLedger::open(dir.path()).unwrap();
+    assert!(verify(&ledger).unwrap().is_intact());
+    let mut entry = decision(9, "s", "rm /tmp/x", "allow");
+    entry.safeguards = Some(json!({"backup": {"snapshot": "cd34"}}));
+    ledger.append(entry).unwrap();
+    let report = verify(&ledger).unwrap();
+    assert_eq!(report.records, 4);
+    assert!(report.is_intact());
+    let raw = rusqlite::Connection::open(dir.path().join("ledger.db")).unwrap();
+    let update = raw.execute("UPDATE records SET verdict = 'deny' WHERE seq = 1", []);
+    assert!(update.is_err(), "the triggers are back after the upgrade");
+}
+
 #[test]
 fn updates_and_deletes_through_sql_are_refused() {
     let dir = tempfile::tempdir().unwrap();
