@@ -31,6 +31,18 @@ pub(crate) struct PolicyFile {
     pub rules: Vec<Rule>,
     #[serde(default)]
     pub examples: Vec<ExampleSpec>,
+    #[serde(default)]
+    pub checks: std::collections::BTreeMap<String, nightwatch_checks::CheckSpec>,
+    #[serde(default)]
+    pub always_check: Vec<String>,
+    #[serde(default)]
+    pub notifiers: nightwatch_notify::Notifiers,
+    #[serde(default)]
+    pub escalate: crate::safeguards::Escalation,
+    #[serde(default)]
+    pub backup: crate::safeguards::BackupSettings,
+    #[serde(default)]
+    pub trust: crate::safeguards::TrustSettings,
 }
 
 /// A value written as one YAML scalar.
@@ -427,6 +439,10 @@ pub(crate) struct RawRule {
     host: Option<List<NameGlob>>,
     #[serde(default)]
     time: Option<List<TimeWindow>>,
+    #[serde(default)]
+    checks: Option<List<RuleId>>,
+    #[serde(default)]
+    notify: Option<List<RuleId>>,
 }
 
 impl CheckedMap for Rule {
@@ -490,6 +506,12 @@ impl CheckedMap for Rule {
             tiers: raw.tier.map(name_set).transpose()?,
             hosts: raw.host.map(name_set).transpose()?,
             times: raw.time.map(|l| l.0),
+            checks: raw
+                .checks
+                .map_or_else(Vec::new, |l| l.0.into_iter().map(|id| id.0).collect()),
+            notify: raw
+                .notify
+                .map_or_else(Vec::new, |l| l.0.into_iter().map(|id| id.0).collect()),
             needs,
         })
     }

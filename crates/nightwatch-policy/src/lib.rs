@@ -127,8 +127,10 @@ mod lazy;
 mod locate;
 mod paths;
 mod rule;
+mod safeguards;
 
 pub use error::PolicyError;
+pub use safeguards::{BackupSettings, Criteria, Escalation, Safeguards, TrustSettings};
 
 use document::PolicyFile;
 use nightwatch_core::{Action, Invocation, Tool, Verdict};
@@ -156,6 +158,7 @@ pub struct Policy {
     /// Rules that can match a non-exec tool (those without `command:`).
     tool_rules: Vec<usize>,
     examples: Vec<Example>,
+    safeguards: Safeguards,
 }
 
 /// What policy says about an action, and why.
@@ -170,6 +173,11 @@ pub struct Decision {
     pub instead: Option<String>,
     /// Each invocation of an exec line with its own verdict; empty for other tools.
     pub invocations: Vec<JudgedInvocation>,
+    /// Pre-flight checks the deciding rules attach, and the policy's `always_check:`, in
+    /// order and without repeats. The gate runs them unless the verdict is already deny.
+    pub checks: Vec<String>,
+    /// Notifiers the deciding rules name, for when the final verdict is halt or ask.
+    pub notify: Vec<String>,
 }
 
 /// One invocation of an exec line and what policy says about it.
@@ -180,6 +188,10 @@ pub struct JudgedInvocation {
     pub rule: Option<String>,
     pub reason: String,
     pub instead: Option<String>,
+    #[serde(skip)]
+    checks: Vec<String>,
+    #[serde(skip)]
+    notify: Vec<String>,
 }
 
 /// An example carried by the policy file: an action and the verdict it must get.
@@ -250,12 +262,7 @@ impl Policy {
     /// everything rather than allowing anything.
     pub fn builtin() -> Policy {
         match lazy::read_trusted(|| serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON)) {
-            Ok(file) => Policy::assemble(
-                file.default.map_or(Verdict::Ask, |v| v.0),
-                file.opaque.map_or(Verdict::Ask, |v| v.0),
-                file.rules,
-                Vec::new(),
-            ),
+            Ok(file) => Policy::from_file(file, Vec::new()),
             Err(_) => Policy::ask_everything(),
         }
     }
@@ -265,12 +272,13 @@ impl Policy {
     pub fn compile(source: &str) -> Result<Policy, PolicyError> {
         // When the policy does not read, read it again as plain YAML to tell a syntax error
         // from a policy error. Only then: the hook path reads the file on every call.
-        let file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
+        let mut file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
             match yaml_serde::from_str::<yaml_serde::Value>(source) {
                 Err(syntax) => PolicyError::from_yaml(&syntax, true),
                 Ok(_) => PolicyError::from_yaml(&err, false),
             }
         })?;
+        check_references(&file, source)?;
 
         let mut first_use: HashMap<&str, usize> = HashMap::new();
         for (index, rule) in file.rules.iter().enumerate() {
@@ -293,8 +301,7 @@ impl Policy {
         }
 
         let positions = locate::list_items(source, "examples");
-        let examples = file
-            .examples
+        let examples = std::mem::take(&mut file.examples)
             .into_iter()
             .enumerate()
             .map(|(index, spec)| {
@@ -308,12 +315,30 @@ impl Policy {
             })
             .collect();
 
-        Ok(Policy::assemble(
+        Ok(Policy::from_file(file, examples))
+    }
+
+    fn from_file(file: PolicyFile, examples: Vec<Example>) -> Policy {
+        let mut policy = Policy::assemble(
             file.default.map_or(Verdict::Ask, |v| v.0),
             file.opaque.map_or(Verdict::Ask, |v| v.0),
             file.rules,
             examples,
-        ))
+        );
+        policy.safeguards = Safeguards {
+            checks: file.checks,
+            always_check: file.always_check,
+            notifiers: file.notifiers,
+            escalate: file.escalate,
+            backup: file.backup,
+            trust: file.trust,
+        };
+        policy
+    }
+
+    /// Checks, notifiers, backup and trust settings.
+    pub fn safeguards(&self) -> &Safeguards {
+        &self.safeguards
     }
 
     fn ask_everything() -> Policy {
@@ -361,6 +386,7 @@ impl Policy {
             exec_unindexed,
             tool_rules,
             examples,
+            safeguards: Safeguards::default(),
         }
     }
 
@@ -439,8 +465,17 @@ impl Policy {
                 reason: format!("nothing to run; the policy's default is {}", self.default),
                 instead: None,
                 invocations: judged,
+                checks: self.safeguards.always_check.clone(),
+                notify: Vec::new(),
             };
         };
+        let mut checks = Vec::new();
+        let mut notify = Vec::new();
+        for one in &judged {
+            extend_unique(&mut checks, &one.checks);
+            extend_unique(&mut notify, &one.notify);
+        }
+        extend_unique(&mut checks, &self.safeguards.always_check);
         let (rule, reason, instead) = match judged.iter().find(|j| j.verdict == verdict) {
             Some(first) if judged.len() > 1 => (
                 first.rule.clone(),
@@ -456,6 +491,8 @@ impl Policy {
             reason,
             instead,
             invocations: judged,
+            checks,
+            notify,
         }
     }
 
@@ -477,6 +514,8 @@ impl Policy {
         let deciding =
             self.strictest_match(InFileOrder::new(indexed, &self.exec_unindexed), &subject);
         let (mut verdict, mut rule, mut reason, mut instead) = self.explain(deciding);
+        let (checks, notify) =
+            deciding.map_or_else(Default::default, |r| (r.checks.clone(), r.notify.clone()));
         // What cannot be read is never allowed, whatever allowed it.
         if verdict == Verdict::Allow
             && let Some(why) = &invocation.opaque
@@ -495,6 +534,8 @@ impl Policy {
             rule,
             reason,
             instead,
+            checks,
+            notify,
         }
     }
 
@@ -508,12 +549,16 @@ impl Policy {
         };
         let deciding = self.strictest_match(self.tool_rules.iter().copied(), &subject);
         let (verdict, rule, reason, instead) = self.explain(deciding);
+        let mut checks = deciding.map_or_else(Vec::new, |r| r.checks.clone());
+        extend_unique(&mut checks, &self.safeguards.always_check);
         Decision {
             verdict,
             rule,
             reason,
             instead,
             invocations: Vec::new(),
+            checks,
+            notify: deciding.map_or_else(Vec::new, |r| r.notify.clone()),
         }
     }
 
@@ -641,3 +686,86 @@ fn quote_word(word: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+fn extend_unique(into: &mut Vec<String>, more: &[String]) {
+    for id in more {
+        if !into.contains(id) {
+            into.push(id.clone());
+        }
+    }
+}
+
+/// Every check and notifier a rule or setting names must be declared, and the trust tiers
+/// must make sense: a typo here would silently skip a safeguard.
+fn check_references(file: &PolicyFile, source: &str) -> Result<(), PolicyError> {
+    let invalid = |(line, column): (usize, usize), message: String| PolicyError::Invalid {
+        line,
+        column,
+        message,
+    };
+    let top = |key: &str| (locate::top_level(source, key).unwrap_or(1), 1);
+    for (index, rule) in file.rules.iter().enumerate() {
+        for id in &rule.checks {
+            if !file.checks.contains_key(id) {
+                let at = locate::item_field(source, "rules", index, "checks").unwrap_or((1, 1));
+                return Err(invalid(
+                    at,
+                    format!(
+                        "rule {:?} names check {id:?}, which `checks:` does not declare",
+                        rule.id
+                    ),
+                ));
+            }
+        }
+        for id in &rule.notify {
+            if !file.notifiers.contains_key(id) {
+                let at = locate::item_field(source, "rules", index, "notify").unwrap_or((1, 1));
+                return Err(invalid(
+                    at,
+                    format!(
+                        "rule {:?} notifies {id:?}, which `notifiers:` does not declare",
+                        rule.id
+                    ),
+                ));
+            }
+        }
+    }
+    for id in &file.always_check {
+        if !file.checks.contains_key(id) {
+            return Err(invalid(
+                top("always_check"),
+                format!("`always_check:` names check {id:?}, which `checks:` does not declare"),
+            ));
+        }
+    }
+    let escalate = &file.escalate;
+    for id in escalate
+        .halt
+        .iter()
+        .chain(&escalate.ask)
+        .chain(&escalate.deny)
+    {
+        if !file.notifiers.contains_key(id) {
+            return Err(invalid(
+                top("escalate"),
+                format!("`escalate:` names notifier {id:?}, which `notifiers:` does not declare"),
+            ));
+        }
+    }
+    let trust = &file.trust;
+    if trust.tiers.is_empty() {
+        return Err(invalid(
+            top("trust"),
+            "`trust.tiers` needs at least one tier".to_owned(),
+        ));
+    }
+    if let Some(default) = &trust.default
+        && !trust.tiers.contains(default)
+    {
+        return Err(invalid(
+            top("trust"),
+            format!("`trust.default` is {default:?}, which is not one of `trust.tiers`"),
+        ));
+    }
+    Ok(())
+}

@@ -73,6 +73,14 @@ pub(crate) fn item_field(
     Some((item_line, item_column))
 }
 
+/// Line of the top-level key `key:`.
+pub(crate) fn top_level(source: &str, key: &str) -> Option<usize> {
+    source
+        .lines()
+        .position(|line| top_level_key(line) == Some(key))
+        .map(|index| index + 1)
+}
+
 fn top_level_key(line: &str) -> Option<&str> {
     if line.starts_with([' ', '\t', '#', '-']) {
         return None;

@@ -28,6 +28,10 @@ pub(crate) struct Rule {
     pub tiers: Option<LazyGlobSet>,
     pub hosts: Option<LazyGlobSet>,
     pub times: Option<Vec<TimeWindow>>,
+    /// Pre-flight checks to run when this rule decides (ids into the policy's `checks:`).
+    pub checks: Vec<String>,
+    /// Notifiers told when this rule's decision ends as halt or ask.
+    pub notify: Vec<String>,
     /// What a subject must carry for this rule to have a chance.
     pub needs: Presence,
 }

@@ -1585,3 +1585,99 @@ mod properties {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Safeguards: checks, notifiers, escalation, backup and trust settings
+// ---------------------------------------------------------------------------------------------
+
+const GUARDED: &str = r#"
+version: 1
+default: ask
+checks:
+  active-migration:
+    process: { command: "*migrate*", min_age: 30m }
+    on_match: halt
+    message: a migration is running
+  retry-storm:
+    circuit_breaker: { failures: 5, within: 10m }
+always_check: [retry-storm]
+notifiers:
+  oncall:
+    webhook: { url: "http://127.0.0.1:9/escalations" }
+escalate:
+  halt: [oncall]
+backup:
+  limits: { max_file_bytes: 1MiB }
+  retention: { keep_days: 7 }
+trust:
+  tiers: [observe, prod]
+  default: observe
+  promote: { min_actions: 10 }
+rules:
+  - id: restarts
+    verdict: allow
+    command: ["systemctl restart *"]
+    checks: [active-migration]
+    notify: [oncall]
+  - id: reads
+    verdict: allow
+    command: ["ls *"]
+"#;
+
+fn exec(line: &str) -> Action {
+    Action::new(
+        Actor::new(ActorKind::Agent, "claude-code"),
+        Tool::Exec {
+            line: line.to_owned(),
+        },
+    )
+}
+
+#[test]
+fn safeguards_are_read_with_the_rules() {
+    let policy = Policy::compile(GUARDED).unwrap_or_else(|e| panic!("{e}"));
+    let guards = policy.safeguards();
+    assert_eq!(guards.checks.len(), 2);
+    assert_eq!(guards.always_check, ["retry-storm"]);
+    assert!(guards.notifiers.contains_key("oncall"));
+    assert_eq!(guards.escalate.for_verdict(Verdict::Halt), ["oncall"]);
+    assert_eq!(guards.backup.limits.max_file_bytes.0, 1 << 20);
+    assert_eq!(guards.backup.retention.keep_days, 7);
+    assert_eq!(guards.trust.starting_tier(), Some("observe"));
+    assert_eq!(guards.trust.promote.min_actions, Some(10));
+}
+
+#[test]
+fn the_deciding_rules_bring_their_checks_and_notifiers() {
+    let policy = Policy::compile(GUARDED).unwrap();
+    let restart = policy.decide(&exec("systemctl restart app && ls /srv"));
+    assert_eq!(restart.verdict, Verdict::Allow);
+    assert_eq!(restart.checks, ["active-migration", "retry-storm"]);
+    assert_eq!(restart.notify, ["oncall"]);
+    let list = policy.decide(&exec("ls /srv"));
+    assert_eq!(list.checks, ["retry-storm"]);
+    assert!(list.notify.is_empty());
+}
+
+#[test]
+fn a_safeguard_named_but_not_declared_is_refused_where_it_is_named() {
+    let typo = GUARDED.replace("checks: [active-migration]", "checks: [active-migraton]");
+    let err = Policy::compile(&typo).unwrap_err().to_string();
+    assert!(err.starts_with("28:13:"), "{err}");
+    assert!(err.contains("\"active-migraton\""), "{err}");
+    let typo = GUARDED.replace("halt: [oncall]", "halt: [on-call]");
+    let err = Policy::compile(&typo).unwrap_err().to_string();
+    assert!(err.starts_with("15:1:"), "{err}");
+    let typo = GUARDED.replace("default: observe", "default: root");
+    let err = Policy::compile(&typo).unwrap_err().to_string();
+    assert!(err.contains("not one of `trust.tiers`"), "{err}");
+    let bad_check = GUARDED.replace("on_match: halt", "on_match: allow");
+    assert!(Policy::compile(&bad_check).is_err());
+}
+
+#[test]
+fn the_builtin_policy_has_no_safeguards_but_the_defaults() {
+    let policy = Policy::builtin();
+    assert!(policy.safeguards().checks.is_empty());
+    assert_eq!(policy.safeguards().trust.tiers.len(), 4);
+}
