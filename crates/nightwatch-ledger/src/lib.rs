@@ -19,8 +19,10 @@
 //!   absent); no whitespace anywhere; UTF-8. The record's keys are: `actor` (`{"id","kind"}`),
 //!   `call_id`, `context` (`{"alert_id","host","task","triggered_by"}`), `cwd`, `duration_ms`,
 //!   `event`, `id`, `inputs`, `outputs` (`{"exit_code","stderr","stdout"}` or `null`),
-//!   `prev_hash`, `reasons`, `redacted`, `rule`, `seq`, `session_id`, `timestamp_ms`, `tool`,
-//!   `verdict`.
+//!   `prev_hash`, `reasons`, `redacted`, `rule`, `safeguards`, `seq`, `session_id`,
+//!   `timestamp_ms`, `tool`, `verdict`. The one exception to "always present" is
+//!   `safeguards` (any JSON object, encoded as `inputs` is): it was added in schema 2 and is
+//!   written only when the record has one, so records chained before keep their hashes.
 //! - `seq`, `timestamp_ms` (unix milliseconds), `duration_ms` and `exit_code` are integers in
 //!   decimal with no leading zeros; `reasons` and `redacted` are arrays of strings in their
 //!   stored order.

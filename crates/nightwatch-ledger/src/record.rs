@@ -16,6 +16,19 @@ pub mod event {
     pub const SESSION_START: &str = "session-start";
     pub const STOP: &str = "stop";
     pub const SESSION_END: &str = "session-end";
+    /// A human placed an agent in a trust tier: inputs `{agent, tier, why}`.
+    pub const TRUST: &str = "trust";
+    /// A human let one asked call through: inputs `{record, fingerprint, expires_ms, why}`.
+    pub const APPROVAL: &str = "approval";
+    /// A human refused an asked call: inputs `{record, fingerprint, why}`.
+    pub const REJECTION: &str = "rejection";
+    /// A record's changes were restored from its backup: inputs `{record, snapshot}`.
+    pub const UNDO: &str = "undo";
+    /// An escalation sent (or not) to one notifier: inputs `{record, notifier}`; every
+    /// attempt in `safeguards.delivery`.
+    pub const NOTIFICATION: &str = "notification";
+    /// Backups removed by retention, and those kept because an undo may still need them.
+    pub const BACKUP_PRUNED: &str = "backup-pruned";
 }
 
 /// Who acted: an actor kind (`agent`, `script`, `janitor`, ...) and its id (`claude-code`, ...).

@@ -51,7 +51,20 @@ CREATE INDEX IF NOT EXISTS records_timestamp ON records(timestamp_ms);
 CREATE INDEX IF NOT EXISTS records_session ON records(session_id);
 CREATE INDEX IF NOT EXISTS records_call ON records(call_id);
 CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict);
+CREATE INDEX IF NOT EXISTS records_trust ON records(actor_id) WHERE event = 'trust';
+CREATE INDEX IF NOT EXISTS records_approval ON records(seq) WHERE event = 'approval';
+CREATE INDEX IF NOT EXISTS records_rejection ON records(seq) WHERE event = 'rejection';
+CREATE INDEX IF NOT EXISTS records_undo ON records(seq) WHERE event = 'undo';
 ";
+
+/// Events that a person makes now and then, looked up on the hook's path: each has a partial
+/// index, so finding them does not scan the ledger and appending others costs nothing more.
+const RARE_EVENTS: [&str; 4] = [
+    crate::event::TRUST,
+    crate::event::APPROVAL,
+    crate::event::REJECTION,
+    crate::event::UNDO,
+];
 
 const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
     inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
@@ -653,8 +666,20 @@ impl Ledger for SqliteLedger {
             params.push(v);
         }
         if let Some(v) = &filter.event {
-            clauses.push("event = ?");
-            params.push(v);
+            // The rare human events have partial indexes, which SQLite only uses when the
+            // query names the event literally; the names are our own constants.
+            match RARE_EVENTS.iter().find(|rare| **rare == v.as_str()) {
+                Some(rare) => clauses.push(match *rare {
+                    crate::event::TRUST => "event = 'trust'",
+                    crate::event::APPROVAL => "event = 'approval'",
+                    crate::event::REJECTION => "event = 'rejection'",
+                    _ => "event = 'undo'",
+                }),
+                None => {
+                    clauses.push("event = ?");
+                    params.push(v);
+                }
+            }
         }
         let sql_where = if clauses.is_empty() {
             String::new()
