@@ -25,6 +25,7 @@
 //! the core [`Tool`] holds one is mapped to [`Tool::Named`] rather than judged by its first.
 
 mod event;
+mod record;
 mod reply;
 mod settings;
 mod tool;
@@ -38,6 +39,7 @@ use std::str::FromStr;
 
 pub use event::{HookEvent, ToolOutcome, parse_event};
 pub use nightwatch_core::Tool;
+pub use record::{tool_from_record, tool_from_record_in};
 pub use reply::{Reply, reply_to_decision, reply_to_failure, reply_to_record};
 pub use settings::{Base, Scope, SettingsLocation, install_hooks, settings_path};
 

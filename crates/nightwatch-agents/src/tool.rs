@@ -156,7 +156,7 @@ fn named(name: &str) -> Tool {
 /// The files a Codex patch touches (`*** Add File: p`, `*** Update File: p`,
 /// `*** Delete File: p`, `*** Move to: p`). One file is a write (added) or an edit; several
 /// are decided by the tool's name.
-fn patch_tool(patch: &str) -> Tool {
+pub(crate) fn patch_tool(patch: &str) -> Tool {
     let mut added = false;
     let mut paths: Vec<&str> = Vec::new();
     for line in patch.lines() {
@@ -190,7 +190,7 @@ fn patch_tool(patch: &str) -> Tool {
 }
 
 /// The distinct http(s) URLs in a text, in order.
-fn urls_in(text: &str) -> Vec<&str> {
+pub(crate) fn urls_in(text: &str) -> Vec<&str> {
     // Lowercasing ASCII keeps byte offsets, so positions found in `lower` index `text`.
     let lower = text.to_ascii_lowercase();
     let mut urls: Vec<&str> = Vec::new();

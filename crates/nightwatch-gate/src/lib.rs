@@ -1,20 +1,40 @@
 //! The one pipeline.
 //!
-//! Every actor's proposal goes through [`Gate::propose`]: policy decides, and the decision is
-//! durable in the ledger before the verdict is returned, so nothing is ever allowed without a
-//! trace. What happened afterwards comes back through [`Gate::report`], joined to its decision by
-//! the call id; a result with no decision is recorded as *unguarded* (the hook was bypassed or
-//! missing). Lifecycle steps (a session starting or ending) go through [`Gate::note`].
+//! Every actor's proposal goes through [`Gate::propose`]:
 //!
-//! The gate reads no clock and no environment: the edge supplies the time and the context.
-//! Pre-flight checks and safeguards (issue 4) will slot in between deciding and recording.
+//! 1. policy decides;
+//! 2. an ask that a human approved for this actor and this exact call goes through, once;
+//! 3. the pre-flight checks the deciding rules attach run, unless the verdict is already deny,
+//!    and can only make it stricter (a check that cannot tell counts as one that found);
+//! 4. an allowed action that writes local files gets them backed up first; a backup that
+//!    fails turns the verdict into deny, since the way back is part of the permission;
+//! 5. the decision, with every check's finding, the backup and the approval, is durable in the
+//!    ledger before the verdict is returned, so nothing is ever allowed without a trace;
+//! 6. a halt or ask names the notifiers to tell ([`Ruling::notify`]); the edge sends them.
+//!
+//! What happened afterwards comes back through [`report`], joined to its decision by the call
+//! id, with the state the action left its backed-up paths in (for undo); a result with no
+//! decision is recorded as *unguarded* (the hook was bypassed or missing). Lifecycle steps go
+//! through [`note`], refusals nightwatch makes because it cannot decide through [`refuse`].
+//!
+//! The gate reads no clock and no environment: the edge supplies the time and the context, and
+//! the world is reached through [`Guards`].
 
-use nightwatch_core::{Action, Actor};
+mod approvals;
+mod guards;
+mod written;
+
+pub use approvals::{LONGEST_APPROVAL_MS, usable_approval};
+pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
+pub use written::{Written, written_paths};
+
+use nightwatch_core::{Action, Actor, Verdict};
 use nightwatch_ledger::{
     Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, event,
 };
 use nightwatch_policy::{Decision, Policy};
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::path::PathBuf;
 
 /// An actor's proposal, with what the ledger needs beside the action itself.
 #[derive(Clone, Debug)]
@@ -28,11 +48,14 @@ pub struct Proposal {
     pub timestamp_ms: i64,
 }
 
-/// A decision and the record that holds it.
+/// A decision and the record that holds it. `decision` is the final word: policy's verdict
+/// as approvals, checks and backups left it.
 #[derive(Clone, Debug)]
 pub struct Ruling {
     pub decision: Decision,
     pub record: Record,
+    /// Notifiers to tell, for a halt or an ask.
+    pub notify: Vec<String>,
 }
 
 /// What an action produced, reported after it ran.
@@ -53,18 +76,81 @@ pub struct Report {
 pub struct Gate<'a> {
     policy: &'a Policy,
     ledger: &'a dyn Ledger,
+    guards: &'a dyn Guards,
 }
 
 impl<'a> Gate<'a> {
-    pub fn new(policy: &'a Policy, ledger: &'a dyn Ledger) -> Gate<'a> {
-        Gate { policy, ledger }
+    pub fn new(policy: &'a Policy, ledger: &'a dyn Ledger, guards: &'a dyn Guards) -> Gate<'a> {
+        Gate {
+            policy,
+            ledger,
+            guards,
+        }
     }
 
     /// Decides the proposal and records the decision. An error means nothing was recorded:
     /// the caller must refuse the action.
     pub fn propose(&self, proposal: Proposal) -> Result<Ruling, LedgerError> {
-        let decision = self.policy.decide(&proposal.action);
+        let action = &proposal.action;
+        let mut decision = self.policy.decide(action);
+        let mut safeguards = serde_json::Map::new();
         let mut reasons = vec![decision.reason.clone()];
+        let fingerprint = nightwatch_checks::fingerprint(&action.tool.name(), &proposal.inputs);
+
+        if decision.verdict == Verdict::Ask
+            && let Some(approval) = usable_approval(
+                self.ledger,
+                &action.actor.id,
+                &fingerprint,
+                proposal.timestamp_ms,
+            )?
+        {
+            let by = &approval.actor.id;
+            decision.verdict = Verdict::Allow;
+            decision.reason = format!(
+                "approved by {by} ({}), once: {}",
+                approval.id, decision.reason
+            );
+            reasons.insert(0, decision.reason.clone());
+            safeguards.insert(
+                "approval".into(),
+                json!({ "record": approval.id, "by": by, "asked": approval.inputs.get("record") }),
+            );
+        }
+
+        if decision.verdict < Verdict::Deny && !decision.checks.is_empty() {
+            self.run_checks(
+                &mut decision,
+                &mut reasons,
+                &mut safeguards,
+                action,
+                &fingerprint,
+                proposal.timestamp_ms,
+            );
+        }
+
+        if decision.verdict == Verdict::Allow {
+            self.back_up(&mut decision, &mut reasons, &mut safeguards, &proposal);
+        }
+
+        let mut notify = Vec::new();
+        if matches!(decision.verdict, Verdict::Halt | Verdict::Ask) {
+            notify = decision.notify.clone();
+        }
+        for id in self
+            .policy
+            .safeguards()
+            .escalate
+            .for_verdict(decision.verdict)
+        {
+            if !notify.contains(id) {
+                notify.push(id.clone());
+            }
+        }
+        if !notify.is_empty() {
+            safeguards.insert("notify".into(), json!(notify));
+        }
+
         if let Some(instead) = &decision.instead {
             reasons.push(format!("instead: {instead}"));
         }
@@ -73,7 +159,6 @@ impl<'a> Gate<'a> {
                 reasons.push(format!("opaque: {why}"));
             }
         }
-        let action = &proposal.action;
         let mut entry = Entry::new(
             event::DECISION,
             proposal.timestamp_ms,
@@ -88,13 +173,18 @@ impl<'a> Gate<'a> {
         entry.reasons = reasons;
         entry.call_id = proposal.call_id;
         entry.cwd = proposal.cwd;
+        entry.safeguards = (!safeguards.is_empty()).then_some(Value::Object(safeguards));
         let record = self.ledger.append(entry)?;
-        Ok(Ruling { decision, record })
+        Ok(Ruling {
+            decision,
+            record,
+            notify,
+        })
     }
 
     /// Records what an action produced: see [`report`].
     pub fn report(&self, report: Report) -> Result<Record, LedgerError> {
-        self::report(self.ledger, report)
+        self::report(self.ledger, self.guards, report)
     }
 
     /// Records a lifecycle step: see [`note`].
@@ -108,16 +198,165 @@ impl<'a> Gate<'a> {
     ) -> Result<Record, LedgerError> {
         self::note(self.ledger, step, actor, context, details, timestamp_ms)
     }
+
+    fn run_checks(
+        &self,
+        decision: &mut Decision,
+        reasons: &mut Vec<String>,
+        safeguards: &mut serde_json::Map<String, Value>,
+        action: &Action,
+        fingerprint: &str,
+        now_ms: i64,
+    ) {
+        let declared = &self.policy.safeguards().checks;
+        // Policy refuses a file naming an undeclared check, so every id is found here.
+        let checks: Vec<(&str, &nightwatch_checks::CheckSpec)> = decision
+            .checks
+            .iter()
+            .filter_map(|id| declared.get(id).map(|spec| (id.as_str(), spec)))
+            .collect();
+        let kind = action.actor.kind.as_str();
+        let subject = CheckSubject {
+            actor_kind: kind,
+            actor_id: &action.actor.id,
+            fingerprint,
+            now_ms,
+        };
+        let history = LedgerHistory {
+            ledger: self.ledger,
+        };
+        let findings = self.guards.run_checks(&checks, &subject, &history);
+        for finding in &findings {
+            let Some(effect) = finding.effect else {
+                continue;
+            };
+            let said = finding_text(finding);
+            reasons.push(format!("check {}: {said}", finding.check));
+            if effect > decision.verdict {
+                decision.verdict = effect;
+                decision.reason = format!("check {}: {said}", finding.check);
+                decision.instead = None;
+            }
+        }
+        safeguards.insert(
+            "checks".into(),
+            serde_json::to_value(&findings).unwrap_or(Value::Null),
+        );
+    }
+
+    fn back_up(
+        &self,
+        decision: &mut Decision,
+        reasons: &mut Vec<String>,
+        safeguards: &mut serde_json::Map<String, Value>,
+        proposal: &Proposal,
+    ) {
+        let written = written_paths(&proposal.action, decision, proposal.cwd.as_deref());
+        if written.paths.is_empty() && written.not_backed_up.is_empty() {
+            return;
+        }
+        let mut backup = serde_json::Map::new();
+        if !written.paths.is_empty() {
+            let limits = &self.policy.safeguards().backup.limits;
+            match self
+                .guards
+                .back_up(&written.paths, limits, proposal.timestamp_ms)
+            {
+                Ok(snapshot) => {
+                    backup.insert("snapshot".into(), json!(snapshot.id.as_str()));
+                    backup.insert(
+                        "limits".into(),
+                        serde_json::to_value(snapshot.limits).unwrap_or(Value::Null),
+                    );
+                    backup.insert("paths".into(), json!(path_texts(&snapshot.paths())));
+                    let skipped: Vec<String> = snapshot
+                        .paths
+                        .iter()
+                        .filter_map(|c| match &c.state {
+                            nightwatch_backup::PathState::Skipped { reason } => {
+                                Some(format!("{}: {reason}", c.path.display()))
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if !skipped.is_empty() {
+                        reasons.push(format!("not backed up: {}", skipped.join("; ")));
+                        backup.insert("skipped".into(), json!(skipped));
+                    }
+                }
+                Err(why) => {
+                    decision.verdict = Verdict::Deny;
+                    decision.reason =
+                        format!("the backup before this write failed, so it is not allowed: {why}");
+                    decision.instead = None;
+                    reasons.insert(0, decision.reason.clone());
+                    backup.insert("error".into(), json!(why));
+                }
+            }
+        }
+        if !written.not_backed_up.is_empty() {
+            reasons.push(format!(
+                "not backed up: {}",
+                written.not_backed_up.join("; ")
+            ));
+            backup.insert("unlocated".into(), json!(written.not_backed_up));
+        }
+        safeguards.insert("backup".into(), Value::Object(backup));
+    }
+}
+
+fn finding_text(finding: &nightwatch_checks::Finding) -> String {
+    let found = match &finding.outcome {
+        nightwatch_checks::Outcome::Matched { detail } => detail.clone(),
+        nightwatch_checks::Outcome::Clear { detail } => detail.clone(),
+        nightwatch_checks::Outcome::Unknown { reason } => format!("could not tell: {reason}"),
+    };
+    if finding.message.is_empty() {
+        found
+    } else {
+        format!("{} ({found})", finding.message)
+    }
+}
+
+fn path_texts(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// Records what an action produced, as a `result` joined to its decision, or as an
 /// `unguarded-result` when no decision was ever recorded for the call. Needs no policy: what
 /// ran is recorded whatever policy says now.
-pub fn report(ledger: &dyn Ledger, report: Report) -> Result<Record, LedgerError> {
-    let guarded = match &report.call_id {
-        Some(call_id) => ledger.decision_for_call(call_id)?.is_some(),
-        None => false,
+pub fn report(
+    ledger: &dyn Ledger,
+    guards: &dyn Guards,
+    report: Report,
+) -> Result<Record, LedgerError> {
+    let decision = match &report.call_id {
+        Some(call_id) => ledger.decision_for_call(call_id)?,
+        None => None,
     };
+    let guarded = decision.is_some();
+    // The state the action left its backed-up paths in, so undo can tell later changes apart.
+    let backup = decision
+        .as_ref()
+        .and_then(|d| d.safeguards.as_ref())
+        .and_then(|s| s.get("backup"));
+    let after = backup
+        .and_then(|b| b.get("paths"))
+        .and_then(Value::as_array)
+        .map(|paths| {
+            let paths: Vec<PathBuf> = paths
+                .iter()
+                .filter_map(Value::as_str)
+                .map(PathBuf::from)
+                .collect();
+            // Observed with the limits the backup was taken with, so "too large to compare"
+            // means the same before and after.
+            let limits = backup
+                .and_then(|b| b.get("limits"))
+                .and_then(|l| serde_json::from_value(l.clone()).ok())
+                .unwrap_or_default();
+            guards.observe(&paths, &limits)
+        });
     let kind = if guarded {
         event::RESULT
     } else {
@@ -136,6 +375,9 @@ pub fn report(ledger: &dyn Ledger, report: Report) -> Result<Record, LedgerError
         entry.reasons = vec![
             "no decision was recorded for this call: the hook was bypassed or missing".to_owned(),
         ];
+    }
+    if let Some(after) = after {
+        entry.safeguards = Some(json!({ "after": after }));
     }
     ledger.append(entry)
 }

@@ -7,9 +7,14 @@
 //!
 //! Runs `target/release/nightwatch hook claude` with `shared/payloads/claude/pre-bash.json` on
 //! stdin and `NIGHTWATCH_HOME` set to a fresh temporary directory, and `python3` on a script that
-//! only reads the JSON and prints a Claude allow reply, alternately, `BENCH_HOOK_RUNS` times
+//! only reads the JSON and prints a Claude allow reply, in turn, `BENCH_HOOK_RUNS` times
 //! each (default 300) after 10 untimed warm-up calls each. Each time is from spawn to exit,
 //! stdin written and stdout read.
+//!
+//! nightwatch runs three ways: with the built-in policy (which asks about this call), and with
+//! a policy file that allows it, once without pre-flight checks and once with a typical set
+//! (a long-running process, a lock file, and the circuit breaker over the ledger), so the two
+//! file-policy rows differ only by the checks.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,8 +134,65 @@ fn main() -> ExitCode {
     let mut python = Command::new(&python_bin);
     python.arg(&script);
 
+    let policies = TempDir::new("nightwatch-bench-hook-policies");
+    let rules = r#"
+rules:
+  - id: vacuum-journal
+    verdict: allow
+    command: ["journalctl --vacuum-time=*"]
+"#;
+    let unchecked = policies.0.join("unchecked.yaml");
+    std::fs::write(&unchecked, rules).expect("write a policy");
+    let checked = policies.0.join("checked.yaml");
+    std::fs::write(
+        &checked,
+        format!(
+            r#"
+checks:
+  active-migration:
+    process: {{ command: "*migrate*", min_age: 30m }}
+  migration-lock:
+    lock_file: {{ glob: "{}/migration_batch_*.lock", min_age: 30m }}
+  retry-storm:
+    circuit_breaker: {{ failures: 5, within: 10m }}
+always_check: [retry-storm]
+{}    checks: [active-migration, migration-lock]
+"#,
+            policies.0.display(),
+            rules.trim_start()
+        ),
+    )
+    .expect("write a policy");
+    let homes = [
+        TempDir::new("nightwatch-bench-hook-unchecked"),
+        TempDir::new("nightwatch-bench-hook-checked"),
+    ];
+    let mut without_checks = Command::new(&binary);
+    without_checks
+        .args(["hook", "claude"])
+        .env("NIGHTWATCH_HOME", &homes[0].0)
+        .env("NIGHTWATCH_POLICY", &unchecked)
+        .env_remove("NIGHTWATCH_NOW");
+    let mut with_checks = Command::new(&binary);
+    with_checks
+        .args(["hook", "claude"])
+        .env("NIGHTWATCH_HOME", &homes[1].0)
+        .env("NIGHTWATCH_POLICY", &checked)
+        .env_remove("NIGHTWATCH_NOW");
+
     let (_, first) = call(&mut nightwatch, &payload);
     check("nightwatch hook claude", &first);
+    for (name, command) in [
+        ("policy file, no checks", &mut without_checks),
+        ("policy file, 3 checks", &mut with_checks),
+    ] {
+        let (_, reply) = call(command, &payload);
+        check(name, &reply);
+        println!(
+            "nightwatch's reply ({name}): {}",
+            String::from_utf8_lossy(&reply.stdout).trim()
+        );
+    }
     println!("binary: {}", binary.display());
     println!("payload: {}", payload_path.display());
     println!("python3: {python_bin}");
@@ -142,20 +204,35 @@ fn main() -> ExitCode {
     let (_, first) = call(&mut python, &payload);
     check("python3 hook", &first);
 
+    let mut contenders: [(&str, &mut Command, Vec<Duration>); 4] = [
+        (
+            "`nightwatch hook claude`, built-in policy",
+            &mut nightwatch,
+            Vec::new(),
+        ),
+        (
+            "`nightwatch hook claude`, policy file, no checks",
+            &mut without_checks,
+            Vec::new(),
+        ),
+        (
+            "`nightwatch hook claude`, policy file, 3 checks",
+            &mut with_checks,
+            Vec::new(),
+        ),
+        ("python3, read JSON + print allow", &mut python, Vec::new()),
+    ];
     for _ in 0..10 {
-        call(&mut nightwatch, &payload);
-        call(&mut python, &payload);
+        for (_, command, _) in contenders.iter_mut() {
+            call(command, &payload);
+        }
     }
-    let mut times_nw = Vec::with_capacity(runs);
-    let mut times_py = Vec::with_capacity(runs);
     for i in 0..runs {
-        // Alternate which goes first, so neither always follows the other.
-        if i % 2 == 0 {
-            times_nw.push(call(&mut nightwatch, &payload).0);
-            times_py.push(call(&mut python, &payload).0);
-        } else {
-            times_py.push(call(&mut python, &payload).0);
-            times_nw.push(call(&mut nightwatch, &payload).0);
+        // Rotate which goes first, so none always follows the same one.
+        let count = contenders.len();
+        for k in 0..count {
+            let (_, command, times) = &mut contenders[(i + k) % count];
+            times.push(call(command, &payload).0);
         }
     }
     let ledger = home.0.join("ledger.db");
@@ -169,10 +246,7 @@ fn main() -> ExitCode {
         "| hook ({runs} calls each, interleaved) | median ms | mean ms | p90 ms | p99 ms | max ms |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, times) in [
-        ("`nightwatch hook claude`", &mut times_nw),
-        ("python3, read JSON + print allow", &mut times_py),
-    ] {
+    for (name, _, times) in contenders.iter_mut() {
         times.sort();
         let mean = times.iter().sum::<Duration>() / u32::try_from(times.len().max(1)).unwrap_or(1);
         println!(

@@ -54,11 +54,29 @@ pub enum Command {
     Show(ShowArgs),
     /// Every record, for another system: one JSON object per line.
     Export(ExportArgs),
+    /// Restore what a record's action changed, from the backup taken before it.
+    ///
+    /// Refuses when a file changed again since the action (and says what changed) unless
+    /// --force; the undo is recorded. Exit status: 0 restored, 1 refused or failed.
+    Undo(UndoArgs),
+    /// The backups taken before writes.
+    #[command(subcommand)]
+    Backups(BackupsCommand),
+    /// Let one asked call through: the same actor, the exact same call, once, until it expires.
+    Approve(ApproveArgs),
+    /// Refuse an asked call for good, and void any approval of it.
+    Reject(RejectArgs),
+    /// Send a halt's or an ask's escalation to the notifiers its record names, and record
+    /// every attempt. The hook and exec run this in the background; run it by hand to resend.
+    Escalate(EscalateArgs),
     /// Check the ledger's hash chain and head checkpoint; report unguarded results.
     ///
     /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
     /// 2 intact but with results that no decision guarded.
     Verify,
+    /// Trust tiers: place an agent in one, and see whether its record has earned the next.
+    #[command(subcommand)]
+    Trust(TrustCommand),
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -139,6 +157,77 @@ pub struct LogArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// The record whose changes to restore: its decision, or its result.
+    #[arg(
+        value_name = "RECORD",
+        required_unless_present = "session",
+        conflicts_with = "session"
+    )]
+    pub record: Option<String>,
+    /// Undo every backed-up action of this session, latest first.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Restore even over changes made since the action.
+    #[arg(long)]
+    pub force: bool,
+    /// Who is undoing (default: $USER).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BackupsCommand {
+    /// Remove backups past the policy's retention (`backup.retention`), keeping every one an
+    /// undo may still need: those of the last `keep_days`, and the latest of every path.
+    ///
+    /// What was removed, and what was kept over the limits and why, is recorded.
+    Prune(BackupsPruneArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct BackupsPruneArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+}
+
+#[derive(Debug, Args)]
+pub struct ApproveArgs {
+    /// The asked decision (r42).
+    #[arg(value_name = "RECORD")]
+    pub record: String,
+    /// How long the approval holds: 30m, 2h, 1d (at most 7d).
+    #[arg(long = "for", value_name = "DURATION", default_value = "1h")]
+    pub valid_for: String,
+    /// Who approves (default: $USER).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RejectArgs {
+    /// The asked decision (r42).
+    #[arg(value_name = "RECORD")]
+    pub record: String,
+    /// Who rejects (default: $USER).
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    #[arg(long, value_name = "TEXT")]
+    pub why: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EscalateArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// The halted or asked decision (r42).
+    #[arg(value_name = "RECORD")]
+    pub record: String,
+}
+
+#[derive(Debug, Args)]
 pub struct ShowArgs {
     /// Record id (r42) or sequence number (42).
     pub id: String,
@@ -191,6 +280,17 @@ pub struct InitArgs {
 pub enum PolicyCommand {
     /// Run the examples inside a policy file and report each one.
     Test(PolicyTestArgs),
+    /// Decide every recorded decision again under a candidate policy; list what would change.
+    ///
+    /// Each decision in the window is rebuilt from its record (tool and inputs, actor, session,
+    /// host, time of day from its timestamp in the local zone, and the actor's trust tier at
+    /// the time) and decided by --policy. What the gate did to the recorded verdict (an
+    /// approval, pre-flight checks, a failed backup) is applied to the new one as recorded;
+    /// checks are not run again. Every call whose verdict would change is listed: looser ones
+    /// (deny -> allow, ...) first and marked LOOSER. Records that cannot be rebuilt are listed
+    /// and counted, never skipped silently. Nothing is recorded. Exit status: 0 no verdict
+    /// would change, 3 some would, 1 error (an unreadable or invalid policy, a bad time).
+    Replay(PolicyReplayArgs),
 }
 
 #[derive(Debug, Args)]
@@ -200,4 +300,70 @@ pub struct PolicyTestArgs {
     /// Print JSON lines, one per example.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyReplayArgs {
+    /// The candidate policy file to replay the ledger under.
+    #[arg(long, value_name = "FILE")]
+    pub policy: PathBuf,
+    /// Replay decisions from this time: 2am, 14:30, 90m, 3d, yesterday, today, or RFC 3339.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// Replay decisions before this time (same forms as --since).
+    #[arg(long, value_name = "WHEN")]
+    pub until: Option<String>,
+    /// One JSON object: counts, the changes (looser first) and the records not rebuilt.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TrustCommand {
+    /// Place an agent in a trust tier: a human decision, recorded in the ledger with why.
+    ///
+    /// Its record in the tier starts again from here; rules with `tier:` see the new tier.
+    /// Exit status: 0 recorded, 1 refused (a tier the policy's `trust.tiers` does not name, an
+    /// empty --why) or error; nothing is recorded when refused.
+    Set(TrustSetArgs),
+    /// Each agent's tier, its record there, and whether policy's criteria say promote, demote
+    /// or stay, with the numbers.
+    ///
+    /// An agent's tier is the latest `trust set` for it, else the policy's starting tier; its
+    /// record counts decisions (allow, ask, halt, deny), undos, and results with failures since
+    /// then. Promotion needs every `trust.promote` bound to hold (a failure rate with no
+    /// results does not); any `trust.demote` bound crossed recommends demotion, which wins.
+    /// Nothing is changed: `trust set` moves an agent. Exit status: 0, or 1 on error.
+    Report(TrustReportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrustSetArgs {
+    /// The agent's actor id, as `nightwatch log` shows it (claude-code, codex, gemini-cli, ...).
+    #[arg(value_name = "AGENT")]
+    pub agent: String,
+    /// One of the policy's `trust.tiers` (default: observe, draft, nonprod, prod).
+    #[arg(value_name = "TIER")]
+    pub tier: String,
+    /// Why the agent belongs there: recorded, and required.
+    #[arg(long, value_name = "TEXT")]
+    pub why: String,
+    /// Who decides (default: $USER, else "operator").
+    #[arg(long, value_name = "NAME")]
+    pub by: Option<String>,
+    #[command(flatten)]
+    pub source: PolicySource,
+}
+
+#[derive(Debug, Args)]
+pub struct TrustReportArgs {
+    /// Count only actions, results and undos from this time (2am, 90m, 3d, yesterday, RFC 3339);
+    /// the tier and the days in it still come from the whole ledger.
+    #[arg(long, value_name = "WHEN")]
+    pub since: Option<String>,
+    /// One JSON array, one object per agent.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub source: PolicySource,
 }

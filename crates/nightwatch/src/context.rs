@@ -34,3 +34,13 @@ fn machine_name() -> Option<String> {
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
 }
+
+/// A person acting through the command line: `--by`, else `$USER`, else `$LOGNAME`.
+pub fn human(by: Option<String>) -> nightwatch_core::Actor {
+    let id = by
+        .filter(|name| !name.trim().is_empty())
+        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
+        .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+        .unwrap_or_else(|| "operator".to_owned());
+    nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, id)
+}

@@ -93,6 +93,14 @@ pub fn decision_text(line: &str, decision: &Decision, origin: &Origin) -> String
             );
         }
     }
+    if !decision.checks.is_empty() && decision.verdict != nightwatch_core::Verdict::Deny {
+        // `check` only reads policy; the hook and exec run these before acting.
+        let _ = writeln!(
+            out,
+            "  pre-flight checks before it runs: {}",
+            decision.checks.join(", ")
+        );
+    }
     let _ = writeln!(out, "  policy: {origin}");
     out
 }

@@ -54,7 +54,10 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
             return Err(error.context("nothing was run"));
         }
     };
-    let gate = Gate::new(&policy, &ledger);
+    let guards = super::live_guards();
+    let gate = Gate::new(&policy, &ledger, &guards);
+    let mut actor = actor;
+    super::place_in_tier(&mut actor, &ledger, &policy)?;
     let ruling = gate
         .propose(Proposal {
             action: Action {
@@ -69,6 +72,9 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         })
         .context("cannot record the decision; nothing was run")?;
     let decision = &ruling.decision;
+    if !ruling.notify.is_empty() {
+        super::send_escalation_in_background(&ruling.record.id);
+    }
     if decision.verdict != Verdict::Allow {
         eprintln!(
             "nightwatch: {} ({}): {}",

@@ -126,7 +126,10 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
     match event {
         HookEvent::BeforeTool { tool, inputs, .. } => {
             let (policy, _) = load_policy(&policy_from_environment())?;
-            let gate = Gate::new(&policy, &ledger);
+            let guards = super::live_guards();
+            let gate = Gate::new(&policy, &ledger, &guards);
+            let mut actor = actor;
+            super::place_in_tier(&mut actor, &ledger, &policy)?;
             let action = nightwatch_core::Action {
                 actor,
                 tool,
@@ -142,6 +145,9 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
                 })
                 .context("cannot record the decision in the ledger")?;
             let decision = &ruling.decision;
+            if !ruling.notify.is_empty() {
+                super::send_escalation_in_background(&ruling.record.id);
+            }
             Ok(reply_to_decision(
                 agent,
                 decision.verdict,
@@ -157,6 +163,7 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
         } => {
             nightwatch_gate::report(
                 &ledger,
+                &super::live_guards(),
                 Report {
                     actor,
                     tool: tool.name().into_owned(),
@@ -178,9 +185,8 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
             Ok(reply_to_record(agent))
         }
         HookEvent::Lifecycle { name, details, .. } => {
-            let policy = nightwatch_policy::Policy::builtin();
-            let gate = Gate::new(&policy, &ledger);
-            gate.note(
+            nightwatch_gate::note(
+                &ledger,
                 &lifecycle_step(&name),
                 &actor,
                 &environment,

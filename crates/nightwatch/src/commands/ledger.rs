@@ -94,6 +94,7 @@ fn runbook_line(record: &Record, clock: &Clock) -> String {
             if verdict != "allow" {
                 let _ = writeln!(line, "{:28}why: {reason} [{rule}]", "");
             }
+            safeguard_lines(record, &mut line);
         }
         event::RESULT | event::UNGUARDED_RESULT => {
             let outputs = record.outputs.clone().unwrap_or_default();
@@ -126,9 +127,14 @@ fn runbook_line(record: &Record, clock: &Clock) -> String {
             }
         }
         other => {
+            let said = record
+                .reasons
+                .first()
+                .map(|r| format!(": {}", first_line(r)))
+                .unwrap_or_default();
             let _ = writeln!(
                 line,
-                "{time}  {:>5}  {other} ({} {})",
+                "{time}  {:>5}  {other}{said} ({} {})",
                 record.id, record.actor.kind, record.actor.id
             );
         }
@@ -136,7 +142,83 @@ fn runbook_line(record: &Record, clock: &Clock) -> String {
     line
 }
 
-fn describe_inputs(record: &Record) -> String {
+/// What guarded a decision: each check and what it found, the approval, the backup.
+fn safeguard_lines(record: &Record, line: &mut String) {
+    let Some(safeguards) = &record.safeguards else {
+        return;
+    };
+    let text = |value: &serde_json::Value, key: &str| {
+        value
+            .get(key)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    for finding in safeguards
+        .get("checks")
+        .and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let outcome = text(finding, "outcome");
+        let detail = match outcome.as_str() {
+            "unknown" => format!("could not tell: {}", text(finding, "reason")),
+            _ => text(finding, "detail"),
+        };
+        let found = match outcome.as_str() {
+            "matched" => "FOUND",
+            "clear" => "clear",
+            _ => "UNKNOWN",
+        };
+        let _ = writeln!(
+            line,
+            "{:28}checked {}: {found}: {}",
+            "",
+            text(finding, "check"),
+            first_line(&detail)
+        );
+    }
+    if let Some(approval) = safeguards.get("approval") {
+        let _ = writeln!(
+            line,
+            "{:28}approved by {} ({})",
+            "",
+            text(approval, "by"),
+            text(approval, "record")
+        );
+    }
+    if let Some(backup) = safeguards.get("backup") {
+        let paths = backup
+            .get("paths")
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len);
+        let snapshot = text(backup, "snapshot");
+        if !snapshot.is_empty() {
+            let _ = writeln!(
+                line,
+                "{:28}backed up {paths} path(s) first (snapshot {})",
+                "",
+                &snapshot[..snapshot.len().min(12)]
+            );
+        }
+        let error = text(backup, "error");
+        if !error.is_empty() {
+            let _ = writeln!(line, "{:28}backup FAILED: {}", "", first_line(&error));
+        }
+    }
+    if let Some(notify) = safeguards
+        .get("notify")
+        .and_then(serde_json::Value::as_array)
+    {
+        let names: Vec<&str> = notify
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .collect();
+        let _ = writeln!(line, "{:28}notified: {}", "", names.join(", "));
+    }
+}
+
+pub(crate) fn describe_inputs(record: &Record) -> String {
     let inputs = &record.inputs;
     let target = ["command", "file_path", "notebook_path", "path", "url"]
         .iter()

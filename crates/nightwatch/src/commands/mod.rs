@@ -1,14 +1,20 @@
 //! One module per subcommand. Each returns the process exit status.
 
+mod approve;
+mod backups;
 mod check;
+mod escalate;
 mod exec;
 mod hook;
 mod init;
 mod install;
 mod ledger;
 mod policy;
+mod replay;
+mod trust;
+mod undo;
 
-use crate::cli::{Cli, Command, PolicyCommand, PolicySource};
+use crate::cli::{BackupsCommand, Cli, Command, PolicyCommand, PolicySource, TrustCommand};
 use crate::home;
 use anyhow::Context;
 use nightwatch_policy::Policy;
@@ -18,12 +24,20 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Check(args) => check::run(args),
         Command::Init(args) => init::run(args),
         Command::Policy(PolicyCommand::Test(args)) => policy::test(args),
+        Command::Policy(PolicyCommand::Replay(args)) => replay::run(args),
+        Command::Trust(TrustCommand::Set(args)) => trust::set(args),
+        Command::Trust(TrustCommand::Report(args)) => trust::report(args),
         Command::Hook(args) => Ok(hook::run(args)),
         Command::Install(args) => install::run(args),
         Command::Exec(args) => exec::run(args),
         Command::Log(args) => ledger::log(args),
         Command::Show(args) => ledger::show(args),
         Command::Export(args) => ledger::export(args),
+        Command::Undo(args) => undo::run(args),
+        Command::Backups(BackupsCommand::Prune(args)) => backups::prune(args),
+        Command::Approve(args) => approve::approve(args),
+        Command::Reject(args) => approve::reject(args),
+        Command::Escalate(args) => escalate::run(args),
         Command::Verify => ledger::verify(),
     }
 }
@@ -43,6 +57,52 @@ pub fn open_ledger() -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
     let dir = home::data_dir();
     nightwatch_ledger::SqliteLedger::open(&dir)
         .with_context(|| format!("cannot open the ledger in {}", dir.display()))
+}
+
+/// The actor's trust tier: the latest `trust set` for it in the ledger, else the policy's
+/// starting tier. Never from the environment, which an agent could set for itself.
+pub fn place_in_tier(
+    actor: &mut nightwatch_core::Actor,
+    ledger: &dyn nightwatch_ledger::Ledger,
+    policy: &Policy,
+) -> anyhow::Result<()> {
+    let placements = ledger
+        .query(&nightwatch_ledger::Filter {
+            event: Some(nightwatch_ledger::event::TRUST.to_owned()),
+            ..nightwatch_ledger::Filter::default()
+        })
+        .context("cannot read trust placements from the ledger")?;
+    actor.tier = Some(nightwatch_trust::tier_from_trust_records(
+        &placements,
+        &actor.id,
+        &policy.safeguards().trust,
+    ));
+    Ok(())
+}
+
+/// Checks against this machine, backups in the data directory.
+pub fn live_guards() -> nightwatch_gate::LiveGuards {
+    nightwatch_gate::LiveGuards::new(&home::data_dir())
+}
+
+/// Sends a halt's or an ask's escalation from a process of its own (`nightwatch escalate`), so
+/// that the agent gets its answer now while delivery retries for as long as it needs. The
+/// child gets its own process group, so it outlives a hook that the agent times out. A child
+/// that cannot start is said on stderr; the decision is already recorded either way.
+pub fn send_escalation_in_background(record_id: &str) {
+    use std::os::unix::process::CommandExt;
+    let started = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .args(["escalate", record_id])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+    });
+    if let Err(error) = started {
+        eprintln!("nightwatch: cannot start the escalation for {record_id}: {error}");
+    }
 }
 
 /// Where the policy came from, for messages.

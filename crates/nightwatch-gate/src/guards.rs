@@ -1,0 +1,132 @@
+//! What the gate asks of the world beside the ledger: probing it before an action (pre-flight
+//! checks) and keeping a way back from it (backups). A trait, so the pipeline's tests need no
+//! processes or files; [`LiveGuards`] is the real thing.
+
+use nightwatch_backup::{BackupStore, Limits, Observation, Snapshot};
+use nightwatch_checks::{CheckSpec, Finding, History, Probe};
+use nightwatch_ledger::{Filter, Ledger, event};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The actor and action a set of checks is about.
+pub struct CheckSubject<'a> {
+    pub actor_kind: &'a str,
+    pub actor_id: &'a str,
+    /// The action's identity: [`nightwatch_checks::fingerprint`] of its tool and inputs.
+    pub fingerprint: &'a str,
+    pub now_ms: i64,
+}
+
+pub trait Guards {
+    /// Runs the checks, one finding each; a check that cannot run is a finding too.
+    fn run_checks(
+        &self,
+        checks: &[(&str, &CheckSpec)],
+        subject: &CheckSubject<'_>,
+        history: &dyn History,
+    ) -> Vec<Finding>;
+
+    /// Saves the paths as they are, before an action changes them.
+    fn back_up(&self, paths: &[PathBuf], limits: &Limits, now_ms: i64) -> Result<Snapshot, String>;
+
+    /// The paths as they are now (after the action), to tell later whether anyone changed them.
+    fn observe(&self, paths: &[PathBuf], limits: &Limits) -> Observation;
+}
+
+/// Checks against this machine, backups in the data directory's `backups/` (opened on first
+/// use: most actions write nothing).
+pub struct LiveGuards {
+    backups: PathBuf,
+    store: OnceLock<Result<BackupStore, String>>,
+}
+
+impl LiveGuards {
+    pub fn new(data_dir: &Path) -> LiveGuards {
+        LiveGuards {
+            backups: data_dir.join("backups"),
+            store: OnceLock::new(),
+        }
+    }
+
+    /// The backup store, for undo and retention.
+    pub fn store(&self) -> Result<&BackupStore, String> {
+        self.store
+            .get_or_init(|| {
+                BackupStore::open(&self.backups)
+                    .map_err(|e| format!("cannot open the backup store: {e}"))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Guards for LiveGuards {
+    fn run_checks(
+        &self,
+        checks: &[(&str, &CheckSpec)],
+        subject: &CheckSubject<'_>,
+        history: &dyn History,
+    ) -> Vec<Finding> {
+        // Out of civil time's range only for a broken clock; windows then see midnight on a
+        // Monday, and every other check is unaffected.
+        let (minute, weekday) = nightwatch_checks::local_clock(subject.now_ms)
+            .unwrap_or((0, jiff::civil::Weekday::Monday));
+        let probe = Probe {
+            now_ms: subject.now_ms,
+            local_minute_of_day: minute,
+            local_weekday: weekday,
+            actor_kind: subject.actor_kind,
+            actor_id: subject.actor_id,
+            fingerprint: subject.fingerprint,
+            history,
+        };
+        nightwatch_checks::run_checks(checks, &probe)
+    }
+
+    fn back_up(&self, paths: &[PathBuf], limits: &Limits, now_ms: i64) -> Result<Snapshot, String> {
+        self.store()?
+            .snapshot(paths, limits, now_ms)
+            .map_err(|e| e.to_string())
+    }
+
+    fn observe(&self, paths: &[PathBuf], limits: &Limits) -> Observation {
+        BackupStore::observe(paths, limits)
+    }
+}
+
+/// Failures as the ledger remembers them: results of the same actor whose action has the same
+/// fingerprint and whose exit code was not 0 (or that nightwatch itself refused).
+pub struct LedgerHistory<'a> {
+    pub ledger: &'a dyn Ledger,
+}
+
+impl History for LedgerHistory<'_> {
+    fn failures_since(
+        &self,
+        actor_kind: &str,
+        actor_id: &str,
+        fingerprint: &str,
+        since_ms: i64,
+    ) -> Result<u32, String> {
+        let results = self
+            .ledger
+            .query(&Filter {
+                since_ms: Some(since_ms),
+                actor: Some(actor_id.to_owned()),
+                event: Some(event::RESULT.to_owned()),
+                ..Filter::default()
+            })
+            .map_err(|e| format!("cannot read past results from the ledger: {e}"))?;
+        let failed = results
+            .iter()
+            .filter(|r| r.actor.kind == actor_kind && r.actor.id == actor_id)
+            .filter(|r| {
+                r.outputs
+                    .as_ref()
+                    .is_some_and(|o| o.exit_code.is_some_and(|code| code != 0))
+            })
+            .filter(|r| nightwatch_checks::fingerprint(&r.tool, &r.inputs) == fingerprint)
+            .count();
+        Ok(u32::try_from(failed).unwrap_or(u32::MAX))
+    }
+}

@@ -1,0 +1,174 @@
+//! `nightwatch undo RECORD | --session S`: put back what an action changed, from the backup
+//! taken before it. Refuses over later changes unless forced; every undo, done or refused, is
+//! recorded.
+
+use crate::cli::UndoArgs;
+use crate::clock::Clock;
+use crate::commands::{live_guards, open_ledger};
+use crate::context;
+use anyhow::{Context as _, bail};
+use nightwatch_backup::{Observation, SnapshotId};
+use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, Record, RecordActor, event};
+use serde_json::{Value, json};
+
+pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
+    let clock = Clock::from_environment()?;
+    let ledger = open_ledger()?;
+    let guards = live_guards();
+    let store = guards.store().map_err(anyhow::Error::msg)?;
+    let human = context::human(args.by.clone());
+    let targets = match (&args.record, &args.session) {
+        (Some(id), _) => vec![decision_of(&ledger, id)?],
+        (None, Some(session)) => session_decisions(&ledger, session)?,
+        (None, None) => bail!("name a record or --session"),
+    };
+    if targets.is_empty() {
+        println!("nothing in that session was backed up, so there is nothing to undo");
+        return Ok(0);
+    }
+    // Latest first: each undo expects the state the later actions' undos leave behind.
+    for decision in &targets {
+        let snapshot_id = snapshot_of(decision).with_context(|| {
+            format!(
+                "{} took no backup: it {}",
+                decision.id,
+                match decision.verdict.as_deref() {
+                    Some("allow") => "wrote nothing nightwatch could locate",
+                    _ => "was not allowed, so it changed nothing",
+                }
+            )
+        })?;
+        let after = after_state(&ledger, decision)?;
+        let outcome = SnapshotId::parse(&snapshot_id)
+            .map_err(anyhow::Error::msg)
+            .and_then(|id| store.load(&id).map_err(anyhow::Error::from))
+            .and_then(|snapshot| {
+                store
+                    .restore(&snapshot, after.as_ref(), args.force)
+                    .map_err(anyhow::Error::from)
+            });
+        let mut entry = Entry::new(
+            event::UNDO,
+            clock.now_ms(),
+            RecordActor::from(&human),
+            "undo",
+        );
+        entry.session_id = decision.session_id.clone();
+        entry.context = decision.context.clone();
+        entry.inputs = json!({
+            "record": decision.id,
+            "snapshot": snapshot_id,
+            "force": args.force,
+        });
+        match outcome {
+            Ok(restored) => {
+                let steps: Vec<String> = restored.steps.iter().map(|s| s.to_string()).collect();
+                let summary = format!("undid {}: {}", decision.id, steps.join("; "));
+                entry.outputs = Some(Outputs {
+                    exit_code: Some(0),
+                    stdout: steps.join("\n"),
+                    stderr: String::new(),
+                });
+                entry.reasons = vec![summary.clone()];
+                entry.safeguards = Some(json!({ "restored": steps }));
+                let record = ledger.append(entry)?;
+                println!("{summary} ({})", record.id);
+            }
+            Err(error) => {
+                let why = format!("{error:#}");
+                entry.outputs = Some(Outputs {
+                    exit_code: Some(1),
+                    stdout: String::new(),
+                    stderr: why.clone(),
+                });
+                entry.reasons = vec![format!("did not undo {}: {why}", decision.id)];
+                let record = ledger.append(entry)?;
+                eprintln!(
+                    "nightwatch: did not undo {} ({}): {why}",
+                    decision.id, record.id
+                );
+                return Ok(1);
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// The decision a record names: itself, or the decision of a result.
+fn decision_of(ledger: &dyn Ledger, id: &str) -> anyhow::Result<Record> {
+    let record = ledger.get(id)?.with_context(|| format!("no record {id}"))?;
+    if record.event == event::DECISION {
+        return Ok(record);
+    }
+    if record.event == event::RESULT
+        && let Some(call_id) = &record.call_id
+        && let Some(decision) = ledger.decision_for_call(call_id)?
+    {
+        return Ok(decision);
+    }
+    bail!(
+        "{} is a {} record; undo takes a decision or its result",
+        record.id,
+        record.event
+    )
+}
+
+/// The session's backed-up decisions not undone yet, latest first.
+fn session_decisions(ledger: &dyn Ledger, session: &str) -> anyhow::Result<Vec<Record>> {
+    let records = ledger.query(&Filter {
+        session: Some(session.to_owned()),
+        ..Filter::default()
+    })?;
+    let undone: Vec<&str> = records
+        .iter()
+        .filter(|r| {
+            r.event == event::UNDO && r.outputs.as_ref().and_then(|o| o.exit_code) == Some(0)
+        })
+        .filter_map(|r| r.inputs.get("record").and_then(Value::as_str))
+        .collect();
+    Ok(records
+        .iter()
+        .rev()
+        .filter(|r| r.event == event::DECISION && snapshot_of(r).is_some())
+        .filter(|r| !undone.contains(&r.id.as_str()))
+        .cloned()
+        .collect())
+}
+
+fn snapshot_of(decision: &Record) -> Option<String> {
+    decision
+        .safeguards
+        .as_ref()?
+        .get("backup")?
+        .get("snapshot")?
+        .as_str()
+        .map(str::to_owned)
+}
+
+/// What the action left behind, from its result record.
+fn after_state(ledger: &dyn Ledger, decision: &Record) -> anyhow::Result<Option<Observation>> {
+    let Some(call_id) = &decision.call_id else {
+        return Ok(None);
+    };
+    let results = ledger.query(&Filter {
+        since_ms: Some(decision.timestamp_ms),
+        session: decision.session_id.clone(),
+        event: Some(event::RESULT.to_owned()),
+        ..Filter::default()
+    })?;
+    let Some(result) = results
+        .iter()
+        .find(|r| r.call_id.as_deref() == Some(call_id.as_str()))
+    else {
+        return Ok(None);
+    };
+    let after = result
+        .safeguards
+        .as_ref()
+        .and_then(|s| s.get("after"))
+        .cloned()
+        .map(serde_json::from_value)
+        .transpose()
+        .with_context(|| format!("{} holds an unreadable after-state", result.id))?;
+    Ok(after)
+}
