@@ -53,18 +53,13 @@ CREATE INDEX IF NOT EXISTS records_call ON records(call_id);
 CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict);
 CREATE INDEX IF NOT EXISTS records_trust ON records(actor_id) WHERE event = 'trust';
 CREATE INDEX IF NOT EXISTS records_approval ON records(seq) WHERE event = 'approval';
-CREATE INDEX IF NOT EXISTS records_rejection ON records(seq) WHERE event = 'rejection';
-CREATE INDEX IF NOT EXISTS records_undo ON records(seq) WHERE event = 'undo';
 ";
 
-/// Events that a person makes now and then, looked up on the hook's path: each has a partial
-/// index, so finding them does not scan the ledger and appending others costs nothing more.
-const RARE_EVENTS: [&str; 4] = [
-    crate::event::TRUST,
-    crate::event::APPROVAL,
-    crate::event::REJECTION,
-    crate::event::UNDO,
-];
+/// Events that a person makes now and then and that the hook looks up (placements in trust
+/// tiers, approvals): each has a partial index, so finding them does not scan the ledger and
+/// appending other records costs nothing more. Every index is parsed by every hook process
+/// when SQLite reads the schema, so there are only these two.
+const RARE_EVENTS: [&str; 2] = [crate::event::TRUST, crate::event::APPROVAL];
 
 const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
     inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
@@ -671,9 +666,7 @@ impl Ledger for SqliteLedger {
             match RARE_EVENTS.iter().find(|rare| **rare == v.as_str()) {
                 Some(rare) => clauses.push(match *rare {
                     crate::event::TRUST => "event = 'trust'",
-                    crate::event::APPROVAL => "event = 'approval'",
-                    crate::event::REJECTION => "event = 'rejection'",
-                    _ => "event = 'undo'",
+                    _ => "event = 'approval'",
                 }),
                 None => {
                     clauses.push("event = ?");

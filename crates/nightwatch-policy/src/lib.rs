@@ -336,6 +336,11 @@ impl Policy {
         policy
     }
 
+    /// Whether any rule is scoped to trust tiers: only then does an actor's tier matter.
+    pub fn uses_tiers(&self) -> bool {
+        self.rules.iter().any(|rule| rule.tiers.is_some())
+    }
+
     /// Checks, notifiers, backup and trust settings.
     pub fn safeguards(&self) -> &Safeguards {
         &self.safeguards

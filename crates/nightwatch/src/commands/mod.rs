@@ -66,6 +66,10 @@ pub fn place_in_tier(
     ledger: &dyn nightwatch_ledger::Ledger,
     policy: &Policy,
 ) -> anyhow::Result<()> {
+    // The tier is read on every hook call; when no rule looks at it, it cannot change a verdict.
+    if !policy.uses_tiers() {
+        return Ok(());
+    }
     let placements = ledger
         .query(&nightwatch_ledger::Filter {
             event: Some(nightwatch_ledger::event::TRUST.to_owned()),
