@@ -11,7 +11,8 @@
 //! each (default 300) after 10 untimed warm-up calls each. Each time is from spawn to exit,
 //! stdin written and stdout read.
 //!
-//! nightwatch runs three ways: with the built-in policy (which asks about this call), and with
+//! nightwatch runs four ways: with the built-in policy (which asks about this call), the same
+//! answered by a resident gate (`nightwatch gate`, started by the bench), and with
 //! a policy file that allows it, once without pre-flight checks and once with a typical set
 //! (a long-running process, a lock file, and the circuit breaker over the ledger), so the two
 //! file-policy rows differ only by the checks.
@@ -180,8 +181,32 @@ always_check: [retry-storm]
         .env("NIGHTWATCH_POLICY", &checked)
         .env_remove("NIGHTWATCH_NOW");
 
+    // The same built-in-policy call answered by a resident gate (`nightwatch gate`) that
+    // keeps the policy loaded and the ledger open.
+    let gate_home = TempDir::new("nightwatch-bench-hook-gate");
+    let mut gate = Command::new(&binary)
+        .arg("gate")
+        .env("NIGHTWATCH_HOME", &gate_home.0)
+        .env_remove("NIGHTWATCH_POLICY")
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the resident gate");
+    let socket = gate_home.0.join("gate.sock");
+    let waited = Instant::now();
+    while !socket.exists() && waited.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut through_gate = Command::new(&binary);
+    through_gate
+        .args(["hook", "claude"])
+        .env("NIGHTWATCH_HOME", &gate_home.0)
+        .env_remove("NIGHTWATCH_POLICY")
+        .env_remove("NIGHTWATCH_NOW");
+
     let (_, first) = call(&mut nightwatch, &payload);
     check("nightwatch hook claude", &first);
+    let (_, first) = call(&mut through_gate, &payload);
+    check("nightwatch hook claude, resident gate", &first);
     for (name, command) in [
         ("policy file, no checks", &mut without_checks),
         ("policy file, 3 checks", &mut with_checks),
@@ -204,10 +229,15 @@ always_check: [retry-storm]
     let (_, first) = call(&mut python, &payload);
     check("python3 hook", &first);
 
-    let mut contenders: [(&str, &mut Command, Vec<Duration>); 4] = [
+    let mut contenders: [(&str, &mut Command, Vec<Duration>); 5] = [
         (
             "`nightwatch hook claude`, built-in policy",
             &mut nightwatch,
+            Vec::new(),
+        ),
+        (
+            "`nightwatch hook claude`, built-in policy, resident gate",
+            &mut through_gate,
             Vec::new(),
         ),
         (
@@ -235,6 +265,8 @@ always_check: [retry-storm]
             times.push(call(command, &payload).0);
         }
     }
+    let _ = gate.kill();
+    let _ = gate.wait();
     let ledger = home.0.join("ledger.db");
     println!(
         "ledger after the run: {} ({} bytes)",

@@ -69,6 +69,13 @@ pub enum Command {
     /// Send a halt's or an ask's escalation to the notifiers its record names, and record
     /// every attempt. The hook and exec run this in the background; run it by hand to resend.
     Escalate(EscalateArgs),
+    /// Keep the policy loaded and the ledger open for the hooks (a resident gate).
+    ///
+    /// Listens on gate.sock in the data directory until killed. A hook finds it there and
+    /// hands it the call, so the hook's own process stays small; without it, each hook does
+    /// the work itself. Policy files are re-read when they change. Either way the answer, the
+    /// record and the refusals are the same.
+    Gate(GateArgs),
     /// Check the ledger's hash chain and head checkpoint; report unguarded results.
     ///
     /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
@@ -155,6 +162,9 @@ pub struct LogArgs {
     #[arg(long)]
     pub json: bool,
 }
+
+#[derive(Debug, Args)]
+pub struct GateArgs {}
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {

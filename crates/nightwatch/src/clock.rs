@@ -1,6 +1,7 @@
 //! The one clock. Every command takes "now" from here, and tests set it with `NIGHTWATCH_NOW`
 //! (any time `timespec` reads), so "at 2 AM" is tested without waiting for 2 AM.
 
+use crate::environment::Environment;
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 
@@ -12,8 +13,8 @@ pub struct Clock {
 
 /// The local time zone from `TZ` or `/etc/localtime`, read directly: jiff's system lookup also
 /// searches the zoneinfo tree for the zone's name, which costs the hook path half a millisecond.
-fn local_zone() -> TimeZone {
-    if let Ok(name) = std::env::var("TZ") {
+fn local_zone(env: &Environment) -> TimeZone {
+    if let Some(name) = env.var("TZ") {
         let name = name.trim_start_matches(':');
         if let Ok(zone) = TimeZone::get(name).or_else(|_| TimeZone::posix(name)) {
             return zone;
@@ -29,10 +30,15 @@ impl Clock {
     /// The system clock, unless `NIGHTWATCH_NOW` fixes it. A value that cannot be read is an
     /// error rather than a silent fallback to the real time.
     pub fn from_environment() -> anyhow::Result<Clock> {
-        let zone = local_zone();
-        let fixed = match std::env::var("NIGHTWATCH_NOW") {
-            Ok(text) if !text.trim().is_empty() => {
-                let ms = crate::timespec::parse(&text, Timestamp::now(), &zone)
+        Clock::from_env(&Environment::of_process())
+    }
+
+    /// As [`Clock::from_environment`], from captured variables.
+    pub fn from_env(env: &Environment) -> anyhow::Result<Clock> {
+        let zone = local_zone(env);
+        let fixed = match env.var("NIGHTWATCH_NOW") {
+            Some(text) => {
+                let ms = crate::timespec::parse(text, Timestamp::now(), &zone)
                     .map_err(|e| anyhow::anyhow!("NIGHTWATCH_NOW: {e}"))?;
                 Some(Timestamp::from_millisecond(ms)?)
             }

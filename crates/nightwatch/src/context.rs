@@ -1,11 +1,18 @@
 //! What the process that launched the agent tells nightwatch through the environment.
 
+use crate::environment::Environment;
 use nightwatch_core::Context;
 
 /// The context of an action from the environment of whoever launched the agent:
 /// `NIGHTWATCH_SESSION`, `NIGHTWATCH_TRIGGERED_BY`, `NIGHTWATCH_ALERT_ID`, `NIGHTWATCH_TASK`, and
 /// the host (`NIGHTWATCH_HOST`, else the machine's name).
 pub fn from_environment() -> Context {
+    from_env(&Environment::of_process())
+}
+
+/// As [`from_environment`], from captured variables.
+pub fn from_env(env: &Environment) -> Context {
+    let variable = |name: &str| env.var(name).map(str::to_owned);
     Context {
         session: variable("NIGHTWATCH_SESSION"),
         triggered_by: variable("NIGHTWATCH_TRIGGERED_BY"),
@@ -18,13 +25,11 @@ pub fn from_environment() -> Context {
 
 /// The agent's name as its launcher gave it (`NIGHTWATCH_AGENT`), if any.
 pub fn agent_name() -> Option<String> {
-    variable("NIGHTWATCH_AGENT")
+    agent_name_in(&Environment::of_process())
 }
 
-fn variable(name: &str) -> Option<String> {
-    std::env::var(name)
-        .ok()
-        .filter(|value| !value.trim().is_empty())
+pub fn agent_name_in(env: &Environment) -> Option<String> {
+    env.var("NIGHTWATCH_AGENT").map(str::to_owned)
 }
 
 fn machine_name() -> Option<String> {

@@ -5,6 +5,7 @@ mod cli;
 mod clock;
 mod commands;
 mod context;
+mod environment;
 mod home;
 mod report;
 mod timespec;
@@ -21,6 +22,16 @@ fn main() -> ExitCode {
     // An agent runs `nightwatch hook ...`: anything but 0 or 2 lets its call through, so every
     // failure on that path, even a bad command line, must be a refusal.
     let is_hook = std::env::args().nth(1).as_deref() == Some("hook");
+    if is_hook {
+        match std::panic::catch_unwind(commands::hook_through_resident_gate) {
+            Ok(Some(code)) => return ExitCode::from(code),
+            Ok(None) => {}
+            Err(_) => {
+                eprintln!("nightwatch: internal error in the hook; nothing was allowed");
+                return ExitCode::from(2);
+            }
+        }
+    }
     let failure = if is_hook { 2 } else { cli::EXIT_ERROR };
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,

@@ -73,7 +73,10 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         .context("cannot record the decision; nothing was run")?;
     let decision = &ruling.decision;
     if !ruling.notify.is_empty() {
-        super::send_escalation_in_background(&ruling.record.id);
+        super::send_escalation_in_background(
+            &ruling.record.id,
+            &crate::environment::Environment::of_process(),
+        );
     }
     if decision.verdict != Verdict::Allow {
         eprintln!(

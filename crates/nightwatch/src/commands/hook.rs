@@ -4,23 +4,68 @@
 
 use crate::cli::HookArgs;
 use crate::clock::Clock;
-use crate::commands::{load_policy, open_ledger, policy_from_environment};
+use crate::commands::resident;
 use crate::context;
+use crate::environment::Environment;
 use anyhow::Context as _;
 use nightwatch_agents::{
     Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
 };
-use nightwatch_gate::{Failure, Gate, Proposal, Report};
-use nightwatch_ledger::Outputs;
+use nightwatch_gate::{Failure, Gate, Guards, Proposal, Report};
+use nightwatch_ledger::{Ledger, Outputs};
+use nightwatch_policy::Policy;
 use std::io::{Read, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Largest hook input read; a larger one is refused.
-const MAX_INPUT: u64 = 16 * 1024 * 1024;
+pub const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
 /// The message of the last panic, for the refusal's reason (the default hook's text on stderr
 /// would become the agent's reason, with a backtrace).
 static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
+
+/// What answering a hook call needs from outside: the ledger, the policy, the guards, and a way
+/// to escalate. The hook process opens them for one call; the resident gate keeps them.
+pub trait World: Sync {
+    fn ledger(&self) -> anyhow::Result<&dyn Ledger>;
+    fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>>;
+    fn guards(&self) -> &dyn Guards;
+    /// Sends a halt's or ask's escalation without holding up the answer.
+    fn escalate(&self, record_id: &str, env: &Environment);
+}
+
+/// The world of one hook process: opened on first use.
+struct Local {
+    env: Environment,
+    ledger: OnceLock<Result<nightwatch_ledger::SqliteLedger, String>>,
+    guards: nightwatch_gate::LiveGuards,
+}
+
+impl World for Local {
+    fn ledger(&self) -> anyhow::Result<&dyn Ledger> {
+        let opened = self.ledger.get_or_init(|| {
+            super::open_ledger_in(&crate::home::data_dir_in(&self.env))
+                .map_err(|e| format!("{e:#}"))
+        });
+        match opened {
+            Ok(ledger) => Ok(ledger),
+            Err(error) => Err(anyhow::anyhow!("{error}")),
+        }
+    }
+
+    fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
+        let (policy, _) = super::load_policy(&super::policy_source_in(env))?;
+        Ok(Arc::new(policy))
+    }
+
+    fn guards(&self) -> &dyn Guards {
+        &self.guards
+    }
+
+    fn escalate(&self, record_id: &str, env: &Environment) {
+        super::send_escalation_in_background(record_id, env);
+    }
+}
 
 pub fn run(args: HookArgs) -> u8 {
     let agent = args.agent.into();
@@ -29,37 +74,89 @@ pub fn run(args: HookArgs) -> u8 {
             *last = info.to_string();
         }
     }));
+    let env = Environment::of_process();
     let mut input = Vec::new();
     let reply = match std::io::stdin().take(MAX_INPUT + 1).read_to_end(&mut input) {
         Err(error) => reply_to_failure(agent, &format!("cannot read the hook input: {error}")),
         Ok(_) if input.len() as u64 > MAX_INPUT => {
             reply_to_failure(agent, "the hook input is larger than 16 MiB")
         }
-        Ok(_) => match std::panic::catch_unwind(|| handle(agent, &input)) {
-            Ok(Ok(reply)) => reply,
-            Ok(Err(error)) => refuse(agent, &input, &format!("{error:#}")),
-            Err(_) => {
-                let message = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
-                refuse(agent, &input, &format!("internal error: {message}"))
+        // A resident gate (`nightwatch gate`) answers without loading anything; without one,
+        // this process does the same work itself.
+        Ok(_) => match resident::ask(agent, &input, &env) {
+            Some(reply) => reply,
+            None => {
+                let local = Local {
+                    guards: nightwatch_gate::LiveGuards::new(&crate::home::data_dir_in(&env)),
+                    env: env.clone(),
+                    ledger: OnceLock::new(),
+                };
+                answer(agent, &input, &env, &local)
             }
         },
     };
     write_reply(&reply)
 }
 
+/// Reads the call and lets the resident gate answer it over `stream`; the exit status.
+pub fn answer_through(
+    stream: std::os::unix::net::UnixStream,
+    agent: Agent,
+    env: &Environment,
+) -> u8 {
+    let mut input = Vec::new();
+    let reply = match std::io::stdin().take(MAX_INPUT + 1).read_to_end(&mut input) {
+        Err(error) => reply_to_failure(agent, &format!("cannot read the hook input: {error}")),
+        Ok(_) if input.len() as u64 > MAX_INPUT => {
+            reply_to_failure(agent, "the hook input is larger than 16 MiB")
+        }
+        Ok(_) => resident::ask_on(stream, agent, &input, env),
+    };
+    write_reply(&reply)
+}
+
+/// The reply to one hook call: a verdict, a record, or a refusal, never a crash.
+pub fn answer(agent: Agent, input: &[u8], env: &Environment, world: &dyn World) -> Reply {
+    // The world holds a ledger connection and a policy cache behind locks that shrug off
+    // poisoning, and a panic leaves neither half-updated: SQLite rolls back what a panic
+    // interrupted, and a policy is cached only once it is whole.
+    let world = std::panic::AssertUnwindSafe(world);
+    match std::panic::catch_unwind(|| handle(agent, input, env, *world)) {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => refuse(agent, input, env, *world, &format!("{error:#}")),
+        Err(_) => {
+            let message = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
+            refuse(
+                agent,
+                input,
+                env,
+                *world,
+                &format!("internal error: {message}"),
+            )
+        }
+    }
+}
+
 /// A refusal because nightwatch itself failed. It is recorded too when the ledger can still be
 /// written, so that even this veto is not silent; when it cannot, stderr is all there is.
-fn refuse(agent: Agent, input: &[u8], reason: &str) -> Reply {
+fn refuse(agent: Agent, input: &[u8], env: &Environment, world: &dyn World, reason: &str) -> Reply {
     let reply = reply_to_failure(agent, reason);
-    let _ = std::panic::catch_unwind(|| record_refusal(agent, input, &reply.stderr));
+    let world = std::panic::AssertUnwindSafe(world);
+    let _ = std::panic::catch_unwind(|| record_refusal(agent, input, env, *world, &reply.stderr));
     reply
 }
 
-fn record_refusal(agent: Agent, input: &[u8], reason: &str) -> anyhow::Result<()> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
+fn record_refusal(
+    agent: Agent,
+    input: &[u8],
+    env: &Environment,
+    world: &dyn World,
+    reason: &str,
+) -> anyhow::Result<()> {
+    let clock = Clock::from_env(env)?;
+    let ledger = world.ledger()?;
     let event = parse_event(agent, input).ok();
-    let mut context = context::from_environment();
+    let mut context = context::from_env(env);
     if context.session.is_none() {
         context.session = event
             .as_ref()
@@ -76,9 +173,9 @@ fn record_refusal(agent: Agent, input: &[u8], reason: &str) -> anyhow::Result<()
         ),
     };
     nightwatch_gate::refuse(
-        &ledger,
+        ledger,
         Failure {
-            actor: hook_actor(agent),
+            actor: hook_actor(agent, env),
             tool,
             context,
             call_id: event.as_ref().and_then(|e| e.call_id()).map(str::to_owned),
@@ -91,9 +188,9 @@ fn record_refusal(agent: Agent, input: &[u8], reason: &str) -> anyhow::Result<()
 }
 
 /// The agent's actor, named as its launcher named it (`NIGHTWATCH_AGENT`) when it did.
-fn hook_actor(agent: Agent) -> nightwatch_core::Actor {
+fn hook_actor(agent: Agent, env: &Environment) -> nightwatch_core::Actor {
     let mut actor = agent.actor();
-    if let Some(name) = context::agent_name() {
+    if let Some(name) = context::agent_name_in(env) {
         actor.id = name;
     }
     actor
@@ -109,27 +206,31 @@ fn write_reply(reply: &Reply) -> u8 {
     reply.exit_code
 }
 
-fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
+fn handle(
+    agent: Agent,
+    input: &[u8],
+    env: &Environment,
+    world: &dyn World,
+) -> anyhow::Result<Reply> {
     let event = parse_event(agent, input)?;
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
-    let mut environment = context::from_environment();
+    let clock = Clock::from_env(env)?;
+    let ledger = world.ledger()?;
+    let mut environment = context::from_env(env);
     environment.minute_of_day = Some(clock.minute_of_day());
     // The launcher's session (an alert's task, a runbook) ties calls together across agents;
     // otherwise the agent's own session id does.
     if environment.session.is_none() {
         environment.session = event.session_id().map(str::to_owned);
     }
-    let actor = hook_actor(agent);
+    let actor = hook_actor(agent, env);
     let cwd = event.cwd().map(str::to_owned);
     let call_id = event.call_id().map(str::to_owned);
     match event {
         HookEvent::BeforeTool { tool, inputs, .. } => {
-            let (policy, _) = load_policy(&policy_from_environment())?;
-            let guards = super::live_guards();
-            let gate = Gate::new(&policy, &ledger, &guards);
+            let policy = world.policy(env)?;
+            let gate = Gate::new(&policy, ledger, world.guards());
             let mut actor = actor;
-            super::place_in_tier(&mut actor, &ledger, &policy)?;
+            super::place_in_tier(&mut actor, ledger, &policy)?;
             let action = nightwatch_core::Action {
                 actor,
                 tool,
@@ -146,7 +247,7 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
                 .context("cannot record the decision in the ledger")?;
             let decision = &ruling.decision;
             if !ruling.notify.is_empty() {
-                super::send_escalation_in_background(&ruling.record.id);
+                world.escalate(&ruling.record.id, env);
             }
             Ok(reply_to_decision(
                 agent,
@@ -162,8 +263,8 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
             ..
         } => {
             nightwatch_gate::report(
-                &ledger,
-                &super::live_guards(),
+                ledger,
+                world.guards(),
                 Report {
                     actor,
                     tool: tool.name().into_owned(),
@@ -186,7 +287,7 @@ fn handle(agent: Agent, input: &[u8]) -> anyhow::Result<Reply> {
         }
         HookEvent::Lifecycle { name, details, .. } => {
             nightwatch_gate::note(
-                &ledger,
+                ledger,
                 &lifecycle_step(&name),
                 &actor,
                 &environment,

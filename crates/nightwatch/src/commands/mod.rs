@@ -11,6 +11,7 @@ mod install;
 mod ledger;
 mod policy;
 mod replay;
+mod resident;
 mod trust;
 mod undo;
 
@@ -38,25 +39,44 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Approve(args) => approve::approve(args),
         Command::Reject(args) => approve::reject(args),
         Command::Escalate(args) => escalate::run(args),
+        Command::Gate(args) => resident::run(args),
         Command::Verify => ledger::verify(),
     }
 }
 
-/// The policy source for commands without `--policy` (the hooks): `$NIGHTWATCH_POLICY`, else
-/// the data directory's, else the built-in one.
-pub fn policy_from_environment() -> PolicySource {
-    PolicySource {
-        policy: std::env::var_os("NIGHTWATCH_POLICY")
-            .filter(|p| !p.is_empty())
-            .map(std::path::PathBuf::from),
-    }
+/// `nightwatch hook AGENT` when a resident gate listens: read the call, hand it over, print
+/// the answer, with nothing else loaded (no argument parser, no worker thread). None when the
+/// command line is anything else or no gate listens; the normal path then takes over, input
+/// not yet read.
+pub fn hook_through_resident_gate() -> Option<u8> {
+    let mut args = std::env::args().skip(1);
+    let (Some(_hook), Some(agent), None) = (args.next(), args.next(), args.next()) else {
+        return None;
+    };
+    let agent = agent.parse::<nightwatch_agents::Agent>().ok()?;
+    let env = crate::environment::Environment::of_process();
+    let stream = resident::connect(&env)?;
+    Some(hook::answer_through(stream, agent, &env))
 }
 
 /// The ledger in the data directory.
 pub fn open_ledger() -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
-    let dir = home::data_dir();
-    nightwatch_ledger::SqliteLedger::open(&dir)
+    open_ledger_in(&home::data_dir())
+}
+
+pub fn open_ledger_in(dir: &std::path::Path) -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
+    nightwatch_ledger::SqliteLedger::open(dir)
         .with_context(|| format!("cannot open the ledger in {}", dir.display()))
+}
+
+/// The policy source a hook uses, from captured variables: `NIGHTWATCH_POLICY`, else the data
+/// directory's `policy.yaml` when it exists, else the built-in policy.
+pub fn policy_source_in(env: &crate::environment::Environment) -> PolicySource {
+    let policy = match env.var("NIGHTWATCH_POLICY") {
+        Some(path) => Some(std::path::PathBuf::from(path)),
+        None => Some(home::policy_file_in(env)).filter(|path| path.exists()),
+    };
+    PolicySource { policy }
 }
 
 /// The actor's trust tier: the latest `trust set` for it in the ledger, else the policy's
@@ -93,11 +113,12 @@ pub fn live_guards() -> nightwatch_gate::LiveGuards {
 /// that the agent gets its answer now while delivery retries for as long as it needs. The
 /// child gets its own process group, so it outlives a hook that the agent times out. A child
 /// that cannot start is said on stderr; the decision is already recorded either way.
-pub fn send_escalation_in_background(record_id: &str) {
+pub fn send_escalation_in_background(record_id: &str, env: &crate::environment::Environment) {
     use std::os::unix::process::CommandExt;
     let started = std::env::current_exe().and_then(|exe| {
         std::process::Command::new(exe)
             .args(["escalate", record_id])
+            .envs(env.pairs())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

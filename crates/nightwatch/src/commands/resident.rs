@@ -1,0 +1,227 @@
+//! The resident gate: `nightwatch gate` keeps the policy loaded and the ledger open, and hooks
+//! hand it their calls over a Unix socket in the data directory (`gate.sock`), so a hook
+//! process only reads its input, asks, and prints the answer.
+//!
+//! The hook looks for the socket first. When nothing listens there it does the work itself;
+//! once it has sent a call, any failure is a refusal, never a silent pass and never a second
+//! decision (the gate may have recorded the first). The gate decides with the hook's
+//! environment (session, clock, policy), so the answer is the one the hook would have given.
+//!
+//! Wire format, one call per connection: a JSON header line `{"agent", "env", "input_len"}`,
+//! then the hook's input bytes; the answer is one JSON object `{"stdout", "stderr",
+//! "exit_code"}`. The socket is created owner-only: whoever can write the data directory can
+//! already rewrite the ledger, so it is the same trust boundary.
+
+use crate::cli::GateArgs;
+use crate::commands::hook::{MAX_INPUT, World, answer};
+use crate::environment::Environment;
+use anyhow::{Context as _, bail};
+use nightwatch_agents::{Agent, Reply, reply_to_failure};
+use nightwatch_gate::Guards;
+use nightwatch_ledger::{Ledger, SqliteLedger};
+use nightwatch_policy::Policy;
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+/// How long a hook waits for the gate's answer (checks have their own, shorter deadlines).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
+/// Stack for each connection's thread: the same headroom the hook process gives itself.
+const CONNECTION_STACK: usize = 64 * 1024 * 1024;
+
+#[derive(Serialize, Deserialize)]
+struct Request {
+    agent: String,
+    env: Environment,
+    input_len: u64,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Response {
+    stdout: String,
+    stderr: String,
+    exit_code: u8,
+}
+
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("gate.sock")
+}
+
+/// A connection to the resident gate, or None when none listens.
+pub fn connect(env: &Environment) -> Option<UnixStream> {
+    UnixStream::connect(socket_path(&crate::home::data_dir_in(env))).ok()
+}
+
+/// The resident gate's answer, or None when no gate listens (the hook then answers itself).
+pub fn ask(agent: Agent, input: &[u8], env: &Environment) -> Option<Reply> {
+    connect(env).map(|stream| ask_on(stream, agent, input, env))
+}
+
+/// The answer over an open connection; from here on any failure is a refusal.
+pub fn ask_on(stream: UnixStream, agent: Agent, input: &[u8], env: &Environment) -> Reply {
+    match exchange(stream, agent, input, env) {
+        Ok(reply) => reply,
+        Err(error) => reply_to_failure(
+            agent,
+            &format!("the resident gate did not answer: {error:#}"),
+        ),
+    }
+}
+
+fn exchange(
+    mut stream: UnixStream,
+    agent: Agent,
+    input: &[u8],
+    env: &Environment,
+) -> anyhow::Result<Reply> {
+    stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+    stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
+    let mut header = serde_json::to_vec(&Request {
+        agent: agent.as_str().to_owned(),
+        env: env.clone(),
+        input_len: input.len() as u64,
+    })?;
+    header.push(b'\n');
+    stream.write_all(&header)?;
+    stream.write_all(input)?;
+    stream.flush()?;
+    let mut answer = Vec::new();
+    stream.take(MAX_INPUT + 4096).read_to_end(&mut answer)?;
+    let response: Response =
+        serde_json::from_slice(&answer).context("its answer is not the gate's JSON")?;
+    Ok(Reply {
+        stdout: response.stdout,
+        stderr: response.stderr,
+        exit_code: response.exit_code,
+    })
+}
+
+/// `nightwatch gate`: serve hook calls until killed.
+pub fn run(_args: GateArgs) -> anyhow::Result<u8> {
+    let env = Environment::of_process();
+    let dir = crate::home::data_dir_in(&env);
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let socket = socket_path(&dir);
+    if socket.exists() {
+        if UnixStream::connect(&socket).is_ok() {
+            bail!("a resident gate already answers on {}", socket.display());
+        }
+        // Left by a gate that was killed: nothing listens, so it is safe to replace.
+        std::fs::remove_file(&socket)
+            .with_context(|| format!("cannot remove the stale {}", socket.display()))?;
+    }
+    let listener = UnixListener::bind(&socket)
+        .with_context(|| format!("cannot listen on {}", socket.display()))?;
+    std::fs::set_permissions(&socket, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
+    let world = Arc::new(Resident {
+        ledger: super::open_ledger_in(&dir)?,
+        guards: nightwatch_gate::LiveGuards::new(&dir),
+        policies: Mutex::new(HashMap::new()),
+    });
+    eprintln!(
+        "nightwatch: resident gate on {}; hooks in this data directory answer through it",
+        socket.display()
+    );
+    for stream in listener.incoming() {
+        let Ok(stream) = stream else { continue };
+        let world = Arc::clone(&world);
+        let spawned = std::thread::Builder::new()
+            .stack_size(CONNECTION_STACK)
+            .spawn(move || serve_one(stream, &world));
+        if let Err(error) = spawned {
+            eprintln!("nightwatch: cannot take a hook call: {error}");
+        }
+    }
+    Ok(0)
+}
+
+fn serve_one(stream: UnixStream, world: &Resident) {
+    let _ = stream.set_read_timeout(Some(ANSWER_TIMEOUT));
+    let mut reader = BufReader::new(&stream);
+    let mut header = Vec::new();
+    let request = reader
+        .by_ref()
+        .take(64 * 1024)
+        .read_until(b'\n', &mut header)
+        .map_err(anyhow::Error::from)
+        .and_then(|_| Ok(serde_json::from_slice::<Request>(&header)?));
+    let reply = match request {
+        Err(error) => reply_to_failure(Agent::Claude, &format!("a malformed call: {error}")),
+        Ok(request) => match request.agent.parse::<Agent>() {
+            Err(error) => reply_to_failure(Agent::Claude, &error.to_string()),
+            Ok(agent) if request.input_len > MAX_INPUT => {
+                reply_to_failure(agent, "the hook input is larger than 16 MiB")
+            }
+            Ok(agent) => {
+                let mut input = Vec::with_capacity(request.input_len as usize);
+                match reader.take(request.input_len).read_to_end(&mut input) {
+                    Ok(_) => answer(agent, &input, &request.env, world),
+                    Err(error) => {
+                        reply_to_failure(agent, &format!("cannot read the hook input: {error}"))
+                    }
+                }
+            }
+        },
+    };
+    let response = Response {
+        stdout: reply.stdout,
+        stderr: reply.stderr,
+        exit_code: reply.exit_code,
+    };
+    let mut writer = &stream;
+    if let Ok(bytes) = serde_json::to_vec(&response) {
+        let _ = writer.write_all(&bytes);
+    }
+}
+
+/// The gate's world: one ledger connection and the policies it has read, each re-read when
+/// its file changes.
+struct Resident {
+    ledger: SqliteLedger,
+    guards: nightwatch_gate::LiveGuards,
+    policies: Mutex<HashMap<PolicyKey, Arc<Policy>>>,
+}
+
+/// A policy file as it is now: its path, size and modification time (None: the built-in one).
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PolicyKey(Option<(PathBuf, u64, Option<SystemTime>)>);
+
+impl World for Resident {
+    fn ledger(&self) -> anyhow::Result<&dyn Ledger> {
+        Ok(&self.ledger)
+    }
+
+    fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
+        let source = super::policy_source_in(env);
+        let key = match &source.policy {
+            None => PolicyKey(None),
+            Some(path) => {
+                let meta = std::fs::metadata(path)
+                    .with_context(|| format!("cannot read policy {}", path.display()))?;
+                PolicyKey(Some((path.clone(), meta.len(), meta.modified().ok())))
+            }
+        };
+        let mut policies = self.policies.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(policy) = policies.get(&key) {
+            return Ok(Arc::clone(policy));
+        }
+        let (policy, _) = super::load_policy(&source)?;
+        let policy = Arc::new(policy);
+        // Old versions of a file are dropped; a file edited often must not fill memory.
+        policies.retain(|k, _| k.0.as_ref().map(|f| &f.0) != key.0.as_ref().map(|f| &f.0));
+        policies.insert(key, Arc::clone(&policy));
+        Ok(policy)
+    }
+
+    fn guards(&self) -> &dyn Guards {
+        &self.guards
+    }
+
+    fn escalate(&self, record_id: &str, env: &Environment) {
+        super::send_escalation_in_background(record_id, env);
+    }
+}
