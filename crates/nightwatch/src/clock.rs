@@ -20,10 +20,16 @@ fn local_zone(env: &Environment) -> TimeZone {
             return zone;
         }
     }
-    std::fs::read("/etc/localtime")
-        .ok()
-        .and_then(|data| TimeZone::tzif("localtime", &data).ok())
-        .unwrap_or(TimeZone::UTC)
+    // Read once per process: the resident gate asks for the zone on every call.
+    static LOCALTIME: std::sync::OnceLock<TimeZone> = std::sync::OnceLock::new();
+    LOCALTIME
+        .get_or_init(|| {
+            std::fs::read("/etc/localtime")
+                .ok()
+                .and_then(|data| TimeZone::tzif("localtime", &data).ok())
+                .unwrap_or(TimeZone::UTC)
+        })
+        .clone()
 }
 
 impl Clock {
