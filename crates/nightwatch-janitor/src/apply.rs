@@ -1,0 +1,257 @@
+//! Carrying out a plan: every removal re-inspects its item first and goes ahead only when the
+//! item is still in the state that was planned, the rules still say remove (now, with today's
+//! labels, activity and backoff), and the gate allows it. Failures back off and, after
+//! enough, quarantine the item, which is reported once.
+
+use crate::inventory::{Inventory, Removal};
+use crate::item::{Item, Kind};
+use crate::plan::{Ctx, Decision, Plan, PlanEntry, decide, time};
+use crate::rules::SweepRules;
+use crate::state::JanitorState;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+/// Asked before each removal: the place the gate decides the janitor's action (and records it).
+pub trait Gate {
+    /// `Ok(())` to go ahead, `Err(why)` to leave the item alone.
+    fn allow(&mut self, item: &Item, entry: &PlanEntry) -> Result<(), String>;
+}
+
+/// A gate that allows everything, for tests and dry runs of the removal path.
+pub struct AllowAll;
+
+impl Gate for AllowAll {
+    fn allow(&mut self, _: &Item, _: &PlanEntry) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What happened to one planned removal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    pub kind: Kind,
+    pub id: String,
+    pub name: String,
+    pub outcome: Outcome,
+    /// The steps the inventory took (only when it was asked to remove).
+    pub removal: Option<Removal>,
+    /// This round's failure quarantined the item: notify now; later rounds stay quiet.
+    pub newly_quarantined: bool,
+}
+
+/// The result of one planned removal.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "kebab-case")]
+pub enum Outcome {
+    Removed,
+    /// Inspect says the item no longer exists.
+    AlreadyGone,
+    /// Changed since the plan: left alone. `what` names the facts that differ.
+    Changed {
+        what: Vec<String>,
+    },
+    /// Unchanged, but the rules now keep it (a new activity, backing off, quarantined).
+    NowKept {
+        reasons: Vec<String>,
+    },
+    /// The gate said no.
+    Refused {
+        why: String,
+    },
+    /// The inventory tried and failed; the next try waits, or the item is quarantined.
+    Failed {
+        error: String,
+        failures: u32,
+        next_try_ms: i64,
+        quarantined: bool,
+    },
+    /// Not tried: no inventory for the kind, or its worktree was not removed first.
+    Skipped {
+        why: String,
+    },
+    /// The item could not be inspected; nothing was done and nothing counted against it.
+    Uninspectable {
+        error: String,
+    },
+}
+
+/// Carries out the plan's removals, worktrees before branches. Keeps in the plan are not
+/// touched. `state` learns of removals (forgotten) and failures (backoff, quarantine).
+pub fn apply(
+    plan: &Plan,
+    inventories: &[&dyn Inventory],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &mut JanitorState,
+    gate: &mut dyn Gate,
+) -> Vec<Applied> {
+    let mut removals: Vec<&PlanEntry> = plan.removals().collect();
+    removals.sort_by_key(|e| e.kind.apply_rank());
+    let mut seen: HashSet<(Kind, &str)> = HashSet::new();
+    let mut gone: HashSet<&str> = HashSet::new();
+    let mut results = Vec::with_capacity(removals.len());
+    for entry in removals {
+        if !seen.insert((entry.kind, entry.id.as_str())) {
+            continue;
+        }
+        let mut removal = None;
+        let mut newly_quarantined = false;
+        let outcome = one(
+            entry,
+            inventories,
+            rules,
+            now_ms,
+            state,
+            gate,
+            &gone,
+            &mut removal,
+            &mut newly_quarantined,
+        );
+        if entry.kind == Kind::Worktree
+            && matches!(outcome, Outcome::Removed | Outcome::AlreadyGone)
+        {
+            gone.insert(entry.id.as_str());
+        }
+        results.push(Applied {
+            kind: entry.kind,
+            id: entry.id.clone(),
+            name: entry.name.clone(),
+            outcome,
+            removal,
+            newly_quarantined,
+        });
+    }
+    results
+}
+
+#[allow(clippy::too_many_arguments)]
+fn one(
+    entry: &PlanEntry,
+    inventories: &[&dyn Inventory],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &mut JanitorState,
+    gate: &mut dyn Gate,
+    worktrees_gone: &HashSet<&str>,
+    removal_out: &mut Option<Removal>,
+    newly_quarantined: &mut bool,
+) -> Outcome {
+    let Some(inventory) = inventories.iter().find(|i| i.kind() == entry.kind) else {
+        return Outcome::Skipped {
+            why: format!("no inventory for {}s", entry.kind),
+        };
+    };
+    if let Some(worktree) = &entry.after
+        && !worktrees_gone.contains(worktree.as_str())
+    {
+        return Outcome::Skipped {
+            why: format!("its worktree {worktree} was not removed first: left for a later round"),
+        };
+    }
+    let item = match inventory.inspect(&entry.id) {
+        Err(e) => {
+            return Outcome::Uninspectable {
+                error: e.to_string(),
+            };
+        }
+        Ok(None) => {
+            state.forget(entry.kind, &entry.id);
+            return Outcome::AlreadyGone;
+        }
+        Ok(Some(item)) => item,
+    };
+    if item.kind() != entry.kind || item.id != entry.id || item.fingerprint() != entry.fingerprint {
+        return Outcome::Changed {
+            what: changes(entry, &item),
+        };
+    }
+    let now = decide(&item, rules, now_ms, state, &Ctx::EMPTY);
+    if now.decision == Decision::Keep {
+        return Outcome::NowKept {
+            reasons: now.reasons,
+        };
+    }
+    if let Err(why) = gate.allow(&item, entry) {
+        return Outcome::Refused { why };
+    }
+    let removal = inventory.remove(&item);
+    let outcome = if removal.succeeded() {
+        state.forget(entry.kind, &entry.id);
+        Outcome::Removed
+    } else {
+        let error = removal
+            .error()
+            .unwrap_or_else(|| "removal failed".to_owned());
+        let failed = state.record_failure(entry.kind, &entry.id, now_ms, &rules.failures, &error);
+        *newly_quarantined = failed.newly_quarantined;
+        Outcome::Failed {
+            error,
+            failures: failed.count,
+            next_try_ms: failed.next_try_ms,
+            quarantined: failed.quarantined,
+        }
+    };
+    *removal_out = Some(removal);
+    outcome
+}
+
+/// The facts that differ between the plan and now, as `field: before → after`.
+fn changes(entry: &PlanEntry, item: &Item) -> Vec<String> {
+    if item.kind() != entry.kind || item.id != entry.id {
+        return vec![format!(
+            "inspect returned {} {} for {} {}",
+            item.kind(),
+            item.id,
+            entry.kind,
+            entry.id
+        )];
+    }
+    let mut what = Vec::new();
+    if item.name != entry.name {
+        what.push(format!("name: {} → {}", entry.name, item.name));
+    }
+    let (Ok(serde_json::Value::Object(before)), Ok(serde_json::Value::Object(after))) = (
+        serde_json::to_value(&entry.facts),
+        serde_json::to_value(&item.facts),
+    ) else {
+        return what;
+    };
+    for (key, old) in &before {
+        let new = after.get(key).unwrap_or(&serde_json::Value::Null);
+        if new != old {
+            what.push(format!("{key}: {} → {}", brief(old), brief(new)));
+        }
+    }
+    for (key, new) in &after {
+        if !before.contains_key(key) {
+            what.push(format!("{key}: (none) → {}", brief(new)));
+        }
+    }
+    if what.is_empty() {
+        // Same facts, different fingerprint: the plan file was edited.
+        what.push("the plan's fingerprint does not match its facts".to_owned());
+    }
+    what
+}
+
+fn brief(value: &serde_json::Value) -> String {
+    let text = match value {
+        serde_json::Value::Number(n) => match (n.as_i64(), value_is_time(n)) {
+            (Some(ms), true) => time(ms),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    };
+    if text.chars().count() > 80 {
+        let mut cut: String = text.chars().take(77).collect();
+        cut.push('…');
+        cut
+    } else {
+        text
+    }
+}
+
+/// Milliseconds after 2001 are shown as times; counts and pids are far smaller.
+fn value_is_time(n: &serde_json::Number) -> bool {
+    n.as_i64().is_some_and(|v| v > 978_307_200_000)
+}

@@ -1,0 +1,804 @@
+//! The planner against every rule of the seed, one table row per situation, each with the
+//! exact reasons a person would read in `sweep plan`.
+
+mod common;
+
+use common::*;
+use nightwatch_janitor::{
+    ContainerFacts, Decision, FailureRules, Item, JanitorState, Kind, MergeState, NameMaxAge,
+    PathFacts, PathRule, Plan, PrState, ProcessUse, Span, SweepRules, docker_time_ms, plan,
+};
+
+fn now() -> i64 {
+    at("2026-03-10T12:00:00Z")
+}
+
+fn decide(item: &Item, rules: &SweepRules, state: &JanitorState) -> (Decision, Vec<String>) {
+    let plan = plan(std::slice::from_ref(item), rules, now(), state);
+    let entry = &plan.entries[0];
+    (entry.decision, entry.reasons.clone())
+}
+
+struct Row {
+    story: &'static str,
+    item: Item,
+    state: JanitorState,
+    decision: Decision,
+    reasons: &'static [&'static str],
+}
+
+fn check(rows: Vec<Row>, rules: &SweepRules) {
+    for row in rows {
+        let (decision, reasons) = decide(&row.item, rules, &row.state);
+        assert_eq!(decision, row.decision, "{}: {reasons:?}", row.story);
+        assert_eq!(reasons, row.reasons, "{}", row.story);
+    }
+}
+
+fn exited(created: &str, started: &str, finished: &str) -> impl FnOnce(&mut ContainerFacts) {
+    let (c, s, f) = (
+        docker_time_ms(created),
+        docker_time_ms(started),
+        docker_time_ms(finished),
+    );
+    move |facts| {
+        facts.created_ms = c;
+        facts.started_ms = s;
+        facts.finished_ms = f;
+    }
+}
+
+fn labelled(
+    label: &'static str,
+    value: &'static str,
+    then: impl FnOnce(&mut ContainerFacts),
+) -> impl FnOnce(&mut ContainerFacts) {
+    move |facts| {
+        then(facts);
+        facts.labels.insert(label.into(), value.into());
+    }
+}
+
+fn state_with(edit: impl FnOnce(&mut JanitorState)) -> JanitorState {
+    let mut state = JanitorState::new();
+    edit(&mut state);
+    state
+}
+
+const OLD: (&str, &str, &str) = (
+    "2026-02-01T09:00:00Z",
+    "2026-02-01T09:00:05Z",
+    "2026-03-01T08:00:00Z",
+);
+
+#[test]
+fn containers_follow_the_seed() {
+    let rules = SweepRules::default();
+    let old = || exited(OLD.0, OLD.1, OLD.2);
+    check(
+        vec![
+            Row {
+                story: "a test database named after its bug, stopped nine days ago",
+                item: container("c1", "pg-bug-4411", old()),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d"],
+            },
+            Row {
+                story: "a stack left over the weekend survives",
+                item: container(
+                    "c2",
+                    "stack",
+                    exited(
+                        "2026-03-06T10:00:00Z",
+                        "2026-03-06T10:00:01Z",
+                        "2026-03-07T12:00:00Z",
+                    ),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["idle 3d (last: finished 2026-03-07T12:00:00Z), not over 5d"],
+            },
+            Row {
+                story: "FinishedAt 0001-01-01 means never: the start counts",
+                item: container(
+                    "c3",
+                    "tick",
+                    exited(
+                        "2026-02-01T00:00:00Z",
+                        "2026-03-04T12:00:00Z",
+                        "0001-01-01T00:00:00Z",
+                    ),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["idle 6d (last: started 2026-03-04T12:00:00Z) > 5d"],
+            },
+            Row {
+                story: "an exec nightwatch saw yesterday keeps an old container",
+                item: container("c4", "shell", old()),
+                state: state_with(|s| s.note_activity(Kind::Container, "c4", now() - DAY)),
+                decision: Decision::Keep,
+                reasons: &["idle 1d (last: activity seen 2026-03-09T12:00:00Z), not over 5d"],
+            },
+            Row {
+                story: "labelled to stay",
+                item: container("c5", "keeper", labelled("nightwatch.keep", "true", old())),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "labelled nightwatch.keep=true",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "keep=false keeps nothing",
+                item: container(
+                    "c6",
+                    "not-kept",
+                    labelled("nightwatch.keep", "false", old()),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d"],
+            },
+            Row {
+                story: "keep-until in the future",
+                item: container(
+                    "c7",
+                    "demo",
+                    labelled("nightwatch.keep-until", "2026-04-01", old()),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "labelled nightwatch.keep-until=2026-04-01: kept until 2026-04-01T23:59:59Z",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "keep-until in the past",
+                item: container(
+                    "c8",
+                    "demo-old",
+                    labelled("nightwatch.keep-until", "2026-03-01", old()),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &[
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                    "labelled nightwatch.keep-until=2026-03-01, which passed at 2026-03-01T23:59:59Z",
+                ],
+            },
+            Row {
+                story: "keep-until as a time, today but later",
+                item: container(
+                    "c9",
+                    "demo-today",
+                    labelled("nightwatch.keep-until", "2026-03-10T18:00:00Z", old()),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "labelled nightwatch.keep-until=2026-03-10T18:00:00Z: kept until 2026-03-10T18:00:00Z",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "an unreadable keep-until still says keep",
+                item: container(
+                    "c10",
+                    "demo-soon",
+                    labelled("nightwatch.keep-until", "soon", old()),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "labelled nightwatch.keep-until=soon, which is not a date (YYYY-MM-DD or RFC 3339): kept to be safe",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "a crash loop is aged from creation, not its last restart",
+                item: container("c11", "crashy", |c| {
+                    c.status = "restarting".into();
+                    c.restart_count = 12;
+                    c.created_ms = Some(now() - 7 * DAY);
+                    c.started_ms = Some(now() - MINUTE);
+                    c.finished_ms = Some(now() - 30_000);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &[
+                    "restart loop (12 restarts, restarting): aged from creation, 7d old (created 2026-03-03T12:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "a young crash loop stays",
+                item: container("c12", "crashy-new", |c| {
+                    c.status = "running".into();
+                    c.restart_count = 3;
+                    c.created_ms = Some(now() - 2 * DAY);
+                    c.started_ms = Some(now() - MINUTE);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "restart loop (3 restarts, running): aged from creation, 2d old (created 2026-03-08T12:00:00Z), not over 5d",
+                ],
+            },
+            Row {
+                story: "two restarts are not a loop: the start counts",
+                item: container("c13", "flaky", |c| {
+                    c.status = "running".into();
+                    c.restart_count = 2;
+                    c.created_ms = Some(now() - 7 * DAY);
+                    c.started_ms = Some(now() - HOUR);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["idle 1h (last: started 2026-03-10T11:00:00Z), not over 5d"],
+            },
+            Row {
+                story: "no times at all: first seen six days ago",
+                item: container("c14", "ghost", |_| {}),
+                state: state_with(|s| s.note_first_seen(Kind::Container, "c14", now() - 6 * DAY)),
+                decision: Decision::Remove,
+                reasons: &["idle 6d (last: first seen 2026-03-04T12:00:00Z) > 5d"],
+            },
+            Row {
+                story: "no times at all and never seen: first seen now",
+                item: container("c15", "ghost-new", |_| {}),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["idle 0s (last: first seen 2026-03-10T12:00:00Z), not over 5d"],
+            },
+            Row {
+                story: "backing off after a failed removal",
+                item: container("c16", "wedged", old()),
+                state: state_with(|s| {
+                    let mut f = s.record_failure(
+                        Kind::Container,
+                        "c16",
+                        now() - 2 * MINUTE,
+                        &FailureRules::default(),
+                        "stop: timed out",
+                    );
+                    assert!(!f.newly_quarantined);
+                    f = s.record_failure(
+                        Kind::Container,
+                        "c16",
+                        now() - MINUTE,
+                        &FailureRules::default(),
+                        "stop: timed out",
+                    );
+                    assert_eq!(f.next_try_ms, now() + 9 * MINUTE);
+                }),
+                decision: Decision::Keep,
+                reasons: &[
+                    "backing off after 2 failed removals (last: stop: timed out): next try after 2026-03-10T12:09:00Z",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+            Row {
+                story: "the backoff has passed",
+                item: container("c17", "wedged-once", old()),
+                state: state_with(|s| {
+                    s.record_failure(
+                        Kind::Container,
+                        "c17",
+                        now() - HOUR,
+                        &FailureRules::default(),
+                        "stop: timed out",
+                    );
+                }),
+                decision: Decision::Remove,
+                reasons: &["idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d"],
+            },
+            Row {
+                story: "quarantined after five failures",
+                item: container("c18", "wedged-for-good", old()),
+                state: state_with(|s| {
+                    for n in 0..5 {
+                        s.record_failure(
+                            Kind::Container,
+                            "c18",
+                            now() - 30 * DAY + n * DAY,
+                            &FailureRules::default(),
+                            "remove: device or resource busy",
+                        );
+                    }
+                }),
+                decision: Decision::Keep,
+                reasons: &[
+                    "quarantined after 5 failed removals (last: remove: device or resource busy): release it to try again",
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                ],
+            },
+        ],
+        &rules,
+    );
+}
+
+#[test]
+fn named_maximum_age_goes_however_busy() {
+    let mut rules = SweepRules::default();
+    rules.containers.max_age = vec![NameMaxAge::new("qa-*", Span::hours(6)).unwrap()];
+    check(
+        vec![
+            Row {
+                story: "the QA slot after a few hours",
+                item: container("q1", "qa-slot", |c| {
+                    c.status = "running".into();
+                    c.created_ms = Some(now() - 7 * HOUR);
+                    c.started_ms = Some(now() - HOUR);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["7h old (created 2026-03-10T05:00:00Z) > 6h for containers named qa-*"],
+            },
+            Row {
+                story: "a young QA slot",
+                item: container("q2", "qa-slot-2", |c| {
+                    c.status = "running".into();
+                    c.created_ms = Some(now() - 2 * HOUR);
+                    c.started_ms = Some(now() - HOUR);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["idle 1h (last: started 2026-03-10T11:00:00Z), not over 5d"],
+            },
+            Row {
+                story: "a labelled QA slot stays",
+                item: container(
+                    "q3",
+                    "qa-pinned",
+                    labelled("nightwatch.keep", "yes", |c| {
+                        c.created_ms = Some(now() - 7 * HOUR);
+                    }),
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "labelled nightwatch.keep=yes",
+                    "7h old (created 2026-03-10T05:00:00Z) > 6h for containers named qa-*",
+                ],
+            },
+        ],
+        &rules,
+    );
+}
+
+#[test]
+fn worktrees_go_only_when_provably_finished() {
+    let rules = SweepRules::default();
+    let n = now();
+    let removable = worktree("/w/fix-4411", n, |_| {});
+    let (decision, reasons) = decide(&removable, &rules, &JanitorState::new());
+    assert_eq!(decision, Decision::Remove);
+    assert_eq!(
+        reasons,
+        [
+            "clean",
+            "branch fix-4411 merged into main",
+            "PR merged from abc123def456",
+            "3d old (created 2026-03-07T12:00:00Z) ≥ 1d",
+        ]
+    );
+
+    // One condition at a time; the first reason is the one that keeps it.
+    type Edit = Box<dyn FnOnce(&mut nightwatch_janitor::WorktreeFacts)>;
+    let cases: Vec<(&str, Edit, Decision, &str)> = vec![
+        (
+            "dirty",
+            Box::new(|w| w.dirty = Some("2 untracked, 1 unstaged".into())),
+            Decision::Keep,
+            "uncommitted changes: 2 untracked, 1 unstaged",
+        ),
+        (
+            "locked with a reason",
+            Box::new(|w| w.locked = Some("agent session 7 running".into())),
+            Decision::Keep,
+            "locked: agent session 7 running",
+        ),
+        (
+            "locked",
+            Box::new(|w| w.locked = Some(String::new())),
+            Decision::Keep,
+            "locked",
+        ),
+        (
+            "main",
+            Box::new(|w| w.is_main = true),
+            Decision::Keep,
+            "the main worktree",
+        ),
+        (
+            "in use",
+            Box::new(|w| {
+                w.in_use_by = vec![ProcessUse {
+                    pid: 4242,
+                    command: "claude".into(),
+                }]
+            }),
+            Decision::Keep,
+            "in use by pid 4242 (claude)",
+        ),
+        (
+            "not merged",
+            Box::new(|w| {
+                w.merge = MergeState::NotMerged {
+                    into: "main".into(),
+                }
+            }),
+            Decision::Keep,
+            "branch fix-4411 not merged into main",
+        ),
+        (
+            "merged elsewhere",
+            Box::new(|w| {
+                w.merge = MergeState::Ancestor {
+                    into: "develop".into(),
+                }
+            }),
+            Decision::Keep,
+            "branch fix-4411 merged into develop, not the base main",
+        ),
+        (
+            "merge unknown",
+            Box::new(|w| {
+                w.merge = MergeState::Unknown {
+                    why: "base main not found".into(),
+                }
+            }),
+            Decision::Keep,
+            "merge state unknown: base main not found",
+        ),
+        (
+            "PR open",
+            Box::new(|w| {
+                w.pr = PrState::Open {
+                    url: Some("https://github.com/o/app/pull/7".into()),
+                }
+            }),
+            Decision::Keep,
+            "PR open: https://github.com/o/app/pull/7",
+        ),
+        (
+            "no PR provider",
+            Box::new(|w| {
+                w.pr = PrState::Unknown {
+                    why: "no PR provider configured".into(),
+                }
+            }),
+            Decision::Keep,
+            "PR state unknown: no PR provider configured",
+        ),
+        (
+            "too young",
+            Box::new(move |w| w.created_ms = Some(n - 3 * HOUR)),
+            Decision::Keep,
+            "too young: 3h old (created 2026-03-10T09:00:00Z) < 1d",
+        ),
+        (
+            "no creation time, never seen",
+            Box::new(|w| w.created_ms = None),
+            Decision::Keep,
+            "too young: 0s old (first seen 2026-03-10T12:00:00Z) < 1d",
+        ),
+        (
+            "squash-merged",
+            Box::new(|w| {
+                w.merge = MergeState::SquashedContent {
+                    into: "main".into(),
+                }
+            }),
+            Decision::Remove,
+            "clean",
+        ),
+        (
+            "PR closed",
+            Box::new(|w| w.pr = PrState::Closed),
+            Decision::Remove,
+            "clean",
+        ),
+        (
+            "never had a PR",
+            Box::new(|w| w.pr = PrState::NoPr),
+            Decision::Remove,
+            "clean",
+        ),
+    ];
+    for (story, edit, expected, first_reason) in cases {
+        let item = worktree("/w/case", n, edit);
+        let (decision, reasons) = decide(&item, &rules, &JanitorState::new());
+        assert_eq!(decision, expected, "{story}: {reasons:?}");
+        assert_eq!(reasons[0], first_reason, "{story}: {reasons:?}");
+    }
+
+    let squashed = worktree("/w/sq", n, |w| {
+        w.merge = MergeState::SquashedContent {
+            into: "main".into(),
+        };
+        w.branch = None;
+    });
+    assert_eq!(
+        decide(&squashed, &rules, &JanitorState::new()).1[1],
+        "detached HEAD abc123def456 merged into main by content (squash)"
+    );
+
+    let first_seen = worktree("/w/old", n, |w| w.created_ms = None);
+    let state = state_with(|s| s.note_first_seen(Kind::Worktree, "/w/old", n - 2 * DAY));
+    let (decision, reasons) = decide(&first_seen, &rules, &state);
+    assert_eq!(decision, Decision::Remove);
+    assert_eq!(reasons[3], "2d old (first seen 2026-03-08T12:00:00Z) ≥ 1d");
+}
+
+#[test]
+fn branches_go_only_from_their_exact_tip() {
+    let rules = SweepRules::default();
+    check(
+        vec![
+            Row {
+                story: "merged at its tip",
+                item: branch("fix-4411", |_| {}),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["merged into main at its tip abc123def456"],
+            },
+            Row {
+                story: "work after the merge",
+                item: branch("fix-4412", |b| b.tip = "fedcba9876543210".into()),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "tip fedcba987654 differs from the merged commit abc123def456: it has work the merge did not take",
+                ],
+            },
+            Row {
+                story: "never merged",
+                item: branch("spike", |b| b.merged_commit = None),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["not merged into main"],
+            },
+            Row {
+                story: "the base itself",
+                item: branch("main", |_| {}),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "the base branch main",
+                    "merged into main at its tip abc123def456",
+                ],
+            },
+            Row {
+                story: "checked out in a worktree that stays",
+                item: branch("fix-4413", |b| b.checked_out_in = Some("/w/busy".into())),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "checked out in worktree /w/busy",
+                    "merged into main at its tip abc123def456",
+                ],
+            },
+        ],
+        &rules,
+    );
+}
+
+#[test]
+fn a_branch_follows_its_worktree_out() {
+    let rules = SweepRules::default();
+    let n = now();
+    let items = vec![
+        branch("fix-4411", |b| {
+            b.checked_out_in = Some("/w/fix-4411".into())
+        }),
+        worktree("/w/fix-4411", n, |_| {}),
+    ];
+    let plan = plan(&items, &rules, n, &JanitorState::new());
+    let kinds: Vec<Kind> = plan.entries.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [Kind::Worktree, Kind::Branch],
+        "folder before branch"
+    );
+    let branch_entry = &plan.entries[1];
+    assert_eq!(branch_entry.decision, Decision::Remove);
+    assert_eq!(branch_entry.after.as_deref(), Some("/w/fix-4411"));
+    assert_eq!(
+        branch_entry.reasons,
+        [
+            "after its worktree /w/fix-4411 is removed",
+            "merged into main at its tip abc123def456"
+        ]
+    );
+    // The fingerprint is of the branch as it will be once the folder is gone.
+    let after = branch("fix-4411", |_| {});
+    assert_eq!(branch_entry.fingerprint, after.fingerprint());
+}
+
+#[test]
+fn paths_by_glob_and_age() {
+    let rules = SweepRules {
+        paths: vec![PathRule::new("/tmp/pytest-of-*/pytest-*", Span::days(2)).unwrap()],
+        ..SweepRules::default()
+    };
+    let path = |id: &str, modified: Option<i64>, keep_file: bool, rule: &str| Item {
+        id: id.into(),
+        name: id.into(),
+        facts: nightwatch_janitor::Facts::Path(PathFacts {
+            path: id.into(),
+            rule: rule.into(),
+            is_dir: true,
+            is_symlink: false,
+            modified_ms: modified,
+            keep_file,
+        }),
+    };
+    let glob = "/tmp/pytest-of-*/pytest-*";
+    check(
+        vec![
+            Row {
+                story: "old pytest dir",
+                item: path(
+                    "/tmp/pytest-of-a/pytest-1",
+                    Some(now() - 3 * DAY),
+                    false,
+                    glob,
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Remove,
+                reasons: &["unmodified for 3d (last: 2026-03-07T12:00:00Z) > 2d"],
+            },
+            Row {
+                story: "recent pytest dir",
+                item: path("/tmp/pytest-of-a/pytest-2", Some(now() - DAY), false, glob),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["unmodified for 1d (last: 2026-03-09T12:00:00Z), not over 2d"],
+            },
+            Row {
+                story: "a keep file inside",
+                item: path(
+                    "/tmp/pytest-of-a/pytest-3",
+                    Some(now() - 9 * DAY),
+                    true,
+                    glob,
+                ),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "contains .nightwatch-keep",
+                    "unmodified for 9d (last: 2026-03-01T12:00:00Z) > 2d",
+                ],
+            },
+            Row {
+                story: "age unknown",
+                item: path("/tmp/pytest-of-a/pytest-4", None, false, glob),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["modification time unknown (unreadable, or too many entries)"],
+            },
+            Row {
+                story: "its rule was taken out of the policy",
+                item: path("/var/tmp/x", Some(now() - 9 * DAY), false, "/var/tmp/*"),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &["no paths rule for glob /var/tmp/* any more"],
+            },
+        ],
+        &rules,
+    );
+}
+
+#[test]
+fn first_seen_is_recorded_once() {
+    let items = vec![container("c1", "ghost", |_| {}), branch("b", |_| {})];
+    let mut state = JanitorState::new();
+    assert_eq!(state.observe(&items, now() - 6 * DAY), 2);
+    assert_eq!(
+        state.observe(&items, now()),
+        0,
+        "a later sighting moves nothing"
+    );
+    assert_eq!(
+        state.first_seen(Kind::Container, "c1"),
+        Some(now() - 6 * DAY)
+    );
+    assert_eq!(
+        state.first_seen(Kind::Branch, "/src/app#b"),
+        Some(now() - 6 * DAY)
+    );
+    assert_eq!(state.first_seen(Kind::Path, "c1"), None, "ids are per kind");
+    let plan = plan(&items, &SweepRules::default(), now(), &state);
+    let ghost = plan.entries.iter().find(|e| e.id == "c1").unwrap();
+    assert_eq!(ghost.decision, Decision::Remove);
+    assert_eq!(ghost.age_ms, 6 * 86_400_000);
+}
+
+#[test]
+fn plans_round_trip_through_json() {
+    let n = now();
+    let items = vec![
+        container("c1", "pg-bug-4411", exited(OLD.0, OLD.1, OLD.2)),
+        worktree("/w/a", n, |_| {}),
+        branch("fix", |b| b.checked_out_in = Some("/w/a".into())),
+        container("c2", "keeper", labelled("nightwatch.keep", "true", |_| {})),
+    ];
+    let planned = plan(&items, &SweepRules::default(), n, &JanitorState::new());
+    let back = Plan::from_json(&planned.to_json()).unwrap();
+    assert_eq!(back, planned);
+    let order: Vec<(&str, Decision)> = planned
+        .entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.decision))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            ("c1", Decision::Remove),
+            ("/w/a", Decision::Remove),
+            ("/src/app#fix", Decision::Remove),
+            ("c2", Decision::Keep),
+        ]
+    );
+    assert!(Plan::from_json("{\"now_ms\": 1}").is_err());
+}
+
+#[test]
+fn rules_read_from_yaml_with_the_seed_defaults() {
+    let rules: SweepRules = yaml_serde::from_str("{}").unwrap();
+    assert_eq!(rules.containers.max_idle, Span::days(5));
+    assert_eq!(rules.containers.restart_loop_max_age, Span::days(5));
+    assert_eq!(rules.containers.keep_label, "nightwatch.keep");
+    assert_eq!(rules.containers.keep_until_label, "nightwatch.keep-until");
+    assert_eq!(rules.worktrees.base, "main");
+    assert_eq!(rules.worktrees.min_age, Span::days(1));
+    assert_eq!(rules.branches.base, "main");
+    assert!(rules.paths.is_empty());
+    assert_eq!(rules.failures.backoff_initial, Span::minutes(5));
+    assert_eq!(rules.failures.backoff_max, Span::hours(6));
+    assert_eq!(rules.failures.quarantine_after, 5);
+
+    let yaml = r#"
+containers:
+  max_idle: 36h
+  max_age:
+    - { name: "qa-*", max_age: 6h }
+worktrees: { base: trunk, min_age: 2d, pr: github }
+branches: { base: trunk }
+paths:
+  - { glob: "/tmp/pytest-of-*/pytest-*", max_age: 2d }
+  - { glob: "/var/tmp/build-*", max_age: 1w, keep_file: KEEP }
+failures: { backoff_initial: 1m, backoff_max: 1h, quarantine_after: 3 }
+"#;
+    let rules: SweepRules = yaml_serde::from_str(yaml).unwrap();
+    assert_eq!(rules.containers.max_idle, Span::hours(36));
+    assert_eq!(rules.containers.max_age[0].name(), "qa-*");
+    assert_eq!(rules.worktrees.pr, nightwatch_janitor::PrProvider::Github);
+    assert_eq!(rules.paths[1].keep_file(), "KEEP");
+    assert_eq!(rules.failures.quarantine_after, 3);
+
+    for (bad, says) in [
+        ("containers: { max_idle: 5 }", "needs a unit"),
+        ("containers: { max_idel: 5d }", "unknown field `max_idel`"),
+        (
+            "paths: [{ glob: \"/*\", max_age: 1d }]",
+            "literal directory",
+        ),
+        (
+            "paths: [{ glob: \"tmp/*\", max_age: 1d }]",
+            "must be absolute",
+        ),
+        ("paths: [{ glob: \"/tmp/*\" }]", "missing field `max_age`"),
+        ("failures: { quarantine_after: 0 }", "at least 1"),
+        ("worktrees: { pr: gitlab }", "unknown variant `gitlab`"),
+    ] {
+        let error = yaml_serde::from_str::<SweepRules>(bad)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(says), "{bad}: {error}");
+    }
+}
