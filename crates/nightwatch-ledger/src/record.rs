@@ -29,6 +29,10 @@ pub mod event {
     pub const NOTIFICATION: &str = "notification";
     /// Backups removed by retention, and those kept because an undo may still need them.
     pub const BACKUP_PRUNED: &str = "backup-pruned";
+    /// The janitor left something in place: inputs `{kind, id, name}`, why in `reasons`.
+    pub const SWEEP_KEEP: &str = "sweep-keep";
+    /// The janitor stopped trying to remove something after repeated failures.
+    pub const QUARANTINED: &str = "quarantined";
 }
 
 /// Who acted: an actor kind (`agent`, `script`, `janitor`, ...) and its id (`claude-code`, ...).

@@ -43,6 +43,8 @@ pub(crate) struct PolicyFile {
     pub backup: crate::safeguards::BackupSettings,
     #[serde(default)]
     pub trust: crate::safeguards::TrustSettings,
+    #[serde(default)]
+    pub sweep: nightwatch_janitor::SweepRules,
 }
 
 /// A value written as one YAML scalar.

@@ -159,6 +159,7 @@ pub struct Policy {
     tool_rules: Vec<usize>,
     examples: Vec<Example>,
     safeguards: Safeguards,
+    sweep: nightwatch_janitor::SweepRules,
 }
 
 /// What policy says about an action, and why.
@@ -333,7 +334,13 @@ impl Policy {
             backup: file.backup,
             trust: file.trust,
         };
+        policy.sweep = file.sweep;
         policy
+    }
+
+    /// What the janitor removes and keeps (`sweep:`; the seed's rules when absent).
+    pub fn sweep(&self) -> &nightwatch_janitor::SweepRules {
+        &self.sweep
     }
 
     /// Whether any rule is scoped to trust tiers: only then does an actor's tier matter.
@@ -392,6 +399,7 @@ impl Policy {
             tool_rules,
             examples,
             safeguards: Safeguards::default(),
+            sweep: nightwatch_janitor::SweepRules::default(),
         }
     }
 

@@ -69,6 +69,12 @@ pub enum Command {
     /// Send a halt's or an ask's escalation to the notifiers its record names, and record
     /// every attempt. The hook and exec run this in the background; run it by hand to resend.
     Escalate(EscalateArgs),
+    /// The janitor: find what agents left behind (containers, worktrees, branches, temp
+    /// paths), decide each by the policy's `sweep:` rules, remove only what is still as planned.
+    #[command(subcommand)]
+    Sweep(SweepCommand),
+    /// Why is this still here (or gone)? The janitor's records about one target.
+    Why(WhyArgs),
     /// Keep the policy loaded and the ledger open for the hooks (a resident gate).
     ///
     /// Listens on gate.sock in the data directory until killed. A hook finds it there and
@@ -165,6 +171,59 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct GateArgs {}
+
+#[derive(Debug, Subcommand)]
+pub enum SweepCommand {
+    /// List every candidate with keep or remove and the reasons. Changes nothing.
+    ///
+    /// Exit status: 0, or 1 when some kind could not be listed (it is then not planned).
+    Plan(SweepPlanArgs),
+    /// Carry out a plan: re-inspect each item and remove only those still in the state the
+    /// plan saw (a fingerprint); report the ones that changed. A dry run unless --yes.
+    ///
+    /// Every removal goes through policy as the janitor's action; every keep and every result
+    /// is recorded. Exit status: 0, or 1 when a removal failed.
+    Apply(SweepApplyArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SweepPlanArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the plan (JSON) to this file, for `sweep apply --plan`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Judge ages as of this time (2026-03-01T12:00:00Z, yesterday, ...), not now.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct SweepApplyArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// The plan `sweep plan --out` wrote.
+    #[arg(long, value_name = "FILE")]
+    pub plan: PathBuf,
+    /// Remove for real (without it, say what would be removed).
+    #[arg(long)]
+    pub yes: bool,
+    /// Judge ages as of this time, not now.
+    #[arg(long, value_name = "TIME")]
+    pub now: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WhyArgs {
+    /// A container id or name, a worktree path, `REPO#branch`, or a swept path.
+    pub target: String,
+    /// How many of the latest records to show.
+    #[arg(long, default_value = "10")]
+    pub last: usize,
+}
 
 #[derive(Debug, Args)]
 pub struct UndoArgs {

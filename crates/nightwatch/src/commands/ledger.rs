@@ -220,9 +220,16 @@ fn safeguard_lines(record: &Record, line: &mut String) {
 
 pub(crate) fn describe_inputs(record: &Record) -> String {
     let inputs = &record.inputs;
-    let target = ["command", "file_path", "notebook_path", "path", "url"]
-        .iter()
-        .find_map(|key| inputs.get(key).and_then(|v| v.as_str()));
+    let target = [
+        "command",
+        "file_path",
+        "notebook_path",
+        "path",
+        "url",
+        "name",
+    ]
+    .iter()
+    .find_map(|key| inputs.get(key).and_then(|v| v.as_str()));
     let text = match target {
         Some(target) if record.tool == "exec" => target.to_owned(),
         Some(target) => format!("{} {target}", record.tool),

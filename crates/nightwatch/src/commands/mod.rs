@@ -12,10 +12,13 @@ mod ledger;
 mod policy;
 mod replay;
 mod resident;
+mod sweep;
 mod trust;
 mod undo;
 
-use crate::cli::{BackupsCommand, Cli, Command, PolicyCommand, PolicySource, TrustCommand};
+use crate::cli::{
+    BackupsCommand, Cli, Command, PolicyCommand, PolicySource, SweepCommand, TrustCommand,
+};
 use crate::home;
 use anyhow::Context;
 use nightwatch_policy::Policy;
@@ -40,6 +43,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Reject(args) => approve::reject(args),
         Command::Escalate(args) => escalate::run(args),
         Command::Gate(args) => resident::run(args),
+        Command::Sweep(SweepCommand::Plan(args)) => sweep::plan_command(args),
+        Command::Sweep(SweepCommand::Apply(args)) => sweep::apply_command(args),
+        Command::Why(args) => sweep::why(args),
         Command::Verify => ledger::verify(),
     }
 }
