@@ -88,6 +88,24 @@ impl Item {
 }
 
 pub(crate) fn fingerprint_of(id: &str, name: &str, facts: &Facts) -> String {
+    // A container that restarts changes its start and finish times and its restart count on
+    // every crash: a crash loop would never match its plan and so never go. Its fingerprint
+    // leaves those out; apply decides the re-inspected item again anyway, so real activity
+    // between plan and apply still keeps it.
+    let steadied;
+    let facts = match facts {
+        Facts::Container(c) if c.restart_count > 0 || c.status == "restarting" => {
+            steadied = Facts::Container(ContainerFacts {
+                status: "restarting".to_owned(),
+                restart_count: 0,
+                started_ms: None,
+                finished_ms: None,
+                ..c.clone()
+            });
+            &steadied
+        }
+        other => other,
+    };
     let mut hasher = HashWriter(Sha256::new());
     hasher.0.update(b"nightwatch-janitor/fingerprint/1\n");
     // Serializing plain structs, strings and a BTreeMap into a hasher cannot fail; if it ever
@@ -291,5 +309,38 @@ mod tests {
             c.status = "running".into();
         }
         assert_ne!(before, item.fingerprint());
+    }
+}
+
+#[cfg(test)]
+mod crash_loop_tests {
+    use super::*;
+
+    fn container(status: &str, restarts: u32, started: i64) -> Item {
+        Item {
+            id: "c1".into(),
+            name: "flaky".into(),
+            facts: Facts::Container(ContainerFacts {
+                labels: BTreeMap::new(),
+                image: "app".into(),
+                status: status.into(),
+                restart_count: restarts,
+                created_ms: Some(1),
+                started_ms: Some(started),
+                finished_ms: Some(started + 5),
+            }),
+        }
+    }
+
+    /// Every crash moves a looping container's times and count; its plan must still match.
+    #[test]
+    fn a_crash_loop_keeps_its_fingerprint_between_crashes() {
+        let planned = container("restarting", 40, 1_000);
+        let later = container("running", 41, 9_000);
+        assert_eq!(planned.fingerprint(), later.fingerprint());
+        // A container that never restarted and was started again has changed.
+        let idle = container("exited", 0, 1_000);
+        let started_again = container("exited", 0, 9_000);
+        assert_ne!(idle.fingerprint(), started_again.fingerprint());
     }
 }

@@ -265,6 +265,8 @@ pub enum PrProvider {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct WorktreeRules {
+    /// The repositories whose worktrees and branches are swept (their main worktrees).
+    pub repos: Vec<std::path::PathBuf>,
     pub base: String,
     pub min_age: Span,
     pub pr: PrProvider,
@@ -273,6 +275,7 @@ pub struct WorktreeRules {
 impl Default for WorktreeRules {
     fn default() -> WorktreeRules {
         WorktreeRules {
+            repos: Vec::new(),
             base: "main".to_owned(),
             min_age: Span::days(1),
             pr: PrProvider::None,

@@ -18,9 +18,49 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 
-/// The inventories the sweep rules ask for. Paths always; the others come with their crates.
+/// The inventories the sweep rules ask for: paths always, worktrees and branches of the
+/// repositories `sweep.worktrees.repos` names.
 fn inventories(rules: &SweepRules) -> Vec<Box<dyn Inventory>> {
-    vec![Box::new(PathInventory::from_rules(rules))]
+    let mut all: Vec<Box<dyn Inventory>> = vec![Box::new(PathInventory::from_rules(rules))];
+    match docker_here(rules) {
+        Ok(Some(docker)) => all.push(Box::new(docker)),
+        Ok(None) => progress(
+            "no Docker Engine here (no DOCKER_HOST, no /var/run/docker.sock): containers not swept",
+        ),
+        Err(error) => eprintln!("nightwatch: containers not swept: {error}"),
+    }
+    if !rules.worktrees.repos.is_empty() {
+        let git = nightwatch_git::GitInventory::new(
+            rules.worktrees.repos.clone(),
+            rules.worktrees.base.clone(),
+            rules.worktrees.pr,
+        );
+        all.push(Box::new(git.worktrees()));
+        all.push(Box::new(git.branches()));
+    }
+    all
+}
+
+/// The Docker Engine, when this host has one (`DOCKER_HOST`, or the default socket).
+fn docker_here(
+    rules: &SweepRules,
+) -> Result<Option<nightwatch_docker::DockerInventory>, nightwatch_janitor::InventoryError> {
+    let configured = std::env::var_os("DOCKER_HOST").is_some_and(|h| !h.is_empty());
+    if !configured && !std::path::Path::new("/var/run/docker.sock").exists() {
+        return Ok(None);
+    }
+    nightwatch_docker::DockerInventory::from_env(&rules.containers).map(Some)
+}
+
+/// Containers' exec and attach activity from the Engine's recent events, remembered in the
+/// janitor's state (the Engine forgets them).
+fn note_container_activity(store: &StateStore, rules: &SweepRules, now: i64) {
+    if let Ok(Some(docker)) = docker_here(rules) {
+        let since = now.saturating_sub(24 * 3600 * 1000);
+        if let Err(error) = docker.record_activity(store, since, now) {
+            eprintln!("nightwatch: container activity not read: {error}");
+        }
+    }
 }
 
 /// "Now" for ages: `--now`, else the one clock.
@@ -45,6 +85,8 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
     let rules = policy.sweep();
     let mut store =
         StateStore::open(&home::data_dir()).context("cannot open the janitor's state")?;
+    let wall = clock.now_ms();
+    note_container_activity(&store, rules, wall);
     let mut state = store.load()?;
     let owned = inventories(rules);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();

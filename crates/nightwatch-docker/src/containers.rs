@@ -1,0 +1,325 @@
+//! Containers as janitor items: listed with their inspect data, and removed stop-then-remove.
+
+use crate::engine::{DockerInventory, now_ms, status_of};
+use bollard::Docker;
+use bollard::models::ContainerInspectResponse;
+use bollard::query_parameters::{
+    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+use nightwatch_janitor::{
+    ContainerFacts, ContainerRules, Facts, Inventory, InventoryError, Item, JanitorState, Kind,
+    Removal, Span, SweepRules, docker_time_ms, plan,
+};
+
+/// Inspects in flight at once while listing: enough to hide the socket's round trips
+/// without crowding an Engine that other people are using.
+const INSPECTS_IN_FLIGHT: usize = 16;
+
+impl Inventory for DockerInventory {
+    fn kind(&self) -> Kind {
+        Kind::Container
+    }
+
+    /// Every container, running or not, with its inspect data. The list endpoint lacks the
+    /// start, finish and restart facts, so each container is inspected; one that disappears
+    /// in between is left out, and any other failure fails the whole list (a partial list
+    /// would let the janitor forget first sightings of containers it merely could not read).
+    fn list(&self) -> Result<Vec<Item>, InventoryError> {
+        let client = self.client()?;
+        let options = ListContainersOptionsBuilder::new().all(true).build();
+        let summaries = self
+            .block_on(client.list_containers(Some(options)))
+            .map_err(|e| self.error("list containers", e))?;
+        let ids: Vec<String> = summaries.into_iter().filter_map(|s| s.id).collect();
+        let inspected: Vec<_> = self.block_on(
+            futures_util::stream::iter(ids)
+                .map(|id| async move { (inspect(client, &id).await, id) })
+                .buffered(INSPECTS_IN_FLIGHT)
+                .collect(),
+        );
+        let mut items = Vec::with_capacity(inspected.len());
+        for (result, id) in inspected {
+            match result {
+                Ok(Some(response)) => items.push(item_of(response, &id)),
+                Ok(None) => {}
+                Err(e) => return Err(self.error(&format!("inspect container {id}"), e)),
+            }
+        }
+        Ok(items)
+    }
+
+    fn inspect(&self, id: &str) -> Result<Option<Item>, InventoryError> {
+        check_id(id)?;
+        let client = self.client()?;
+        match self.block_on(inspect(client, id)) {
+            Ok(found) => Ok(found.map(|response| item_of(response, id))),
+            Err(e) => Err(self.error(&format!("inspect container {id}"), e)),
+        }
+    }
+
+    /// Inspects again, refuses a container labelled to stay, stops it if it runs (waiting
+    /// the stop timeout before the Engine kills it), then removes it without `force` and
+    /// without its volumes. Each step taken is reported.
+    fn remove(&self, item: &Item) -> Removal {
+        let removal = Removal::new();
+        if let Err(e) = check_id(&item.id) {
+            return removal.failed("inspect", e.to_string());
+        }
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(e) => return removal.failed("connect", e.to_string()),
+        };
+        let current = match self.block_on(inspect(client, &item.id)) {
+            Ok(Some(response)) => item_of(response, &item.id),
+            Ok(None) => return removal.failed("inspect", gone(item)),
+            Err(e) => {
+                let e = self.error(&format!("inspect container {}", item.id), e);
+                return removal.failed("inspect", e.to_string());
+            }
+        };
+        let Facts::Container(facts) = &current.facts else {
+            return removal.failed("inspect", "not a container");
+        };
+        if let Some(why) = held_by_label(&current, &self.rules, now_ms()) {
+            return removal.failed(
+                "check labels",
+                format!("refused to remove {}: {why}", current.name),
+            );
+        }
+        let mut removal = removal;
+        if matches!(facts.status.as_str(), "running" | "restarting" | "paused") {
+            let seconds = i32::try_from(self.stop_timeout.as_secs()).unwrap_or(i32::MAX);
+            let options = StopContainerOptionsBuilder::new().t(seconds).build();
+            match self.block_on(client.stop_container(&item.id, Some(options))) {
+                Ok(()) => {
+                    removal = removal.done(
+                        "stop",
+                        format!("stopped {} (was {})", current.name, facts.status),
+                    );
+                }
+                // 304: it stopped by itself since the inspect.
+                Err(e) if status_of(&e) == Some(304) => {
+                    removal = removal.done("stop", format!("{} had already stopped", current.name));
+                }
+                Err(e) if status_of(&e) == Some(404) => return removal.failed("stop", gone(item)),
+                Err(e) => {
+                    let e = self.error(&format!("stop container {}", current.name), e);
+                    return removal.failed("stop", e.to_string());
+                }
+            }
+        }
+        // Never `v`: volumes may hold someone's data and outlive the container on purpose.
+        // Never `force`: a container that started again since the stop is left for next time.
+        let options = RemoveContainerOptionsBuilder::new()
+            .v(false)
+            .force(false)
+            .build();
+        match self.block_on(client.remove_container(&item.id, Some(options))) {
+            Ok(()) => removal.done(
+                "remove",
+                format!(
+                    "removed {} ({}); its volumes were kept",
+                    current.name, facts.image
+                ),
+            ),
+            Err(e) if status_of(&e) == Some(404) => removal.failed("remove", gone(item)),
+            Err(e) => {
+                let e = self.error(&format!("remove container {}", current.name), e);
+                removal.failed("remove", e.to_string())
+            }
+        }
+    }
+}
+
+/// Inspects one container; `Ok(None)` when the Engine says there is no such container.
+async fn inspect(
+    client: &Docker,
+    id: &str,
+) -> Result<Option<ContainerInspectResponse>, bollard::errors::Error> {
+    match client.inspect_container(id, None).await {
+        Ok(response) => Ok(Some(response)),
+        Err(e) if status_of(&e) == Some(404) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+fn gone(item: &Item) -> String {
+    format!(
+        "no such container {} ({}): it is already gone",
+        item.name, item.id
+    )
+}
+
+/// Ids and names are letters, digits, `_`, `.` and `-`. Anything else (a `/` in an edited
+/// plan file, say) would change which Engine endpoint the request reaches.
+fn check_id(id: &str) -> Result<(), InventoryError> {
+    let plain = !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if plain {
+        Ok(())
+    } else {
+        Err(InventoryError::Refused {
+            id: id.to_owned(),
+            reason: "not a container id or name".to_owned(),
+        })
+    }
+}
+
+/// The janitor's item for one inspected container. Docker's zero time becomes `None`.
+fn item_of(response: ContainerInspectResponse, asked: &str) -> Item {
+    let id = response.id.unwrap_or_else(|| asked.to_owned());
+    let name = response
+        .name
+        .map(|n| n.trim_start_matches('/').to_owned())
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| id.clone());
+    let config = response.config.unwrap_or_default();
+    let state = response.state.unwrap_or_default();
+    let facts = ContainerFacts {
+        labels: config.labels.unwrap_or_default().into_iter().collect(),
+        // The name it was created from (`postgres:16`), else the image id.
+        image: config
+            .image
+            .filter(|i| !i.is_empty())
+            .or(response.image)
+            .unwrap_or_default(),
+        status: state.status.map(|s| s.to_string()).unwrap_or_default(),
+        restart_count: response
+            .restart_count
+            .map(|n| u32::try_from(n.max(0)).unwrap_or(u32::MAX))
+            .unwrap_or(0),
+        created_ms: response.created.as_deref().and_then(docker_time_ms),
+        started_ms: state.started_at.as_deref().and_then(docker_time_ms),
+        finished_ms: state.finished_at.as_deref().and_then(docker_time_ms),
+    };
+    Item {
+        id,
+        name,
+        facts: Facts::Container(facts),
+    }
+}
+
+/// Why the container's labels keep it, asked of the planner itself so the labels have one
+/// reading (`nightwatch.keep=true`, a `nightwatch.keep-until` date not yet passed). The
+/// question is put so that only a label can keep it: no age limits, no failures, and a
+/// container that has been idle since 1970.
+fn held_by_label(item: &Item, rules: &ContainerRules, now_ms: i64) -> Option<String> {
+    let Facts::Container(facts) = &item.facts else {
+        return None;
+    };
+    let probe = Item {
+        id: item.id.clone(),
+        name: item.name.clone(),
+        facts: Facts::Container(ContainerFacts {
+            labels: facts.labels.clone(),
+            created_ms: Some(0),
+            ..ContainerFacts::default()
+        }),
+    };
+    let rules = SweepRules {
+        containers: ContainerRules {
+            max_idle: Span::from_ms(0),
+            restart_loop_max_age: Span::from_ms(0),
+            max_age: Vec::new(),
+            ..rules.clone()
+        },
+        ..SweepRules::default()
+    };
+    let decided = plan(&[probe], &rules, now_ms.max(1), &JanitorState::new());
+    decided.keeps().next().map(|entry| {
+        let labels: Vec<&str> = entry
+            .reasons
+            .iter()
+            .filter(|r| r.starts_with("labelled"))
+            .map(String::as_str)
+            .collect();
+        if labels.is_empty() {
+            entry.reasons.join("; ")
+        } else {
+            labels.join("; ")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn labelled(pairs: &[(&str, &str)]) -> Item {
+        let labels: BTreeMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        Item {
+            id: "c0ffee".into(),
+            name: "pg-bug-4411".into(),
+            facts: Facts::Container(ContainerFacts {
+                labels,
+                status: "running".into(),
+                created_ms: Some(1_772_359_200_000),
+                ..ContainerFacts::default()
+            }),
+        }
+    }
+
+    const NOW: i64 = 1_780_000_000_000; // 2026-05-28
+
+    #[test]
+    fn keep_label_holds_at_remove_time() {
+        let rules = ContainerRules::default();
+        let why = held_by_label(&labelled(&[("nightwatch.keep", "true")]), &rules, NOW);
+        assert_eq!(why.as_deref(), Some("labelled nightwatch.keep=true"));
+        assert_eq!(
+            held_by_label(&labelled(&[("nightwatch.keep", "false")]), &rules, NOW),
+            None
+        );
+        assert_eq!(held_by_label(&labelled(&[]), &rules, NOW), None);
+    }
+
+    #[test]
+    fn keep_until_holds_only_until_its_date() {
+        let rules = ContainerRules::default();
+        let future = labelled(&[("nightwatch.keep-until", "2026-06-30")]);
+        assert!(held_by_label(&future, &rules, NOW).is_some());
+        let past = labelled(&[("nightwatch.keep-until", "2026-01-01")]);
+        assert_eq!(held_by_label(&past, &rules, NOW), None);
+        let garbage = labelled(&[("nightwatch.keep-until", "soon")]);
+        assert!(held_by_label(&garbage, &rules, NOW).is_some());
+    }
+
+    #[test]
+    fn odd_ids_are_refused_before_reaching_the_engine() {
+        assert!(check_id("4f3c2a").is_ok());
+        assert!(check_id("pg-bug_4411.1").is_ok());
+        for bad in ["", "../images/x", "a/b", "a?force=true", "a b"] {
+            assert!(check_id(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn zero_times_are_never() {
+        let response: ContainerInspectResponse = serde_json::from_str(
+            r#"{"Id":"abc","Name":"/pg-bug-4411","Created":"2026-03-01T10:00:00.5Z",
+                "RestartCount":7,"Image":"sha256:1",
+                "State":{"Status":"restarting","StartedAt":"0001-01-01T00:00:00Z",
+                         "FinishedAt":"0001-01-01T00:00:00Z"},
+                "Config":{"Image":"postgres:16","Labels":{"a":"b"}}}"#,
+        )
+        .expect("inspect JSON");
+        let item = item_of(response, "abc");
+        assert_eq!(item.name, "pg-bug-4411");
+        let Facts::Container(c) = item.facts else {
+            panic!("not a container");
+        };
+        assert_eq!(c.image, "postgres:16");
+        assert_eq!(c.status, "restarting");
+        assert_eq!(c.restart_count, 7);
+        assert_eq!(c.created_ms, Some(1_772_359_200_500));
+        assert_eq!((c.started_ms, c.finished_ms), (None, None));
+        assert_eq!(c.labels.get("a").map(String::as_str), Some("b"));
+    }
+}

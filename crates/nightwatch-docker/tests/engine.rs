@@ -1,0 +1,360 @@
+//! The Docker inventory against the real Engine on this machine. Each test labels what it
+//! creates `nightwatch.test=<run>` and removes it when done, failed or not.
+
+mod common;
+
+use common::{Scratch, docker, now_ms};
+use nightwatch_docker::DockerInventory;
+use nightwatch_janitor::{
+    ContainerFacts, ContainerRules, Decision, Facts, Inventory, InventoryError, Item, JanitorState,
+    Kind, StateStore, SweepRules, plan,
+};
+use std::time::{Duration, Instant};
+
+const DAY_MS: i64 = 86_400_000;
+/// Docker's clock and ours are the same clock, but its times are taken a little before or
+/// after the CLI returns.
+const SLACK_MS: i64 = 2_000;
+
+fn inventory() -> DockerInventory {
+    DockerInventory::from_env(&ContainerRules::default())
+        .expect("inventory")
+        .with_stop_timeout(Duration::from_secs(2))
+}
+
+/// The items of this run only: the host may have other containers.
+fn listed(inventory: &DockerInventory, scratch: &Scratch) -> Vec<Item> {
+    inventory
+        .list()
+        .expect("list")
+        .into_iter()
+        .filter(|item| {
+            facts(item)
+                .labels
+                .get(common::TEST_LABEL)
+                .map(String::as_str)
+                == Some(&scratch.run)
+        })
+        .collect()
+}
+
+fn facts(item: &Item) -> &ContainerFacts {
+    match &item.facts {
+        Facts::Container(c) => c,
+        other => panic!("not a container: {other:?}"),
+    }
+}
+
+fn find<'a>(items: &'a [Item], id: &str) -> &'a Item {
+    items
+        .iter()
+        .find(|i| i.id == id)
+        .unwrap_or_else(|| panic!("{id} not listed among {items:?}"))
+}
+
+fn within(at: Option<i64>, from: i64, to: i64, what: &str) -> i64 {
+    let at = at.unwrap_or_else(|| panic!("{what} is missing"));
+    assert!(
+        from - SLACK_MS <= at && at <= to + SLACK_MS,
+        "{what} {at} not within {from}..{to}"
+    );
+    at
+}
+
+#[test]
+fn lists_running_and_exited_containers_with_their_times_and_labels() {
+    let scratch = Scratch::new("list");
+    let before = now_ms();
+    let running = scratch.container(
+        "run",
+        &["--name", &scratch.name("running"), "--label", "team=qa"],
+        &["sleep", "3600"],
+    );
+    let exited = scratch.container(
+        "run",
+        &["--name", &scratch.name("exited")],
+        &["sh", "-c", "exit 3"],
+    );
+    docker(&["wait", &exited]);
+    let after = now_ms();
+
+    let items = listed(&inventory(), &scratch);
+    assert_eq!(items.len(), 2, "{items:?}");
+
+    let item = find(&items, &running);
+    assert_eq!(item.kind(), Kind::Container);
+    assert_eq!(item.name, scratch.name("running"));
+    let c = facts(item);
+    assert_eq!(c.status, "running");
+    assert_eq!(c.image, common::IMAGE);
+    assert_eq!(c.labels.get("team").map(String::as_str), Some("qa"));
+    assert_eq!(c.restart_count, 0);
+    let created = within(c.created_ms, before, after, "created");
+    let started = within(c.started_ms, before, after, "started");
+    assert!(created <= started);
+
+    let c = facts(find(&items, &exited));
+    assert_eq!(c.status, "exited");
+    // Not `started <= finished`: for a container that exits at once the Engine can record
+    // FinishedAt a little before StartedAt. The planner takes the latest of them anyway.
+    within(c.started_ms, before, after, "started");
+    within(c.finished_ms, before, after, "finished");
+    assert!(!c.labels.contains_key("team"));
+}
+
+#[test]
+fn never_stopped_container_has_no_finish_time() {
+    let scratch = Scratch::new("never-stopped");
+    let running = scratch.container("run", &[], &["sleep", "3600"]);
+    let created = scratch.container("create", &[], &["sleep", "3600"]);
+
+    let inventory = inventory();
+    let c = facts_of(&inventory, &running);
+    assert_eq!(c.status, "running");
+    assert!(c.started_ms.is_some());
+    assert_eq!(
+        c.finished_ms, None,
+        "0001-01-01T00:00:00Z must read as never"
+    );
+
+    let c = facts_of(&inventory, &created);
+    assert_eq!(c.status, "created");
+    assert_eq!((c.started_ms, c.finished_ms), (None, None));
+    assert!(c.created_ms.is_some());
+}
+
+fn facts_of(inventory: &DockerInventory, id: &str) -> ContainerFacts {
+    let item = inventory.inspect(id).expect("inspect").expect("present");
+    assert_eq!(item.id, id);
+    facts(&item).clone()
+}
+
+#[test]
+fn crash_loop_shows_its_restarts() {
+    let scratch = Scratch::new("crash-loop");
+    let looping = scratch.container(
+        "run",
+        &["--restart", "always", "--name", &scratch.name("looping")],
+        &["sh", "-c", "exit 1"],
+    );
+    let inventory = inventory();
+    // The Engine backs off 100 ms, 200 ms, 400 ms...: three restarts take about a second.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let c = loop {
+        let c = facts_of(&inventory, &looping);
+        if c.restart_count >= 3 || Instant::now() > deadline {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    assert!(c.restart_count >= 3, "only {} restarts", c.restart_count);
+    assert!(
+        matches!(c.status.as_str(), "restarting" | "running" | "exited"),
+        "status {}",
+        c.status
+    );
+    // Its clock keeps resetting, which is why the planner ages it from creation.
+    let created = c.created_ms.expect("created");
+    assert!(c.started_ms.expect("started") > created);
+
+    let decided = plan(
+        &[inventory
+            .inspect(&looping)
+            .expect("inspect")
+            .expect("present")],
+        &SweepRules::default(),
+        now_ms() + 6 * DAY_MS,
+        &JanitorState::new(),
+    );
+    let entry = &decided.entries[0];
+    assert_eq!(entry.decision, Decision::Remove, "{:?}", entry.reasons);
+    assert!(
+        entry.reasons[0].starts_with("restart loop"),
+        "{:?}",
+        entry.reasons
+    );
+}
+
+#[test]
+fn remove_stops_then_removes_in_two_steps() {
+    let scratch = Scratch::new("remove-running");
+    let running = scratch.container("run", &[], &["sleep", "3600"]);
+    let created = scratch.container("create", &[], &["sleep", "3600"]);
+    let inventory = inventory();
+
+    let item = inventory
+        .inspect(&running)
+        .expect("inspect")
+        .expect("present");
+    let removal = inventory.remove(&item);
+    let steps: Vec<(&str, bool)> = removal
+        .steps
+        .iter()
+        .map(|s| (s.what.as_str(), s.ok))
+        .collect();
+    assert_eq!(steps, [("stop", true), ("remove", true)], "{removal:?}");
+    assert!(removal.succeeded());
+    assert!(inventory.inspect(&running).expect("inspect").is_none());
+
+    // A container that never ran needs no stop.
+    let item = inventory
+        .inspect(&created)
+        .expect("inspect")
+        .expect("present");
+    let removal = inventory.remove(&item);
+    assert_eq!(removal.steps.len(), 1, "{removal:?}");
+    assert_eq!(removal.steps[0].what, "remove");
+    assert!(removal.succeeded());
+    assert!(scratch.ids().is_empty());
+}
+
+#[test]
+fn container_removed_between_list_and_remove_fails_cleanly() {
+    let scratch = Scratch::new("gone");
+    let id = scratch.container("create", &[], &["sleep", "3600"]);
+    let inventory = inventory();
+    let item = find(&listed(&inventory, &scratch), &id).clone();
+    docker(&["rm", &id]);
+
+    assert!(inventory.inspect(&id).expect("inspect").is_none());
+    let removal = inventory.remove(&item);
+    assert!(!removal.succeeded());
+    assert_eq!(removal.steps.len(), 1, "{removal:?}");
+    let error = removal.error().expect("an error");
+    assert!(error.contains("already gone"), "{error}");
+}
+
+#[test]
+fn keep_label_is_refused_at_remove_time() {
+    let scratch = Scratch::new("keep");
+    let id = scratch.container(
+        "create",
+        &["--label", "nightwatch.keep=true"],
+        &["sleep", "1"],
+    );
+    let inventory = inventory();
+    let item = inventory.inspect(&id).expect("inspect").expect("present");
+
+    let removal = inventory.remove(&item);
+    assert!(!removal.succeeded());
+    assert_eq!(removal.steps.len(), 1, "{removal:?}");
+    assert_eq!(removal.steps[0].what, "check labels");
+    assert!(
+        removal.steps[0].detail.contains("nightwatch.keep=true"),
+        "{removal:?}"
+    );
+    assert!(
+        inventory.inspect(&id).expect("inspect").is_some(),
+        "it was removed"
+    );
+}
+
+#[test]
+fn remove_keeps_the_containers_volumes() {
+    let mut scratch = Scratch::new("volumes");
+    let volume = scratch.volume("data");
+    let mount = format!("{volume}:/data");
+    let id = scratch.container("run", &["-v", &mount], &["sh", "-c", "exit 0"]);
+    docker(&["wait", &id]);
+    let inventory = inventory();
+    let item = inventory.inspect(&id).expect("inspect").expect("present");
+
+    assert!(inventory.remove(&item).succeeded());
+    assert!(inventory.inspect(&id).expect("inspect").is_none());
+    assert_eq!(
+        docker(&["volume", "inspect", "-f", "{{.Name}}", &volume]),
+        volume
+    );
+}
+
+#[test]
+fn exec_activity_is_recorded_and_survives_a_restart() {
+    let scratch = Scratch::new("activity");
+    let id = scratch.container("run", &[], &["sleep", "3600"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = StateStore::open(dir.path()).expect("state store");
+    let inventory = inventory();
+
+    let since = now_ms();
+    docker(&["exec", &id, "sh", "-c", "true"]);
+    let until = now_ms() + 500;
+    let noted = inventory
+        .record_activity(&store, since - SLACK_MS, until)
+        .expect("record activity");
+    // exec_create, exec_start and exec_die, at least (other tests may exec too).
+    assert!(noted >= 3, "noted {noted} events");
+    let at = store.activity(Kind::Container, &id).expect("read");
+    within(at, since, until, "activity");
+    drop(store);
+
+    let reopened = StateStore::open(dir.path()).expect("reopen");
+    let state = reopened.load().expect("load");
+    assert_eq!(state.activity(Kind::Container, &id), at);
+}
+
+#[test]
+fn plan_removes_an_idle_exited_container_and_keeps_a_labelled_one() {
+    let scratch = Scratch::new("plan");
+    let idle = scratch.container("run", &[], &["sh", "-c", "exit 0"]);
+    let kept = scratch.container(
+        "run",
+        &["--label", "nightwatch.keep=true"],
+        &["sh", "-c", "exit 0"],
+    );
+    docker(&["wait", &idle, &kept]);
+    let items = listed(&inventory(), &scratch);
+
+    let decided = plan(
+        &items,
+        &SweepRules::default(),
+        now_ms() + 6 * DAY_MS,
+        &JanitorState::new(),
+    );
+    let entry = |id: &str| {
+        decided
+            .entries
+            .iter()
+            .find(|e| e.id == id)
+            .unwrap_or_else(|| panic!("{id} not planned"))
+    };
+    assert_eq!(
+        entry(&idle).decision,
+        Decision::Remove,
+        "{:?}",
+        entry(&idle).reasons
+    );
+    assert!(
+        entry(&idle).reasons[0].starts_with("idle 6d"),
+        "{:?}",
+        entry(&idle).reasons
+    );
+    assert_eq!(entry(&kept).decision, Decision::Keep);
+    assert_eq!(entry(&kept).reasons[0], "labelled nightwatch.keep=true");
+}
+
+#[test]
+fn unreachable_engine_is_an_error_not_an_empty_list() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let host = format!("unix://{}/docker.sock", dir.path().display());
+    let inventory = DockerInventory::at(&host, &ContainerRules::default()).expect("inventory");
+
+    let error = inventory
+        .list()
+        .expect_err("listed an Engine that is not there");
+    assert!(
+        matches!(error, InventoryError::Unavailable { .. }),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains(&host), "{message}");
+    assert!(inventory.inspect("abc").is_err());
+    let removal = inventory.remove(&Item {
+        id: "abc".into(),
+        name: "abc".into(),
+        facts: Facts::Container(ContainerFacts::default()),
+    });
+    assert!(!removal.succeeded());
+
+    let store = StateStore::open(dir.path()).expect("state store");
+    assert!(inventory.record_activity(&store, 0, 1).is_err());
+}
