@@ -107,6 +107,66 @@ pub(crate) fn describe(porcelain: &[u8]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// Asks a PR-state program (`ARGV... REPO BRANCH`) and reads its one-line answer. It gets ten
+/// seconds; a failure, a timeout or an answer it cannot read is "unknown", which keeps.
+pub(crate) fn pr_state_from_command(
+    argv: &[String],
+    repo: &str,
+    branch: &str,
+) -> nightwatch_janitor::PrState {
+    use nightwatch_janitor::PrState;
+    use std::io::Read;
+    let unknown = |why: String| PrState::Unknown { why };
+    let Some((program, args)) = argv.split_first() else {
+        return unknown("the PR command is empty".to_owned());
+    };
+    let child = std::process::Command::new(program)
+        .args(args)
+        .args([repo, branch])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) => return unknown(format!("cannot run {program}: {e}")),
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5))
+            }
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return unknown(format!("{program} did not answer within 10 s"));
+            }
+        }
+    };
+    let mut out = String::new();
+    if let Some(mut stdout) = child.stdout.take() {
+        let _ = stdout.by_ref().take(4096).read_to_string(&mut out);
+    }
+    if !status.success() {
+        return unknown(format!("{program} failed ({status})"));
+    }
+    let line = out.lines().next().unwrap_or("").trim();
+    let mut words = line.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some("merged"), Some(commit)) => PrState::Merged {
+            commit: commit.to_owned(),
+        },
+        (Some("open"), url) => PrState::Open {
+            url: url.map(str::to_owned),
+        },
+        (Some("closed"), None) => PrState::Closed,
+        (Some("none"), None) => PrState::NoPr,
+        _ => unknown(format!("{program} answered {line:?}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::describe;

@@ -87,13 +87,19 @@ impl GitInventory {
         })
     }
 
-    fn pr_state(&self) -> PrState {
-        match self.pr {
+    fn pr_state(&self, repo: &str, branch: Option<&str>) -> PrState {
+        match &self.pr {
             PrProvider::None => PrState::Unknown {
                 why: "no PR provider configured".to_owned(),
             },
             PrProvider::Github => PrState::Unknown {
                 why: "the GitHub PR provider is not implemented yet".to_owned(),
+            },
+            PrProvider::Command(argv) => match branch {
+                None => PrState::Unknown {
+                    why: "a detached HEAD has no PR".to_owned(),
+                },
+                Some(branch) => cli::pr_state_from_command(argv, repo, branch),
             },
         }
     }
@@ -130,7 +136,7 @@ impl GitInventory {
                         dirty,
                         merge,
                         in_use_by: procs::users(&cwds, &canonical(&w.path), &all),
-                        pr: self.pr_state(),
+                        pr: self.pr_state(&snap.repo, w.branch.as_deref()),
                         created_ms: w.admin_dir.as_deref().and_then(created_ms),
                     }),
                 }

@@ -253,12 +253,40 @@ impl NameMaxAge {
 
 /// Where PR states come from. Without a provider every worktree's PR state is unknown, and an
 /// unknown PR state keeps the worktree.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum PrProvider {
     #[default]
     None,
     Github,
+    /// A program asked per worktree, `ARGV... REPO BRANCH`, that prints one line:
+    /// `merged COMMIT`, `open [URL]`, `closed` or `none` (no PR). Anything else, a failure
+    /// or a timeout is "unknown", which keeps the worktree.
+    Command(Vec<String>),
+}
+
+/// `pr: none`, `pr: github`, or `pr: { command: [PROGRAM, ARGS...] }`.
+impl<'de> Deserialize<'de> for PrProvider {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Written {
+            Name(String),
+            Command { command: Vec<String> },
+        }
+        match Written::deserialize(deserializer)? {
+            Written::Name(name) => match name.as_str() {
+                "none" => Ok(PrProvider::None),
+                "github" => Ok(PrProvider::Github),
+                other => Err(serde::de::Error::custom(format!(
+                    "unknown PR provider {other:?}: write none, github, or {{ command: [PROGRAM, ...] }}"
+                ))),
+            },
+            Written::Command { command } if command.is_empty() => Err(serde::de::Error::custom(
+                "the PR command needs at least a program",
+            )),
+            Written::Command { command } => Ok(PrProvider::Command(command)),
+        }
+    }
 }
 
 /// Worktrees go only when provably finished.

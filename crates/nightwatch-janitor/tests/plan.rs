@@ -794,7 +794,11 @@ failures: { backoff_initial: 1m, backoff_max: 1h, quarantine_after: 3 }
         ),
         ("paths: [{ glob: \"/tmp/*\" }]", "missing field `max_age`"),
         ("failures: { quarantine_after: 0 }", "at least 1"),
-        ("worktrees: { pr: gitlab }", "unknown variant `gitlab`"),
+        (
+            "worktrees: { pr: gitlab }",
+            "unknown PR provider \"gitlab\"",
+        ),
+        ("worktrees: { pr: { command: [] } }", "at least a program"),
     ] {
         let error = yaml_serde::from_str::<SweepRules>(bad)
             .unwrap_err()

@@ -217,9 +217,359 @@ fn now_evaluates_ages_as_of_another_time() {
         &s.policy,
         &["sweep", "plan", "--now", &in_six_days.to_string()],
     );
+    let shown = text(&later_ok);
+    for path in ["agent-new", "agent-old"] {
+        let line = shown
+            .lines()
+            .find(|l| l.ends_with(path))
+            .unwrap_or_default();
+        assert!(line.starts_with("REMOVE"), "{path} six days on: {shown}");
+    }
+    let pinned = shown
+        .lines()
+        .find(|l| l.ends_with("agent-pinned"))
+        .unwrap_or_default();
+    assert!(pinned.starts_with("keep"), "{shown}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Real Docker Engine and real git worktrees. The sweep sees the whole host, so every apply
+// here runs a plan cut down to the test's own items: nothing else on the machine is touched.
+// ---------------------------------------------------------------------------------------------
+
+const IMAGE: &str = "nightwatch-test/busybox:latest";
+
+fn sh(program: &str, args: &[&str], dir: Option<&Path>) -> String {
+    let mut command = Command::new(program);
+    command
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null");
+    if let Some(dir) = dir {
+        command.current_dir(dir);
+    }
+    let out = command.output().expect("run");
     assert!(
-        text(&later_ok).contains("2 to remove"),
-        "{}",
-        text(&later_ok)
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// The offline test image (static busybox), built once.
+fn image() {
+    let present = Command::new("docker")
+        .args(["image", "inspect", IMAGE])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if present {
+        return;
+    }
+    assert!(
+        Path::new("/bin/busybox").is_file(),
+        "/bin/busybox is missing: .ci/run installs busybox-static for the Docker tests"
+    );
+    let dir = common::scratch("sweep", "image");
+    let bin = dir.join("rootfs/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    for applet in ["sh", "sleep"] {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let tar = dir.join("rootfs.tar");
+    let rootfs = dir.join("rootfs");
+    sh(
+        "tar",
+        &[
+            "-C",
+            rootfs.to_str().unwrap(),
+            "-cf",
+            tar.to_str().unwrap(),
+            "bin",
+        ],
+        None,
+    );
+    let _ = Command::new("docker")
+        .args(["import", tar.to_str().unwrap(), IMAGE])
+        .output();
+}
+
+/// Containers labelled with this test's run id, removed when dropped.
+struct Containers(String);
+
+impl Containers {
+    fn run(&self, args: &[&str]) -> String {
+        let label = format!("nightwatch.test={}", self.0);
+        let mut all = vec!["run", "-d", "--label", &label];
+        all.extend(args);
+        sh("docker", &all, None)
+    }
+}
+
+impl Drop for Containers {
+    fn drop(&mut self) {
+        let filter = format!("label=nightwatch.test={}", self.0);
+        if let Ok(out) = Command::new("docker")
+            .args(["ps", "-aq", "--filter", &filter])
+            .output()
+        {
+            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
+                let _ = Command::new("docker").args(["rm", "-f", id]).output();
+            }
+        }
+    }
+}
+
+/// The plan written to `out`, keeping only entries whose id is in `ids` (or whose path or
+/// branch is under `prefix`).
+fn cut_plan(plan: &Path, keep: impl Fn(&serde_json::Value) -> bool) {
+    let mut value: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(plan).unwrap()).unwrap();
+    let entries = value["entries"].as_array().unwrap().clone();
+    value["entries"] = entries.into_iter().filter(|e| keep(e)).collect();
+    std::fs::write(plan, value.to_string()).unwrap();
+}
+
+fn entry<'a>(plan: &'a serde_json::Value, id_part: &str) -> &'a serde_json::Value {
+    plan["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["id"].as_str().unwrap().contains(id_part))
+        .unwrap_or_else(|| panic!("{id_part} not in the plan"))
+}
+
+#[test]
+fn containers_idle_five_days_go_crash_loops_by_age_labels_stay_and_changed_ones_are_left() {
+    image();
+    let dir = common::scratch("sweep", "docker");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+    )
+    .unwrap();
+    let run_id = format!("sweep-{}", std::process::id());
+    let box_ = Containers(run_id.clone());
+    let idle = box_.run(&[IMAGE, "sh", "-c", "exit 0"]);
+    let pinned = box_.run(&[
+        "--label",
+        "nightwatch.keep=true",
+        IMAGE,
+        "sh",
+        "-c",
+        "exit 0",
+    ]);
+    let looping = box_.run(&["--restart", "always", IMAGE, "sh", "-c", "exit 1"]);
+    let changed = box_.run(&[IMAGE, "sh", "-c", "exit 0"]);
+    std::thread::sleep(Duration::from_secs(2));
+    let ours = [&idle, &pinned, &looping, &changed];
+
+    let now = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(6 * 24)).to_string();
+    let plan_file = dir.join("plan.json");
+    let planned = run(
+        &home,
+        &policy,
+        &[
+            "sweep",
+            "plan",
+            "--now",
+            &now,
+            "--out",
+            plan_file.to_str().unwrap(),
+            "--json",
+        ],
+    );
+    assert!(planned.status.code().is_some(), "{}", text(&planned));
+    cut_plan(&plan_file, |e| ours.iter().any(|id| e["id"] == ***id));
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    assert_eq!(entry(&plan, &idle)["decision"], "remove", "{plan}");
+    assert_eq!(entry(&plan, &pinned)["decision"], "keep", "{plan}");
+    assert!(
+        entry(&plan, &pinned)["reasons"]
+            .to_string()
+            .contains("nightwatch.keep")
+    );
+    assert_eq!(entry(&plan, &looping)["decision"], "remove", "{plan}");
+    assert!(
+        entry(&plan, &looping)["reasons"]
+            .to_string()
+            .contains("creat"),
+        "a restart loop is aged from its creation: {}",
+        entry(&plan, &looping)["reasons"]
+    );
+
+    // Between plan and apply, one of them is used again.
+    sh("docker", &["start", &changed], None);
+    let applied = run(
+        &home,
+        &policy,
+        &[
+            "sweep",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+            "--now",
+            &now,
+        ],
+    );
+    let gone = |id: &str| {
+        !Command::new("docker")
+            .args(["inspect", id])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(gone(&idle), "{}", text(&applied));
+    assert!(gone(&looping), "{}", text(&applied));
+    assert!(!gone(&pinned), "{}", text(&applied));
+    assert!(
+        !gone(&changed),
+        "changed since the plan: {}",
+        text(&applied)
+    );
+    assert!(text(&applied).contains("changed"), "{}", text(&applied));
+}
+
+#[test]
+fn a_finished_worktree_goes_with_its_branch_and_unfinished_ones_stay() {
+    let dir = common::scratch("sweep", "git");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let repo = dir.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    sh("git", &["init", "-q", "-b", "main"], Some(&repo));
+    std::fs::write(repo.join("app.txt"), "v1\n").unwrap();
+    sh("git", &["add", "."], Some(&repo));
+    sh("git", &["commit", "-qm", "first"], Some(&repo));
+    let mut paths = Vec::new();
+    for name in ["merged", "dirty", "locked"] {
+        let path = dir.join(format!("wt-{name}"));
+        sh(
+            "git",
+            &[
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                &format!("feat-{name}"),
+                path.to_str().unwrap(),
+            ],
+            Some(&repo),
+        );
+        std::fs::write(path.join(format!("{name}.txt")), "work\n").unwrap();
+        sh("git", &["add", "."], Some(&path));
+        sh("git", &["commit", "-qm", name], Some(&path));
+        sh(
+            "git",
+            &["merge", "-q", "--ff-only", &format!("feat-{name}")],
+            Some(&repo),
+        );
+        paths.push(path);
+    }
+    std::fs::write(paths[1].join("app.txt"), "uncommitted\n").unwrap();
+    sh(
+        "git",
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "agent still running",
+            paths[2].to_str().unwrap(),
+        ],
+        Some(&repo),
+    );
+    let pr = dir.join("pr-state");
+    std::fs::write(
+        &pr,
+        "#!/bin/sh\ncd \"$1\" && echo \"merged $(git rev-parse \"$2\")\"\n",
+    )
+    .unwrap();
+    sh("chmod", &["755", pr.to_str().unwrap()], None);
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "sweep:\n  worktrees:\n    repos: [\"{}\"]\n    base: main\n    min_age: 1d\n    pr: {{ command: [\"{}\"] }}\nrules:\n  - id: janitor\n    verdict: allow\n    actor: {{ kind: [janitor] }}\n",
+            repo.display(),
+            pr.display()
+        ),
+    )
+    .unwrap();
+    let now = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(2 * 24)).to_string();
+    let plan_file = dir.join("plan.json");
+    let planned = run(
+        &home,
+        &policy,
+        &[
+            "sweep",
+            "plan",
+            "--now",
+            &now,
+            "--out",
+            plan_file.to_str().unwrap(),
+        ],
+    );
+    assert!(plan_file.exists(), "{}", text(&planned));
+    let repo_text = repo.display().to_string();
+    let dir_text = dir.display().to_string();
+    cut_plan(&plan_file, |e| {
+        let id = e["id"].as_str().unwrap_or("");
+        id.starts_with(&dir_text) || id.starts_with(&repo_text)
+    });
+    let plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&plan_file).unwrap()).unwrap();
+    assert_eq!(
+        entry(&plan, "wt-merged")["decision"],
+        "remove",
+        "{}\n{plan}",
+        text(&planned)
+    );
+    assert_eq!(entry(&plan, "wt-dirty")["decision"], "keep");
+    assert!(
+        entry(&plan, "wt-dirty")["reasons"]
+            .to_string()
+            .contains("modified")
+    );
+    assert_eq!(entry(&plan, "wt-locked")["decision"], "keep");
+    assert!(
+        entry(&plan, "wt-locked")["reasons"]
+            .to_string()
+            .contains("agent still running")
+    );
+    assert_eq!(entry(&plan, "#feat-merged")["decision"], "remove", "{plan}");
+
+    let applied = run(
+        &home,
+        &policy,
+        &[
+            "sweep",
+            "apply",
+            "--plan",
+            plan_file.to_str().unwrap(),
+            "--yes",
+            "--now",
+            &now,
+        ],
+    );
+    assert!(!paths[0].exists(), "{}", text(&applied));
+    assert!(paths[1].exists() && paths[2].exists());
+    let branches = sh("git", &["branch", "--list"], Some(&repo));
+    assert!(
+        !branches.contains("feat-merged"),
+        "{branches}\n{}",
+        text(&applied)
+    );
+    assert!(branches.contains("feat-dirty") && branches.contains("feat-locked"));
+    let why = run(&home, &policy, &["why", paths[1].to_str().unwrap()]);
+    assert!(text(&why).contains("kept"), "{}", text(&why));
 }

@@ -33,7 +33,7 @@ fn inventories(rules: &SweepRules) -> Vec<Box<dyn Inventory>> {
         let git = nightwatch_git::GitInventory::new(
             rules.worktrees.repos.clone(),
             rules.worktrees.base.clone(),
-            rules.worktrees.pr,
+            rules.worktrees.pr.clone(),
         );
         all.push(Box::new(git.worktrees()));
         all.push(Box::new(git.branches()));
