@@ -58,7 +58,13 @@ fn ensure_image() -> Result<(), String> {
     let rootfs = dir.join("rootfs");
     run(
         "tar",
-        &["-C", &rootfs.to_string_lossy(), "-cf", &tar.to_string_lossy(), "bin"],
+        &[
+            "-C",
+            &rootfs.to_string_lossy(),
+            "-cf",
+            &tar.to_string_lossy(),
+            "bin",
+        ],
         None,
     )?;
     run("docker", &["import", &tar.to_string_lossy(), IMAGE], None)?;
@@ -67,7 +73,11 @@ fn ensure_image() -> Result<(), String> {
 }
 
 fn cleanup_containers() {
-    if let Ok(ids) = run("docker", &["ps", "-aq", "--filter", &format!("label={LABEL}")], None) {
+    if let Ok(ids) = run(
+        "docker",
+        &["ps", "-aq", "--filter", &format!("label={LABEL}")],
+        None,
+    ) {
         let ids: Vec<&str> = ids.split_whitespace().collect();
         for chunk in ids.chunks(50) {
             let mut args = vec!["rm", "-f"];
@@ -81,7 +91,10 @@ fn main() -> ExitCode {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let binary = manifest.join("../../target/release/nightwatch");
     if !binary.is_file() {
-        eprintln!("{} is missing: run `cargo build --release` first", binary.display());
+        eprintln!(
+            "{} is missing: run `cargo build --release` first",
+            binary.display()
+        );
         return ExitCode::from(1);
     }
     if let Err(e) = ensure_image() {
@@ -126,14 +139,23 @@ fn main() -> ExitCode {
             let name = format!("nwbench-{}-{made}", std::process::id());
             let created = run(
                 "docker",
-                &["create", "--label", LABEL, "--name", &name, IMAGE, "sleep", "1"],
+                &[
+                    "create", "--label", LABEL, "--name", &name, IMAGE, "sleep", "1",
+                ],
                 None,
             )
             .and_then(|_| {
                 let path = root.join(format!("wt-{made}"));
                 run(
                     "git",
-                    &["worktree", "add", "-q", "-b", &format!("b{made}"), &path.to_string_lossy()],
+                    &[
+                        "worktree",
+                        "add",
+                        "-q",
+                        "-b",
+                        &format!("b{made}"),
+                        &path.to_string_lossy(),
+                    ],
                     Some(&repo),
                 )
             });
@@ -166,7 +188,10 @@ fn main() -> ExitCode {
                     times.push(took);
                 }
                 Ok(out) => {
-                    eprintln!("sweep plan failed: {}", String::from_utf8_lossy(&out.stderr));
+                    eprintln!(
+                        "sweep plan failed: {}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
                     failed = true;
                     break;
                 }
