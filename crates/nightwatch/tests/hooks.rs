@@ -3,9 +3,8 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads");
 const AGENT_VM_POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/agent-vm.yaml");
@@ -22,26 +21,9 @@ fn payload(path: &str) -> Vec<u8> {
 
 /// Runs `nightwatch ARGS` with `stdin`, in data directory `home`, with extra environment.
 fn run(home: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
-    command
-        .args(args)
-        .env("NIGHTWATCH_HOME", home)
-        .env_remove("NIGHTWATCH_POLICY")
-        .env_remove("NIGHTWATCH_SESSION")
-        .env_remove("NIGHTWATCH_AGENT")
-        .env_remove("NIGHTWATCH_TRIGGERED_BY")
-        .env_remove("NIGHTWATCH_ALERT_ID")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("nightwatch runs");
-    if let Some(mut input) = child.stdin.take() {
-        let _ = input.write_all(stdin);
-    }
-    child.wait_with_output().expect("nightwatch finishes")
+    let mut all = vec![("NIGHTWATCH_HOME", home.as_os_str())];
+    all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+    common::nightwatch(args, stdin, &all)
 }
 
 fn json(output: &Output) -> serde_json::Value {

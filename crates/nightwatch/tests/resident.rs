@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::Write;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -17,22 +16,9 @@ fn payload(path: &str) -> Vec<u8> {
 }
 
 fn hook(home: &Path, input: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
-    command
-        .args(["hook", "claude"])
-        .env("NIGHTWATCH_HOME", home)
-        .env_remove("NIGHTWATCH_POLICY")
-        .env_remove("NIGHTWATCH_SESSION")
-        .env_remove("NIGHTWATCH_NOW")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("nightwatch runs");
-    child.stdin.take().unwrap().write_all(input).unwrap();
-    child.wait_with_output().unwrap()
+    let mut all = vec![("NIGHTWATCH_HOME", home.as_os_str())];
+    all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+    common::nightwatch(&["hook", "claude"], input, &all)
 }
 
 /// `nightwatch gate` in `home`, stopped when dropped.

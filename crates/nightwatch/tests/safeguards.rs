@@ -4,9 +4,8 @@
 mod common;
 
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::time::{Duration, SystemTime};
 
 fn scratch(name: &str) -> PathBuf {
@@ -15,26 +14,13 @@ fn scratch(name: &str) -> PathBuf {
 
 /// Runs `nightwatch ARGS` in data directory `home` with policy `policy`.
 fn run(home: &Path, policy: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
-    command
-        .args(args)
-        .env("NIGHTWATCH_HOME", home)
-        .env("NIGHTWATCH_POLICY", policy)
-        .env("TZ", "UTC")
-        .env_remove("NIGHTWATCH_SESSION")
-        .env_remove("NIGHTWATCH_AGENT")
-        .env_remove("NIGHTWATCH_NOW")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (key, value) in env {
-        command.env(key, value);
-    }
-    let mut child = command.spawn().expect("nightwatch runs");
-    if let Some(mut input) = child.stdin.take() {
-        let _ = input.write_all(stdin);
-    }
-    child.wait_with_output().expect("nightwatch finishes")
+    let mut all = vec![
+        ("NIGHTWATCH_HOME", home.as_os_str()),
+        ("NIGHTWATCH_POLICY", policy.as_os_str()),
+        ("TZ", std::ffi::OsStr::new("UTC")),
+    ];
+    all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+    common::nightwatch(args, stdin, &all)
 }
 
 fn text(output: &Output) -> String {

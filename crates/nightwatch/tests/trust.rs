@@ -4,9 +4,8 @@
 mod common;
 
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 const NOW: &str = "2026-02-14T03:17:00Z";
 
@@ -42,28 +41,14 @@ impl Home {
     }
 
     fn run(&self, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
-        command
-            .args(args)
-            .env("NIGHTWATCH_HOME", &self.dir)
-            .env("NIGHTWATCH_POLICY", &self.policy)
-            .env("NIGHTWATCH_NOW", NOW)
-            .env("TZ", "UTC")
-            .env_remove("NIGHTWATCH_SESSION")
-            .env_remove("NIGHTWATCH_AGENT")
-            .env_remove("NIGHTWATCH_TRIGGERED_BY")
-            .env_remove("NIGHTWATCH_ALERT_ID")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().expect("nightwatch runs");
-        if let Some(mut input) = child.stdin.take() {
-            let _ = input.write_all(stdin);
-        }
-        child.wait_with_output().expect("nightwatch finishes")
+        let mut all = vec![
+            ("NIGHTWATCH_HOME", self.dir.as_os_str()),
+            ("NIGHTWATCH_POLICY", self.policy.as_os_str()),
+            ("NIGHTWATCH_NOW", std::ffi::OsStr::new(NOW)),
+            ("TZ", std::ffi::OsStr::new("UTC")),
+        ];
+        all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
+        common::nightwatch(args, stdin, &all)
     }
 
     /// Claude Code asks before running `command`, then reports it ran.

@@ -69,3 +69,33 @@ impl Receiver {
         }
     }
 }
+
+/// Runs the real `nightwatch ARGS` with `stdin`, its environment cleared of every
+/// `NIGHTWATCH_*` variable of the test process and set to `env`, and waits for it.
+pub fn nightwatch(
+    args: &[&str],
+    stdin: &[u8],
+    env: &[(&str, &std::ffi::OsStr)],
+) -> std::process::Output {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("NIGHTWATCH_") {
+            command.env_remove(key);
+        }
+    }
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command.spawn().expect("nightwatch runs");
+    if let Some(mut input) = child.stdin.take() {
+        let _ = input.write_all(stdin);
+    }
+    child.wait_with_output().expect("nightwatch finishes")
+}
