@@ -143,10 +143,49 @@ pub struct CircuitBreakerCheck {
 }
 
 /// A glob with the text it was written as, for details and errors.
+///
+/// The common shapes (`*migrate*`, `pg_dump*`, `*.lock`, a plain name) are matched as text; only
+/// other globs build a regex, and only when first used: a hook reads its policy, and so its
+/// checks, on every call.
 #[derive(Clone, Debug)]
 pub struct Pattern {
     text: String,
-    matcher: GlobMatcher,
+    shape: Shape,
+    /// None only if the glob that built in `new` stopped building: it then counts as a match,
+    /// which holds an action back rather than letting it through.
+    matcher: std::sync::OnceLock<Option<GlobMatcher>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Shape {
+    Exact(String),
+    Prefix(String),
+    Suffix(String),
+    Contains(String),
+    Glob,
+}
+
+impl Shape {
+    fn of(text: &str) -> Shape {
+        let special = |c: char| matches!(c, '*' | '?' | '[' | ']' | '{' | '}' | '\\');
+        let inner = text.trim_start_matches('*').trim_end_matches('*');
+        if inner.contains(special) || inner.is_empty() {
+            return Shape::Glob;
+        }
+        match (text.starts_with('*'), text.ends_with('*')) {
+            (false, false) => Shape::Exact(inner.to_owned()),
+            (false, true) => Shape::Prefix(inner.to_owned()),
+            (true, false) => Shape::Suffix(inner.to_owned()),
+            (true, true) => Shape::Contains(inner.to_owned()),
+        }
+    }
+}
+
+fn glob_builder(text: &str) -> GlobBuilder<'_> {
+    // `*` crosses `/` here: command lines are not paths.
+    let mut builder = GlobBuilder::new(text);
+    builder.literal_separator(false).backslash_escape(true);
+    builder
 }
 
 impl Pattern {
@@ -154,18 +193,14 @@ impl Pattern {
         if text.is_empty() {
             return Err(SpecError::EmptyGlob);
         }
-        // `*` crosses `/` here: command lines are not paths.
-        let glob = GlobBuilder::new(text)
-            .literal_separator(false)
-            .backslash_escape(true)
-            .build()
-            .map_err(|e| SpecError::Glob {
-                glob: text.to_owned(),
-                reason: e.kind().to_string(),
-            })?;
+        glob_builder(text).build().map_err(|e| SpecError::Glob {
+            glob: text.to_owned(),
+            reason: e.kind().to_string(),
+        })?;
         Ok(Pattern {
             text: text.to_owned(),
-            matcher: glob.compile_matcher(),
+            shape: Shape::of(text),
+            matcher: std::sync::OnceLock::new(),
         })
     }
 
@@ -174,7 +209,44 @@ impl Pattern {
     }
 
     pub fn is_match(&self, text: &str) -> bool {
-        self.matcher.is_match(text)
+        match &self.shape {
+            Shape::Exact(s) => text == s,
+            Shape::Prefix(s) => text.starts_with(s.as_str()),
+            Shape::Suffix(s) => text.ends_with(s.as_str()),
+            Shape::Contains(s) => text.contains(s.as_str()),
+            Shape::Glob => self
+                .matcher
+                .get_or_init(|| {
+                    glob_builder(&self.text)
+                        .build()
+                        .ok()
+                        .map(|glob| glob.compile_matcher())
+                })
+                .as_ref()
+                .is_none_or(|matcher| matcher.is_match(text)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod pattern_tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The text shortcuts agree with the glob they stand for.
+        #[test]
+        fn shortcuts_match_as_the_glob_does(
+            core in "[a-z_./ -]{1,6}",
+            lead in any::<bool>(),
+            trail in any::<bool>(),
+            text in "[a-z_./ -]{0,12}",
+        ) {
+            let glob = format!("{}{core}{}", if lead { "*" } else { "" }, if trail { "*" } else { "" });
+            let pattern = Pattern::new(&glob).unwrap();
+            let regex = glob_builder(&glob).build().unwrap().compile_matcher();
+            prop_assert_eq!(pattern.is_match(&text), regex.is_match(&text), "{} on {:?}", glob, text);
+        }
     }
 }
 
