@@ -1,0 +1,625 @@
+//! The SQLite edge: `tasks.db` in the data directory, WAL, `synchronous=FULL`.
+//!
+//! Every write is one `BEGIN IMMEDIATE` transaction that loads the task, asks the
+//! [`machine`](crate::machine) what happens, and writes the new row and its event together.
+//! IMMEDIATE takes the write lock before reading, so two workers can never both read a task as
+//! ready and both claim it: the second waits, then reads it as running.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
+
+use crate::machine::{
+    self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
+};
+
+/// Why a store call failed. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(
+        "task {task_id}: attempt {attempt} no longer holds this task (it is {status} at attempt {current}); its result was not applied. Another worker reclaimed it after the lease expired, or it already finished: heartbeat more often than the lease"
+    )]
+    Stale {
+        task_id: i64,
+        attempt: u32,
+        current: u32,
+        status: Status,
+    },
+    #[error("task {0} does not exist")]
+    NotFound(i64),
+    #[error(
+        "task {task_id} has status {found:?} in the database, which this version does not know"
+    )]
+    Corrupt { task_id: i64, found: String },
+    #[error("cannot create data directory {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the task database stayed busy for {waited_ms} ms; another process holds it")]
+    Busy { waited_ms: u64 },
+    #[error("task database: {0}")]
+    Database(#[from] rusqlite::Error),
+}
+
+/// What `offer` did with an alert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offered {
+    Created(i64),
+    /// A repeat of an alert whose task is still live: counted on that task.
+    Attached(i64),
+    /// A task for this identity ran recently; the reason names it and when the cooldown ends.
+    Suppressed {
+        why: String,
+    },
+}
+
+/// What `resolve` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    CancelledBeforeStart(i64),
+    /// Already running: it finishes; the event log notes the alert cleared.
+    TooLate(i64),
+    NoTask,
+}
+
+/// A task handed to a worker. `attempt` is the fencing token for heartbeat and complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub task_id: i64,
+    pub attempt: u32,
+    pub alert_json: String,
+    pub route: String,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: i64,
+    pub identity: String,
+    pub alert_json: String,
+    pub route: String,
+    pub created_at: i64,
+    /// Repeats of the alert attached while the task was live.
+    pub repeats: u32,
+    pub last_seen: i64,
+    pub lifecycle: Lifecycle,
+}
+
+/// One row of the append-only `task_events` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEvent {
+    pub seq: i64,
+    pub task_id: i64,
+    pub at: i64,
+    /// `None` for the creation event.
+    pub from: Option<Status>,
+    pub to: Status,
+    pub why: String,
+}
+
+/// A task that gave up and has not been handed to a person yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    pub task_id: i64,
+    pub identity: String,
+    pub route: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+}
+
+/// Which tasks `tasks` returns; empty fields match everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    pub identity: Option<String>,
+    pub status: Option<Status>,
+}
+
+/// How long a write keeps retrying a busy database.
+const BUSY_DEADLINE: Duration = Duration::from_secs(30);
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS tasks (
+    id INTEGER PRIMARY KEY,
+    identity TEXT NOT NULL,
+    alert_json TEXT NOT NULL,
+    route TEXT NOT NULL,
+    created_ms INTEGER NOT NULL,
+    repeats INTEGER NOT NULL DEFAULT 0,
+    last_seen_ms INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    ready_ms INTEGER NOT NULL,
+    lease_until_ms INTEGER,
+    worker TEXT,
+    last_error TEXT,
+    finished_ms INTEGER,
+    -- 0 none, 1 waiting for take_escalations, 2 handed over
+    escalation INTEGER NOT NULL DEFAULT 0
+);
+-- The database itself refuses a second live task for one identity.
+CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_live ON tasks(identity)
+    WHERE status IN ('pending', 'running');
+CREATE INDEX IF NOT EXISTS tasks_ready ON tasks(status, ready_ms);
+CREATE INDEX IF NOT EXISTS tasks_identity ON tasks(identity, finished_ms);
+CREATE TABLE IF NOT EXISTS task_events (
+    seq INTEGER PRIMARY KEY,
+    task_id INTEGER NOT NULL REFERENCES tasks(id),
+    at_ms INTEGER NOT NULL,
+    from_status TEXT,
+    to_status TEXT NOT NULL,
+    why TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_events_task ON task_events(task_id, seq);
+CREATE TRIGGER IF NOT EXISTS task_events_no_update BEFORE UPDATE ON task_events
+    BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
+    BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
+";
+
+const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
+     status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms";
+
+/// The durable queue. Each handle owns one connection; many handles (threads or processes)
+/// may share one data directory.
+pub struct TaskStore {
+    conn: Mutex<Connection>,
+    policy: Policy,
+    path: PathBuf,
+}
+
+impl TaskStore {
+    /// Opens (creating if needed) `tasks.db` in `dir`.
+    pub fn open(dir: &Path, policy: Policy) -> Result<TaskStore, TaskError> {
+        std::fs::create_dir_all(dir).map_err(|source| TaskError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let path = dir.join("tasks.db");
+        let conn = Connection::open(&path)?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        // WAL sticks to the file, so a racing opener at worst repeats it.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // FULL: a committed claim or completion survives power loss, not just a crash.
+        conn.pragma_update(None, "synchronous", "FULL")?;
+        let store = TaskStore {
+            conn: Mutex::new(conn),
+            policy,
+            path,
+        };
+        store.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
+        Ok(store)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The policy this handle applies.
+    pub fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// Offers an alert: creates a task, attaches it to the identity's live task, or
+    /// suppresses it during the cooldown after the identity's last run.
+    pub fn offer(
+        &self,
+        identity: &str,
+        alert_json: &str,
+        route: &str,
+        now: i64,
+    ) -> Result<Offered, TaskError> {
+        self.write(|tx| {
+            let live: Option<i64> = tx
+                .query_row(
+                    "SELECT id FROM tasks WHERE identity = ?1 AND status IN ('pending', 'running')",
+                    [identity],
+                    |r| r.get(0),
+                )
+                .optional()?;
+            let last_run = tx
+                .query_row(
+                    "SELECT id, status, finished_ms FROM tasks
+                     WHERE identity = ?1 AND status IN ('done', 'gave_up')
+                     ORDER BY finished_ms DESC, id DESC LIMIT 1",
+                    [identity],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?)),
+                )
+                .optional()?;
+            let last_run = match last_run {
+                Some((task_id, status, finished_at)) => Some(LastRun {
+                    task_id,
+                    status: parse_status(task_id, &status)?,
+                    finished_at,
+                }),
+                None => None,
+            };
+            match machine::decide_offer(live, last_run.as_ref(), &self.policy, now) {
+                OfferDecision::Attach(id) => {
+                    tx.execute(
+                        "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = ?2 WHERE id = ?1",
+                        params![id, now],
+                    )?;
+                    Ok(Offered::Attached(id))
+                }
+                OfferDecision::Suppress { why } => Ok(Offered::Suppressed { why }),
+                OfferDecision::Create => {
+                    let life = Lifecycle::new(&self.policy, now);
+                    tx.execute(
+                        "INSERT INTO tasks (identity, alert_json, route, created_ms, last_seen_ms,
+                             status, attempt, ready_ms)
+                         VALUES (?1, ?2, ?3, ?4, ?4, ?5, 0, ?6)",
+                        params![
+                            identity,
+                            alert_json,
+                            route,
+                            now,
+                            life.status.as_str(),
+                            life.ready_at
+                        ],
+                    )?;
+                    let id = tx.last_insert_rowid();
+                    let why = if life.ready_at > now {
+                        format!(
+                            "alert offered; claimable at {} unless it resolves first",
+                            life.ready_at
+                        )
+                    } else {
+                        "alert offered".to_string()
+                    };
+                    insert_event(tx, id, now, None, Status::Pending, &why)?;
+                    Ok(Offered::Created(id))
+                }
+            }
+        })
+    }
+
+    /// The alert cleared: a task not yet started is cancelled; a running one finishes.
+    pub fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError> {
+        self.write(|tx| {
+            let task: Option<(i64, Lifecycle)> = tx
+                .query_row(
+                    &format!(
+                        "SELECT {TASK_COLUMNS} FROM tasks
+                         WHERE identity = ?1 AND status IN ('pending', 'running')"
+                    ),
+                    [identity],
+                    |r| Ok(read_task(r)),
+                )
+                .optional()?
+                .transpose()?
+                .map(|t| (t.id, t.lifecycle));
+            let Some((id, life)) = task else {
+                return Ok(Resolved::NoTask);
+            };
+            match machine::apply(&life, &Input::Resolve, &self.policy, now, 0) {
+                Ok(step) => {
+                    write_step(tx, id, now, &step)?;
+                    Ok(match step.next.status {
+                        Status::Cancelled => Resolved::CancelledBeforeStart(id),
+                        _ => Resolved::TooLate(id),
+                    })
+                }
+                Err(_) => Ok(Resolved::NoTask),
+            }
+        })
+    }
+
+    /// Claims the oldest ready task (pending past its ready time, or running with an expired
+    /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
+    /// expired gives up on the way (and is escalated) instead of being handed out.
+    pub fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+        self.write(|tx| {
+            loop {
+                let task = tx
+                    .query_row(
+                        &format!(
+                            "SELECT {TASK_COLUMNS} FROM tasks
+                             WHERE (status = 'pending' AND ready_ms <= ?1)
+                                OR (status = 'running' AND lease_until_ms <= ?1)
+                             ORDER BY CASE status WHEN 'pending' THEN ready_ms
+                                                  ELSE lease_until_ms END, id
+                             LIMIT 1"
+                        ),
+                        [now],
+                        |r| Ok(read_task(r)),
+                    )
+                    .optional()?
+                    .transpose()?;
+                let Some(task) = task else { return Ok(None) };
+                let input = Input::Claim { worker, lease_ms };
+                let step = match machine::apply(&task.lifecycle, &input, &self.policy, now, 0) {
+                    Ok(step) => step,
+                    // The query and the machine agree on readiness; if they ever did not,
+                    // refusing to hand the task out is the safe side.
+                    Err(_) => return Ok(None),
+                };
+                write_step(tx, task.id, now, &step)?;
+                if step.next.status == Status::Running {
+                    return Ok(Some(Claim {
+                        task_id: task.id,
+                        attempt: step.next.attempt,
+                        alert_json: task.alert_json,
+                        route: task.route,
+                    }));
+                }
+            }
+        })
+    }
+
+    /// Extends the lease of `attempt` to `now + lease_ms`; fenced like `complete`.
+    pub fn heartbeat(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(), TaskError> {
+        self.change(task_id, now, &Input::Heartbeat { attempt, lease_ms })
+            .map(|_| ())
+    }
+
+    /// Records how `attempt` ended. Rejected with [`TaskError::Stale`] unless `attempt` is the
+    /// task's current, running attempt. Returns the task's new status.
+    pub fn complete(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        outcome: &Outcome,
+        now: i64,
+    ) -> Result<Status, TaskError> {
+        self.change(task_id, now, &Input::Complete { attempt, outcome })
+    }
+
+    /// Hands over every task that gave up and was not handed over before: each exactly once.
+    pub fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
+        self.write(|tx| {
+            let mut stmt = tx.prepare(
+                "SELECT id, identity, route, attempt, last_error FROM tasks
+                 WHERE escalation = 1 ORDER BY id",
+            )?;
+            let taken = stmt
+                .query_map([], |r| {
+                    Ok(Escalation {
+                        task_id: r.get(0)?,
+                        identity: r.get(1)?,
+                        route: r.get(2)?,
+                        attempts: r.get(3)?,
+                        last_error: r.get(4)?,
+                    })
+                })?
+                .collect::<Result<Vec<_>, _>>()?;
+            for e in &taken {
+                tx.execute("UPDATE tasks SET escalation = 2 WHERE id = ?1", [e.task_id])?;
+                let why = "escalation handed to a person";
+                insert_event(
+                    tx,
+                    e.task_id,
+                    now,
+                    Some(Status::GaveUp),
+                    Status::GaveUp,
+                    why,
+                )?;
+            }
+            Ok(taken)
+        })
+    }
+
+    /// One task by id.
+    pub fn task(&self, task_id: i64) -> Result<Option<Task>, TaskError> {
+        let conn = self.conn();
+        conn.query_row(
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+            [task_id],
+            |r| Ok(read_task(r)),
+        )
+        .optional()?
+        .transpose()
+    }
+
+    /// Tasks matching `filter`, oldest first.
+    pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks
+             WHERE (?1 IS NULL OR identity = ?1) AND (?2 IS NULL OR status = ?2)
+             ORDER BY id"
+        ))?;
+        let rows = stmt.query_map(
+            params![filter.identity, filter.status.map(Status::as_str)],
+            |r| Ok(read_task(r)),
+        )?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    }
+
+    /// Everything that happened to a task, in order.
+    pub fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(
+            "SELECT seq, task_id, at_ms, from_status, to_status, why FROM task_events
+             WHERE task_id = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([task_id], |r| {
+            Ok((
+                r.get::<_, i64>(0)?,
+                r.get::<_, i64>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<String>>(3)?,
+                r.get::<_, String>(4)?,
+                r.get::<_, String>(5)?,
+            ))
+        })?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (seq, task_id, at, from, to, why) = row?;
+            out.push(TaskEvent {
+                seq,
+                task_id,
+                at,
+                from: from.map(|f| parse_status(task_id, &f)).transpose()?,
+                to: parse_status(task_id, &to)?,
+                why,
+            });
+        }
+        Ok(out)
+    }
+
+    fn change(&self, task_id: i64, now: i64, input: &Input<'_>) -> Result<Status, TaskError> {
+        self.write(|tx| {
+            let task = tx
+                .query_row(
+                    &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                    [task_id],
+                    |r| Ok(read_task(r)),
+                )
+                .optional()?
+                .transpose()?
+                .ok_or(TaskError::NotFound(task_id))?;
+            let jitter = machine::jitter_for(task_id, task.lifecycle.attempt);
+            match machine::apply(&task.lifecycle, input, &self.policy, now, jitter) {
+                Ok(step) => {
+                    write_step(tx, task_id, now, &step)?;
+                    Ok(step.next.status)
+                }
+                Err(Refusal::Stale {
+                    attempt,
+                    current,
+                    status,
+                }) => Err(TaskError::Stale {
+                    task_id,
+                    attempt,
+                    current,
+                    status,
+                }),
+                // Heartbeat and complete only refuse as stale.
+                Err(_) => Err(TaskError::NotFound(task_id)),
+            }
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        // SQLite rolls back an unfinished transaction, so a poisoned lock carries no damage.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` in a `BEGIN IMMEDIATE` transaction, retrying while another writer holds the
+    /// database past SQLite's own busy timeout.
+    fn write<T>(
+        &self,
+        mut op: impl FnMut(&Transaction<'_>) -> Result<T, TaskError>,
+    ) -> Result<T, TaskError> {
+        let mut conn = self.conn();
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(1);
+        loop {
+            let result = (|| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let value = op(&tx)?;
+                tx.commit()?;
+                Ok(value)
+            })();
+            match result {
+                Err(TaskError::Database(e)) if is_busy(&e) => {
+                    if started.elapsed() >= BUSY_DEADLINE {
+                        return Err(TaskError::Busy {
+                            waited_ms: started.elapsed().as_millis() as u64,
+                        });
+                    }
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                other => return other,
+            }
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+fn parse_status(task_id: i64, s: &str) -> Result<Status, TaskError> {
+    Status::parse(s).ok_or_else(|| TaskError::Corrupt {
+        task_id,
+        found: s.to_string(),
+    })
+}
+
+fn read_task(r: &Row<'_>) -> Result<Task, TaskError> {
+    let id: i64 = r.get(0)?;
+    let status: String = r.get(7)?;
+    Ok(Task {
+        id,
+        identity: r.get(1)?,
+        alert_json: r.get(2)?,
+        route: r.get(3)?,
+        created_at: r.get(4)?,
+        repeats: r.get(5)?,
+        last_seen: r.get(6)?,
+        lifecycle: Lifecycle {
+            status: parse_status(id, &status)?,
+            attempt: r.get(8)?,
+            ready_at: r.get(9)?,
+            lease_until: r.get(10)?,
+            worker: r.get(11)?,
+            last_error: r.get(12)?,
+            finished_at: r.get(13)?,
+        },
+    })
+}
+
+fn write_step(
+    tx: &Transaction<'_>,
+    task_id: i64,
+    now: i64,
+    step: &machine::Step,
+) -> Result<(), TaskError> {
+    let n = &step.next;
+    tx.execute(
+        "UPDATE tasks SET status = ?2, attempt = ?3, ready_ms = ?4, lease_until_ms = ?5,
+             worker = ?6, last_error = ?7, finished_ms = ?8,
+             escalation = CASE WHEN ?9 THEN 1 ELSE escalation END
+         WHERE id = ?1",
+        params![
+            task_id,
+            n.status.as_str(),
+            n.attempt,
+            n.ready_at,
+            n.lease_until,
+            n.worker,
+            n.last_error,
+            n.finished_at,
+            step.escalate
+        ],
+    )?;
+    if let Some(Change { from, to, why }) = &step.event {
+        insert_event(tx, task_id, now, Some(*from), *to, why)?;
+    }
+    Ok(())
+}
+
+fn insert_event(
+    tx: &Transaction<'_>,
+    task_id: i64,
+    now: i64,
+    from: Option<Status>,
+    to: Status,
+    why: &str,
+) -> Result<(), TaskError> {
+    tx.execute(
+        "INSERT INTO task_events (task_id, at_ms, from_status, to_status, why)
+         VALUES (?1, ?2, ?3, ?4, ?5)",
+        params![task_id, now, from.map(Status::as_str), to.as_str(), why],
+    )?;
+    Ok(())
+}

@@ -1,0 +1,438 @@
+//! The queue against a real `tasks.db` in a temp dir, one story per test.
+
+use nightwatch_tasks::{
+    Offered, Outcome, Policy, Resolved, Status, TaskError, TaskFilter, TaskStore, machine,
+};
+
+const MIN: i64 = 60_000;
+
+fn policy() -> Policy {
+    Policy {
+        cooldown_ms: 10 * MIN,
+        resolve_delay_ms: 0,
+        max_attempts: 3,
+        backoff_base_ms: 1_000,
+        backoff_cap_ms: 4_000,
+    }
+}
+
+fn open(dir: &tempfile::TempDir, policy: Policy) -> TaskStore {
+    TaskStore::open(dir.path(), policy).unwrap()
+}
+
+fn created(o: Offered) -> i64 {
+    match o {
+        Offered::Created(id) => id,
+        other => panic!("expected a new task, got {other:?}"),
+    }
+}
+
+fn failed(e: &str) -> Outcome {
+    Outcome::Failed { error: e.into() }
+}
+
+/// Every event chains: first from nothing, then each `from` is the previous `to`.
+fn assert_event_chain(store: &TaskStore, id: i64) {
+    let events = store.events(id).unwrap();
+    assert!(!events.is_empty(), "task {id} has zero events");
+    assert_eq!(events[0].from, None);
+    for pair in events.windows(2) {
+        assert_eq!(pair[1].from, Some(pair[0].to), "task {id}: {events:#?}");
+    }
+    let task = store.task(id).unwrap().unwrap();
+    assert_eq!(events.last().unwrap().to, task.lifecycle.status);
+}
+
+#[test]
+fn repeats_of_a_live_alert_attach_and_are_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("disk/db1", "{\"n\":1}", "r", 0).unwrap());
+    assert_eq!(
+        store.offer("disk/db1", "{\"n\":2}", "r", 10).unwrap(),
+        Offered::Attached(id)
+    );
+    let claim = store.claim("w", 20, MIN).unwrap().unwrap();
+    // Still live while running: attaches, does not start a second fix.
+    assert_eq!(
+        store.offer("disk/db1", "{}", "r", 30).unwrap(),
+        Offered::Attached(id)
+    );
+    let other = created(store.offer("disk/db2", "{}", "r", 30).unwrap());
+    assert_ne!(other, id);
+    let task = store.task(id).unwrap().unwrap();
+    assert_eq!((task.repeats, task.last_seen), (2, 30));
+    assert_eq!(claim.alert_json, "{\"n\":1}");
+}
+
+#[test]
+fn cooldown_after_a_run_suppresses_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("vm/7", "{}", "r", 0).unwrap());
+    let c = store.claim("w", 0, MIN).unwrap().unwrap();
+    store
+        .complete(id, c.attempt, &Outcome::Succeeded, MIN)
+        .unwrap();
+    match store.offer("vm/7", "{}", "r", 2 * MIN).unwrap() {
+        Offered::Suppressed { why } => {
+            assert!(why.contains(&format!("task {id}")), "{why}");
+            assert!(why.contains("done"), "{why}");
+            assert!(why.contains(&format!("until {}", 11 * MIN)), "{why}");
+        }
+        other => panic!("expected suppression, got {other:?}"),
+    }
+    let again = created(store.offer("vm/7", "{}", "r", 11 * MIN).unwrap());
+    assert_ne!(again, id);
+}
+
+#[test]
+fn resolve_before_start_cancels() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("a", "{}", "r", 0).unwrap());
+    assert_eq!(
+        store.resolve("a", 5).unwrap(),
+        Resolved::CancelledBeforeStart(id)
+    );
+    assert_eq!(store.claim("w", 10, MIN).unwrap(), None);
+    assert_eq!(store.resolve("a", 6).unwrap(), Resolved::NoTask);
+    // A cancelled task never ran, so it starts no cooldown.
+    assert!(matches!(
+        store.offer("a", "{}", "r", 7).unwrap(),
+        Offered::Created(_)
+    ));
+    assert_event_chain(&store, id);
+}
+
+#[test]
+fn resolve_while_running_lets_it_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("a", "{}", "r", 0).unwrap());
+    let c = store.claim("w", 0, MIN).unwrap().unwrap();
+    assert_eq!(store.resolve("a", 5).unwrap(), Resolved::TooLate(id));
+    assert_eq!(
+        store
+            .complete(id, c.attempt, &Outcome::Succeeded, 9)
+            .unwrap(),
+        Status::Done
+    );
+    let events = store.events(id).unwrap();
+    assert!(events.iter().any(|e| e.why.contains("letting it finish")));
+    assert_event_chain(&store, id);
+}
+
+#[test]
+fn flap_that_resolves_within_the_delay_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(
+        &dir,
+        Policy {
+            resolve_delay_ms: 2 * MIN,
+            ..policy()
+        },
+    );
+    let flap = created(store.offer("flap", "{}", "r", 0).unwrap());
+    assert_eq!(
+        store.claim("w", MIN, MIN).unwrap(),
+        None,
+        "not yet claimable"
+    );
+    assert_eq!(
+        store.resolve("flap", MIN + 1).unwrap(),
+        Resolved::CancelledBeforeStart(flap)
+    );
+    assert_eq!(store.claim("w", 10 * MIN, MIN).unwrap(), None);
+    let t = store.task(flap).unwrap().unwrap();
+    assert_eq!(
+        (t.lifecycle.status, t.lifecycle.attempt),
+        (Status::Cancelled, 0)
+    );
+
+    // One that stays firing becomes claimable once the delay passes.
+    let real = created(store.offer("real", "{}", "r", 0).unwrap());
+    assert_eq!(store.claim("w", 2 * MIN - 1, MIN).unwrap(), None);
+    assert_eq!(
+        store.claim("w", 2 * MIN, MIN).unwrap().unwrap().task_id,
+        real
+    );
+}
+
+#[test]
+fn failures_back_off_exponentially_with_cap_and_jitter() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Policy {
+        max_attempts: 6,
+        ..policy()
+    };
+    let store = open(&dir, p.clone());
+    let id = created(store.offer("wedged-vm", "{}", "r", 0).unwrap());
+    let mut now = 0;
+    let mut waits = Vec::new();
+    for attempt in 1..=5 {
+        let c = store.claim("w", now, MIN).unwrap().unwrap();
+        assert_eq!(c.attempt, attempt);
+        store
+            .complete(id, attempt, &failed("pause timed out"), now)
+            .unwrap();
+        let ready = store.task(id).unwrap().unwrap().lifecycle.ready_at;
+        let wait = ready - now;
+        let full = (1_000i64 << (attempt - 1)).min(4_000);
+        assert!(
+            wait >= full - full / 2 && wait <= full,
+            "attempt {attempt}: waited {wait}, want within [{}, {full}]",
+            full - full / 2
+        );
+        assert_eq!(
+            wait,
+            machine::backoff(&p, attempt, machine::jitter_for(id, attempt))
+        );
+        // Not claimable a moment before the retry time: no hammering every 30 s.
+        assert_eq!(store.claim("w", ready - 1, MIN).unwrap(), None);
+        waits.push(wait);
+        now = ready;
+    }
+    assert!(waits.iter().all(|w| *w <= 4_000), "{waits:?}");
+}
+
+#[test]
+fn gives_up_after_max_attempts_and_escalates_exactly_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("wedged-vm", "{}", "runbook:vm", 0).unwrap());
+    let mut now = 0;
+    let mut last = Status::Pending;
+    for attempt in 1..=3 {
+        let c = store.claim("w", now, MIN).unwrap().unwrap();
+        assert_eq!(c.attempt, attempt);
+        last = store
+            .complete(id, attempt, &failed("control socket hung"), now)
+            .unwrap();
+        now += 10 * MIN;
+    }
+    assert_eq!(last, Status::GaveUp);
+    assert_eq!(
+        store.claim("w", now, MIN).unwrap(),
+        None,
+        "no fourth attempt"
+    );
+    let escalations = store.take_escalations(now).unwrap();
+    assert_eq!(escalations.len(), 1);
+    assert_eq!(escalations[0].task_id, id);
+    assert_eq!(escalations[0].attempts, 3);
+    assert_eq!(escalations[0].route, "runbook:vm");
+    assert_eq!(
+        escalations[0].last_error.as_deref(),
+        Some("control socket hung")
+    );
+    assert!(store.take_escalations(now).unwrap().is_empty());
+    // A reopened handle does not escalate it again either.
+    drop(store);
+    let store = open(&dir, policy());
+    assert!(store.take_escalations(now).unwrap().is_empty());
+    assert_event_chain(&store, id);
+}
+
+#[test]
+fn worker_that_vanishes_loses_its_lease_and_the_task_is_reclaimed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("a", "{}", "r", 0).unwrap());
+    let first = store.claim("crashed", 0, MIN).unwrap().unwrap();
+    assert_eq!(
+        store.claim("w2", MIN - 1, MIN).unwrap(),
+        None,
+        "lease still held"
+    );
+    let second = store.claim("w2", MIN, MIN).unwrap().unwrap();
+    assert_eq!((second.task_id, second.attempt), (id, first.attempt + 1));
+    let why = store.events(id).unwrap().last().unwrap().why.clone();
+    assert!(why.contains("expired") && why.contains("crashed"), "{why}");
+}
+
+#[test]
+fn heartbeat_keeps_the_lease() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    created(store.offer("a", "{}", "r", 0).unwrap());
+    let c = store.claim("w", 0, MIN).unwrap().unwrap();
+    store.heartbeat(c.task_id, c.attempt, MIN - 1, MIN).unwrap();
+    assert_eq!(store.claim("w2", MIN + 10, MIN).unwrap(), None);
+    assert!(store.claim("w2", 2 * MIN - 1, MIN).unwrap().is_some());
+    // The old worker's heartbeat is now fenced too.
+    assert!(matches!(
+        store.heartbeat(c.task_id, c.attempt, 2 * MIN, MIN),
+        Err(TaskError::Stale { .. })
+    ));
+}
+
+#[test]
+fn stale_completion_is_rejected_and_never_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("a", "{}", "r", 0).unwrap());
+    let old = store.claim("slow", 0, MIN).unwrap().unwrap();
+    let new = store.claim("w2", MIN, MIN).unwrap().unwrap();
+    let before = store.task(id).unwrap().unwrap();
+    let events_before = store.events(id).unwrap().len();
+    let err = store
+        .complete(id, old.attempt, &Outcome::Succeeded, MIN + 5)
+        .unwrap_err();
+    match &err {
+        TaskError::Stale {
+            attempt, current, ..
+        } => assert_eq!((*attempt, *current), (1, 2)),
+        other => panic!("expected Stale, got {other:?}"),
+    }
+    let message = err.to_string();
+    assert!(message.contains("not applied"), "{message}");
+    assert_eq!(store.task(id).unwrap().unwrap(), before);
+    assert_eq!(store.events(id).unwrap().len(), events_before);
+    store
+        .complete(id, new.attempt, &Outcome::Succeeded, MIN + 6)
+        .unwrap();
+    // And after it finished, a duplicate completion is refused as well.
+    assert!(matches!(
+        store.complete(id, new.attempt, &Outcome::Succeeded, MIN + 7),
+        Err(TaskError::Stale { .. })
+    ));
+    assert!(matches!(
+        store.complete(999, 1, &Outcome::Succeeded, 0),
+        Err(TaskError::NotFound(999))
+    ));
+}
+
+#[test]
+fn last_attempt_lease_expiry_gives_up_instead_of_running_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(
+        &dir,
+        Policy {
+            max_attempts: 1,
+            ..policy()
+        },
+    );
+    let id = created(store.offer("a", "{}", "r", 0).unwrap());
+    store.claim("crashed", 0, MIN).unwrap().unwrap();
+    assert_eq!(store.claim("w2", MIN, MIN).unwrap(), None);
+    let t = store.task(id).unwrap().unwrap();
+    assert_eq!(t.lifecycle.status, Status::GaveUp);
+    assert_eq!(store.take_escalations(MIN).unwrap().len(), 1);
+}
+
+#[test]
+fn reopening_the_store_keeps_tasks_leases_and_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (running, pending, done);
+    {
+        let store = open(&dir, policy());
+        running = created(store.offer("a", "{}", "r", 0).unwrap());
+        pending = created(store.offer("b", "{}", "r", 1).unwrap());
+        done = created(store.offer("c", "{}", "r", 2).unwrap());
+        let c = store.claim("w", 3, MIN).unwrap().unwrap();
+        assert_eq!(c.task_id, running);
+        let d = store.claim("w", 3, MIN).unwrap().unwrap();
+        assert_eq!(d.task_id, pending);
+        store.complete(pending, 1, &failed("x"), 4).unwrap();
+        let e = store.claim("w", 4, MIN).unwrap().unwrap();
+        assert_eq!(e.task_id, done);
+        store.complete(done, 1, &Outcome::Succeeded, 5).unwrap();
+    }
+    let before = |s: &TaskStore| {
+        (
+            s.tasks(&TaskFilter::default()).unwrap(),
+            [running, pending, done].map(|id| s.events(id).unwrap()),
+        )
+    };
+    let store = open(&dir, policy());
+    let (tasks, events) = before(&store);
+    assert_eq!(tasks.len(), 3);
+    assert_eq!(tasks[0].lifecycle.lease_until, Some(3 + MIN));
+    assert_eq!(tasks[1].lifecycle.status, Status::Pending);
+    assert_eq!(tasks[1].lifecycle.attempt, 1);
+    assert_eq!(tasks[2].lifecycle.status, Status::Done);
+    // The lease survives: not claimable until it expires, then reclaimed as attempt 2 (after
+    // the retry of `pending`, which became ready earlier).
+    assert_eq!(store.claim("w2", 10, MIN).unwrap().map(|c| c.task_id), None);
+    let mut reclaimed = Vec::new();
+    while let Some(c) = store.claim("w2", 3 + MIN, MIN).unwrap() {
+        reclaimed.push((c.task_id, c.attempt));
+    }
+    assert_eq!(reclaimed, [(pending, 2), (running, 2)]);
+    assert_eq!(events[2].len(), 3);
+    let filtered = store
+        .tasks(&TaskFilter {
+            status: Some(Status::Done),
+            ..TaskFilter::default()
+        })
+        .unwrap();
+    assert_eq!(filtered.iter().map(|t| t.id).collect::<Vec<_>>(), [done]);
+    assert!(dir.path().join("tasks.db").exists());
+}
+
+#[test]
+fn every_transition_has_an_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let a = created(store.offer("a", "{}", "r", 0).unwrap());
+    let b = created(store.offer("b", "{}", "r", 0).unwrap());
+    let c = created(store.offer("c", "{}", "r", 0).unwrap());
+    store.resolve("c", 1).unwrap();
+    let mut now = 1;
+    for _ in 0..3 {
+        now += 10 * MIN;
+        while let Some(claim) = store.claim("w", now, MIN).unwrap() {
+            let outcome = if claim.task_id == a {
+                Outcome::Succeeded
+            } else {
+                failed("nope")
+            };
+            store
+                .complete(claim.task_id, claim.attempt, &outcome, now)
+                .unwrap();
+        }
+    }
+    store.take_escalations(now).unwrap();
+    let tos = |id| {
+        store
+            .events(id)
+            .unwrap()
+            .iter()
+            .map(|e| e.to)
+            .collect::<Vec<_>>()
+    };
+    use Status::*;
+    assert_eq!(tos(a), [Pending, Running, Done]);
+    assert_eq!(
+        tos(b),
+        [
+            Pending, Running, Pending, Running, Pending, Running, GaveUp, GaveUp
+        ]
+    );
+    assert_eq!(tos(c), [Pending, Cancelled]);
+    for id in [a, b, c] {
+        assert_event_chain(&store, id);
+    }
+}
+
+#[test]
+fn events_are_append_only_in_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    created(store.offer("a", "{}", "r", 0).unwrap());
+    drop(store);
+    let conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+    assert!(conn.execute("DELETE FROM task_events", []).is_err());
+    assert!(
+        conn.execute("UPDATE task_events SET why = 'x'", [])
+            .is_err()
+    );
+    // And a second live task for one identity is refused by the schema itself.
+    let dup = conn.execute(
+        "INSERT INTO tasks (identity, alert_json, route, created_ms, last_seen_ms, status, attempt, ready_ms)
+         VALUES ('a', '{}', 'r', 0, 0, 'pending', 0, 0)",
+        [],
+    );
+    assert!(dup.is_err());
+}
