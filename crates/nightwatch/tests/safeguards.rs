@@ -350,7 +350,7 @@ fn config_edit_is_undone_exactly() {
     std::fs::write(
         &policy,
         format!(
-            "rules:\n  - id: config-edits\n    verdict: allow\n    tool: [edit]\n    paths: [\"{}/etc/**\"]\n",
+            "rules:\n  - id: people-undo\n    verdict: allow\n    actor: {{ kind: [human] }}\n    tool: undo\n  - id: config-edits\n    verdict: allow\n    tool: [edit]\n    paths: [\"{}/etc/**\"]\n",
             dir.display()
         ),
     )
@@ -435,7 +435,7 @@ fn a_session_of_deletes_moves_and_creates_is_undone() {
     let policy = dir.join("policy.yaml");
     std::fs::write(
         &policy,
-        "rules:\n  - id: files\n    verdict: allow\n    command: [\"rm *\", \"mv *\", \"touch *\"]\n",
+        "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"rm *\", \"mv *\", \"touch *\"]\n",
     )
     .unwrap();
     let path = |name: &str| work.join(name).display().to_string();
@@ -645,7 +645,7 @@ fn retention_keeps_the_latest_backup_of_every_path() {
     let policy = dir.join("policy.yaml");
     std::fs::write(
         &policy,
-        "backup:\n  retention: { keep_days: 30 }\nrules:\n  - id: files\n    verdict: allow\n    command: [\"touch *\"]\n",
+        "backup:\n  retention: { keep_days: 30 }\nrules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"touch *\"]\n",
     )
     .unwrap();
     let a = work.join("a.txt").display().to_string();
@@ -789,4 +789,45 @@ rules:
         &[],
     );
     assert_eq!(after.status.code(), Some(0), "{}", text(&after));
+}
+
+/// An undo is a person's action through the same pipeline: a policy without a rule for it asks,
+/// so nothing is restored, and the refusal is on record.
+#[test]
+fn an_undo_that_policy_does_not_allow_restores_nothing() {
+    let dir = scratch("undo-forbidden");
+    let home = dir.join("home");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let file = work.join("notes.txt");
+    std::fs::write(&file, "keep me\n").unwrap();
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: files\n    verdict: allow\n    command: [\"rm *\"]\n",
+    )
+    .unwrap();
+    let removed = run(
+        &home,
+        &policy,
+        &["exec", "--", "rm", file.to_str().unwrap()],
+        b"",
+        &[],
+    );
+    assert_eq!(removed.status.code(), Some(0), "{}", text(&removed));
+    let undo = run(&home, &policy, &["undo", "r1"], b"", &[]);
+    assert_eq!(undo.status.code(), Some(1), "{}", text(&undo));
+    assert!(text(&undo).contains("policy says ask"), "{}", text(&undo));
+    assert!(!file.exists(), "nothing was restored");
+    let all = records(&home, &policy);
+    let asked = all
+        .iter()
+        .find(|r| r["event"] == "decision" && r["tool"] == "undo")
+        .expect("the undo's decision is recorded");
+    assert_eq!(asked["verdict"], "ask");
+    assert_eq!(asked["actor"]["kind"], "human");
+    assert!(
+        all.iter().all(|r| r["event"] != "undo"),
+        "no restore happened"
+    );
 }

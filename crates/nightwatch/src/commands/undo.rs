@@ -1,13 +1,17 @@
 //! `nightwatch undo RECORD | --session S`: put back what an action changed, from the backup
-//! taken before it. Refuses over later changes unless forced; every undo, done or refused, is
+//! taken before it. An undo is a person's action like any other: policy decides it (the
+//! built-in policy lets people undo), and the decision is recorded before anything is
+//! written. It refuses over later changes unless forced; every undo, done or refused, is
 //! recorded.
 
 use crate::cli::UndoArgs;
 use crate::clock::Clock;
-use crate::commands::{live_guards, open_ledger};
+use crate::commands::{live_guards, load_policy, open_ledger, policy_source_in};
 use crate::context;
 use anyhow::{Context as _, bail};
 use nightwatch_backup::{Observation, SnapshotId};
+use nightwatch_core::{Action, Tool, Verdict};
+use nightwatch_gate::{Gate, Proposal};
 use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, Record, RecordActor, event};
 use serde_json::{Value, json};
 
@@ -17,6 +21,10 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
     let guards = live_guards();
     let store = guards.store().map_err(anyhow::Error::msg)?;
     let human = context::human(args.by.clone());
+    let (policy, _) = load_policy(&policy_source_in(
+        &crate::environment::Environment::of_process(),
+    ))?;
+    let gate = Gate::new(&policy, &ledger, &guards);
     let targets = match (&args.record, &args.session) {
         (Some(id), _) => vec![decision_of(&ledger, id)?],
         (None, Some(session)) => session_decisions(&ledger, session)?,
@@ -38,6 +46,30 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
                 }
             )
         })?;
+        // Through the one pipeline first: policy may forbid restoring, and the decision is
+        // on record before a file is touched.
+        let call_id = format!("undo-{}-{}", decision.id, clock.now_ms());
+        let mut action = Action::new(
+            human.clone(),
+            Tool::Named {
+                name: "undo".to_owned(),
+            },
+        );
+        action.context.session = decision.session_id.clone();
+        let ruling = gate.propose(Proposal {
+            action,
+            call_id: Some(call_id.clone()),
+            inputs: json!({ "record": decision.id, "snapshot": snapshot_id, "force": args.force }),
+            cwd: None,
+            timestamp_ms: clock.now_ms(),
+        })?;
+        if ruling.decision.verdict != Verdict::Allow {
+            eprintln!(
+                "nightwatch: policy says {} to undoing {} ({}): {}",
+                ruling.decision.verdict, decision.id, ruling.record.id, ruling.decision.reason
+            );
+            return Ok(1);
+        }
         let after = after_state(&ledger, decision)?;
         let outcome = SnapshotId::parse(&snapshot_id)
             .map_err(anyhow::Error::msg)
@@ -55,6 +87,7 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
         );
         entry.session_id = decision.session_id.clone();
         entry.context = decision.context.clone();
+        entry.call_id = Some(call_id);
         entry.inputs = json!({
             "record": decision.id,
             "snapshot": snapshot_id,
