@@ -33,6 +33,9 @@ pub mod event {
     pub const SWEEP_KEEP: &str = "sweep-keep";
     /// The janitor stopped trying to remove something after repeated failures.
     pub const QUARANTINED: &str = "quarantined";
+    /// What `nightwatch serve` did with an alert or its task: inputs `{disposition, alert_id,
+    /// route, task, ...}`, why in `reasons` (routed, deduplicated, no route, ran, failed, ...).
+    pub const DISPATCH: &str = "dispatch";
 }
 
 /// Who acted: an actor kind (`agent`, `script`, `janitor`, ...) and its id (`claude-code`, ...).

@@ -127,7 +127,13 @@ impl Lifecycle {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Succeeded,
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
+    /// Failed in a way no retry can fix (policy refused the runbook): give up now and escalate.
+    Abandoned {
+        error: String,
+    },
 }
 
 /// Something that happens to a task.
@@ -250,6 +256,13 @@ pub fn apply(
                 Outcome::Failed { error } if attempt >= policy.max_attempts => {
                     Ok(give_up(state, from, policy, now, error.clone()))
                 }
+                Outcome::Abandoned { error } => Ok(give_up(
+                    state,
+                    from,
+                    policy,
+                    now,
+                    format!("{error} (not retried)"),
+                )),
                 Outcome::Failed { error } => {
                     let wait = backoff(policy, attempt, jitter);
                     let ready_at = now.saturating_add(wait);

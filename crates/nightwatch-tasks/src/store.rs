@@ -439,6 +439,60 @@ impl TaskStore {
         Ok(out)
     }
 
+    /// How many tasks `route` created at or after `since_ms`: the route's throttle counts them.
+    pub fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError> {
+        let conn = self.conn();
+        let n: i64 = conn.query_row(
+            "SELECT count(*) FROM tasks WHERE route = ?1 AND created_ms >= ?2",
+            params![route, since_ms],
+            |r| r.get(0),
+        )?;
+        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// How many tasks are in each status (statuses with none are left out).
+    pub fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (status, n) = row?;
+            if let Some(status) = Status::parse(&status) {
+                out.push((status, n));
+            }
+        }
+        Ok(out)
+    }
+
+    /// When the longest-waiting claimable task became ready: `now` minus this is the queue's age.
+    pub fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError> {
+        let conn = self.conn();
+        Ok(conn.query_row(
+            "SELECT min(ready_ms) FROM tasks WHERE status = 'pending' AND ready_ms <= ?1",
+            [now],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Tasks created, or finished, in `[since_ms, until_ms)`, oldest first.
+    pub fn active_between(&self, since_ms: i64, until_ms: i64) -> Result<Vec<Task>, TaskError> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks
+             WHERE (created_ms >= ?1 AND created_ms < ?2)
+                OR (finished_ms >= ?1 AND finished_ms < ?2)
+                OR (created_ms < ?2 AND status IN ('pending', 'running'))
+             ORDER BY id"
+        ))?;
+        let rows = stmt.query_map(params![since_ms, until_ms], |r| Ok(read_task(r)))?;
+        let mut out = Vec::new();
+        for row in rows {
+            out.push(row??);
+        }
+        Ok(out)
+    }
+
     /// Everything that happened to a task, in order.
     pub fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError> {
         let conn = self.conn();

@@ -82,6 +82,16 @@ pub enum Command {
     /// the work itself. Policy files are re-read when they change. Either way the answer, the
     /// record and the refusals are the same.
     Gate(GateArgs),
+    /// Run the daemon: monitoring webhooks in, tasks and runbooks out, and the page and API
+    /// that show what happened tonight.
+    ///
+    /// Listens on 127.0.0.1:8787 unless serve.yaml says otherwise. Accepts Uptime Kuma
+    /// (/hooks/uptime-kuma), Alertmanager (/hooks/alertmanager) and mapped JSON hooks
+    /// (/hooks/generic/NAME); every alert is stored before the reply and gets a record of what
+    /// became of it. Routes in serve.yaml turn alerts into tasks that run a runbook (a script
+    /// or an agent) through the gate. Open http://127.0.0.1:8787/ for the timeline. Stops
+    /// cleanly on SIGINT or SIGTERM.
+    Serve(ServeArgs),
     /// Check the ledger's hash chain and head checkpoint; report unguarded results.
     ///
     /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
@@ -171,6 +181,22 @@ pub struct LogArgs {
 
 #[derive(Debug, Args)]
 pub struct GateArgs {}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// The daemon's configuration. Default: $NIGHTWATCH_HOME/serve.yaml; without it, the
+    /// defaults (loopback, no secrets, no routes: every alert is recorded, nothing runs).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Listen here instead (host:port; port 0 picks a free one and prints it).
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Check the configuration and the policy, print what would run, and exit.
+    #[arg(long)]
+    pub check: bool,
+}
 
 #[derive(Debug, Subcommand)]
 pub enum SweepCommand {

@@ -12,6 +12,7 @@ mod ledger;
 mod policy;
 mod replay;
 mod resident;
+mod serve;
 mod sweep;
 mod trust;
 mod undo;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Reject(args) => approve::reject(args),
         Command::Escalate(args) => escalate::run(args),
         Command::Gate(args) => resident::run(args),
+        Command::Serve(args) => serve::run(args),
         Command::Sweep(SweepCommand::Plan(args)) => sweep::plan_command(args),
         Command::Sweep(SweepCommand::Apply(args)) => sweep::apply_command(args),
         Command::Why(args) => sweep::why(args),

@@ -1,5 +1,7 @@
 //! Helpers shared by the binary's integration tests.
 #![allow(dead_code)] // Each test file uses its own share of these helpers.
+pub mod alertmanager;
+pub mod daemon;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,428 @@
+//! The JSON API: records, sessions, tasks and alerts, read-only, documented by the OpenAPI
+//! document served at `/api/openapi.json` (a test checks every documented path answers).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use nightwatch_ledger::{Filter, Ledger, Record};
+use nightwatch_tasks::{Status, Task, TaskEvent, TaskFilter};
+use serde_json::{Value, json};
+
+use crate::inbox::AlertEvent;
+use crate::{Daemon, ServeError};
+
+pub const OPENAPI: &str = include_str!("openapi.json");
+
+/// Records returned when a request names no `limit`, and the most it may ask for.
+const DEFAULT_LIMIT: usize = 500;
+const MAX_LIMIT: usize = 5000;
+
+pub fn router() -> Router<Arc<Daemon>> {
+    Router::new()
+        .route(
+            "/api/openapi.json",
+            get(|| async { ([(header::CONTENT_TYPE, "application/json")], OPENAPI) }),
+        )
+        .route("/api/records", get(records))
+        .route("/api/records/{id}", get(record))
+        .route("/api/sessions", get(sessions))
+        .route("/api/sessions/{id}", get(session))
+        .route("/api/tasks", get(tasks))
+        .route("/api/tasks/{id}", get(task))
+        .route("/api/alerts", get(alerts))
+        .route("/api/alerts/{id}", get(alert))
+}
+
+type Params = Query<BTreeMap<String, String>>;
+
+fn bad(why: String) -> Response {
+    (StatusCode::BAD_REQUEST, axum::Json(json!({ "error": why }))).into_response()
+}
+
+fn not_found(why: String) -> Response {
+    (StatusCode::NOT_FOUND, axum::Json(json!({ "error": why }))).into_response()
+}
+
+async fn blocking<F>(f: F) -> Response
+where
+    F: FnOnce() -> Result<Response, ServeError> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            axum::Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(json!({ "error": e.to_string() })),
+        )
+            .into_response(),
+    }
+}
+
+/// `since`/`until`: RFC 3339, or a span back from now (`12h`, `30m`).
+pub fn parse_time(text: &str, now_ms: i64) -> Result<i64, String> {
+    if let Some(ms) = nightwatch_ledger::parse_rfc3339(text) {
+        return Ok(ms);
+    }
+    crate::config::parse_duration(text)
+        .map(|d| now_ms - i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2))
+        .map_err(|_| format!("{text:?} is neither an RFC 3339 time nor a span like 12h"))
+}
+
+struct Window {
+    since: i64,
+    until: i64,
+    limit: usize,
+}
+
+fn window(params: &BTreeMap<String, String>, now: i64) -> Result<Window, String> {
+    let since = match params.get("since") {
+        Some(t) => parse_time(t, now)?,
+        None => now - 12 * 3_600_000,
+    };
+    let until = match params.get("until") {
+        Some(t) => parse_time(t, now)?,
+        None => now + 1,
+    };
+    let limit = match params.get("limit") {
+        Some(t) => t
+            .parse::<usize>()
+            .map_err(|_| format!("limit {t:?} is not a number"))?
+            .clamp(1, MAX_LIMIT),
+        None => DEFAULT_LIMIT,
+    };
+    Ok(Window {
+        since,
+        until,
+        limit,
+    })
+}
+
+/// The ledger's records in `[since, until)`, the newest `limit`, in order.
+pub fn records_between(
+    daemon: &Daemon,
+    since: i64,
+    until: i64,
+    limit: usize,
+) -> Result<Vec<Record>, ServeError> {
+    Ok(daemon.ledger.query(&Filter {
+        since_ms: Some(since),
+        until_ms: Some(until),
+        limit: Some(limit),
+        ..Filter::default()
+    })?)
+}
+
+pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<Record>, ServeError> {
+    Ok(daemon.ledger.query(&Filter {
+        session: Some(id.to_owned()),
+        limit: Some(MAX_LIMIT),
+        ..Filter::default()
+    })?)
+}
+
+async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
+    blocking(move || {
+        let w = match window(&p, d.edges.now_ms()) {
+            Ok(w) => w,
+            Err(why) => return Ok(bad(why)),
+        };
+        let filter = Filter {
+            since_ms: Some(w.since),
+            until_ms: Some(w.until),
+            session: p.get("session").cloned(),
+            actor: p.get("actor").cloned(),
+            verdict: p.get("verdict").cloned(),
+            tool: p.get("tool").cloned(),
+            alert: p.get("alert").cloned(),
+            event: p.get("event").cloned(),
+            limit: Some(w.limit),
+        };
+        let records = d.ledger.query(&filter)?;
+        Ok(axum::Json(json!({ "records": records })).into_response())
+    })
+    .await
+}
+
+async fn record(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    blocking(move || {
+        Ok(match d.ledger.get(&id)? {
+            Some(r) => axum::Json(r).into_response(),
+            None => not_found(format!("no record {id}")),
+        })
+    })
+    .await
+}
+
+/// One agent session, summarised from its records.
+pub fn session_summary(id: &str, records: &[&Record]) -> Value {
+    let first = records.first();
+    let last = records.last();
+    let calls = records.iter().filter(|r| r.event == "decision").count();
+    let refused = records
+        .iter()
+        .filter(|r| {
+            r.event == "decision" && matches!(r.verdict.as_deref(), Some("deny" | "halt" | "ask"))
+        })
+        .count();
+    let actor = records
+        .iter()
+        .find(|r| r.actor.kind != "dispatcher")
+        .or(first)
+        .map(|r| json!({ "kind": r.actor.kind, "id": r.actor.id }));
+    let context = records
+        .iter()
+        .find(|r| r.context.alert_id.is_some())
+        .or(first);
+    json!({
+        "id": id,
+        "actor": actor,
+        "started": first.map(|r| r.timestamp_text()),
+        "ended": last.map(|r| r.timestamp_text()),
+        "records": records.len(),
+        "calls": calls,
+        "refused": refused,
+        "triggered_by": context.and_then(|r| r.context.triggered_by.clone()),
+        "alert_id": context.and_then(|r| r.context.alert_id.clone()),
+        "host": context.and_then(|r| r.context.host.clone()),
+    })
+}
+
+async fn sessions(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
+    blocking(move || {
+        let w = match window(&p, d.edges.now_ms()) {
+            Ok(w) => w,
+            Err(why) => return Ok(bad(why)),
+        };
+        let records = records_between(&d, w.since, w.until, MAX_LIMIT)?;
+        let mut by_session: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
+        for r in &records {
+            if let Some(s) = &r.session_id {
+                by_session.entry(s).or_default().push(r);
+            }
+        }
+        let mut list: Vec<Value> = by_session
+            .iter()
+            .map(|(id, rs)| session_summary(id, rs))
+            .collect();
+        list.sort_by(|a, b| a["started"].as_str().cmp(&b["started"].as_str()));
+        list.truncate(w.limit);
+        Ok(axum::Json(json!({ "sessions": list })).into_response())
+    })
+    .await
+}
+
+async fn session(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    blocking(move || {
+        let records = session_records(&d, &id)?;
+        if records.is_empty() {
+            return Ok(not_found(format!("no records for session {id}")));
+        }
+        let refs: Vec<&Record> = records.iter().collect();
+        Ok(axum::Json(json!({
+            "session": session_summary(&id, &refs),
+            "records": records,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+pub fn task_json(task: &Task, events: Option<&[TaskEvent]>) -> Value {
+    let life = &task.lifecycle;
+    let mut v = json!({
+        "id": task.id,
+        "identity": task.identity,
+        "route": task.route,
+        "status": life.status.as_str(),
+        "attempt": life.attempt,
+        "created": nightwatch_ledger::rfc3339(task.created_at),
+        "last_seen": nightwatch_ledger::rfc3339(task.last_seen),
+        "repeats": task.repeats,
+        "ready_at": (life.status == Status::Pending).then(|| nightwatch_ledger::rfc3339(life.ready_at)),
+        "lease_until": life.lease_until.map(nightwatch_ledger::rfc3339),
+        "worker": life.worker,
+        "last_error": life.last_error,
+        "finished": life.finished_at.map(nightwatch_ledger::rfc3339),
+        "alert": serde_json::from_str::<Value>(&task.alert_json).unwrap_or(Value::Null),
+    });
+    if let Some(events) = events {
+        v["events"] = events
+            .iter()
+            .map(|e| {
+                json!({
+                    "seq": e.seq,
+                    "at": nightwatch_ledger::rfc3339(e.at),
+                    "from": e.from.map(Status::as_str),
+                    "to": e.to.as_str(),
+                    "why": e.why,
+                })
+            })
+            .collect();
+    }
+    v
+}
+
+async fn tasks(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
+    blocking(move || {
+        let status = match p.get("status") {
+            Some(s) => match Status::parse(s) {
+                Some(s) => Some(s),
+                None => {
+                    return Ok(bad(format!(
+                        "status {s:?} is not one of pending, running, done, cancelled, gave_up"
+                    )));
+                }
+            },
+            None => None,
+        };
+        let list = d.tasks.tasks(&TaskFilter {
+            identity: p.get("identity").cloned(),
+            status,
+        })?;
+        let out: Vec<Value> = list.iter().map(|t| task_json(t, None)).collect();
+        Ok(axum::Json(json!({ "tasks": out })).into_response())
+    })
+    .await
+}
+
+async fn task(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    blocking(move || {
+        let Ok(n) = id.trim_start_matches('t').parse::<i64>() else {
+            return Ok(bad(format!("{id:?} is not a task id like 3 or t3")));
+        };
+        Ok(match d.tasks.task(n)? {
+            Some(t) => {
+                let events = d.tasks.events(n)?;
+                axum::Json(task_json(&t, Some(&events))).into_response()
+            }
+            None => not_found(format!("no task {n}")),
+        })
+    })
+    .await
+}
+
+async fn alerts(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
+    blocking(move || {
+        let w = match window(&p, d.edges.now_ms()) {
+            Ok(w) => w,
+            Err(why) => return Ok(bad(why)),
+        };
+        let list = d.inbox.between(w.since, w.until, w.limit)?;
+        Ok(axum::Json(json!({ "alerts": list })).into_response())
+    })
+    .await
+}
+
+/// Everything about one alert id: its arrivals, its tasks with their events, its records.
+pub struct AlertView {
+    pub arrivals: Vec<AlertEvent>,
+    pub tasks: Vec<(Task, Vec<TaskEvent>)>,
+    pub records: Vec<Record>,
+}
+
+pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeError> {
+    let arrivals = daemon.inbox.for_alert(alert_id)?;
+    let mut task_ids: Vec<i64> = arrivals.iter().filter_map(|a| a.task_id).collect();
+    // Tasks a resolution never touched are found by the identity too.
+    if let Some(first) = arrivals.first()
+        && let Ok(alert) = serde_json::from_value::<nightwatch_intake::Alert>(first.alert.clone())
+    {
+        for t in daemon.tasks.tasks(&TaskFilter {
+            identity: Some(crate::route::task_identity(&alert)),
+            status: None,
+        })? {
+            task_ids.push(t.id);
+        }
+    }
+    task_ids.sort_unstable();
+    task_ids.dedup();
+    let mut tasks = Vec::new();
+    for id in task_ids {
+        if let Some(t) = daemon.tasks.task(id)? {
+            let events = daemon.tasks.events(id)?;
+            tasks.push((t, events));
+        }
+    }
+    let records = daemon.ledger.query(&Filter {
+        alert: Some(alert_id.to_owned()),
+        limit: Some(MAX_LIMIT),
+        ..Filter::default()
+    })?;
+    Ok(AlertView {
+        arrivals,
+        tasks,
+        records,
+    })
+}
+
+async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    blocking(move || {
+        let view = alert_view(&d, &id)?;
+        if view.arrivals.is_empty() {
+            return Ok(not_found(format!("no alert {id} has arrived")));
+        }
+        let tasks: Vec<Value> = view
+            .tasks
+            .iter()
+            .map(|(t, e)| task_json(t, Some(e)))
+            .collect();
+        Ok(axum::Json(json!({
+            "alert_id": id,
+            "arrivals": view.arrivals,
+            "tasks": tasks,
+            "records": view.records,
+        }))
+        .into_response())
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_rfc3339_or_spans_back_from_now() {
+        let now = 10 * 3_600_000;
+        assert_eq!(parse_time("2h", now).unwrap(), 8 * 3_600_000);
+        assert_eq!(parse_time("1970-01-01T01:00:00Z", now).unwrap(), 3_600_000);
+        assert!(
+            parse_time("yesterday", now)
+                .unwrap_err()
+                .contains("RFC 3339")
+        );
+    }
+
+    #[test]
+    fn the_openapi_document_is_json_and_names_every_route() {
+        let doc: Value = serde_json::from_str(OPENAPI).expect("openapi.json is JSON");
+        assert!(doc["openapi"].as_str().unwrap().starts_with("3."));
+        for path in [
+            "/hooks/uptime-kuma",
+            "/hooks/alertmanager",
+            "/hooks/generic/{name}",
+            "/healthz",
+            "/readyz",
+            "/metrics",
+            "/api/records",
+            "/api/records/{id}",
+            "/api/sessions",
+            "/api/sessions/{id}",
+            "/api/tasks",
+            "/api/tasks/{id}",
+            "/api/alerts",
+            "/api/alerts/{id}",
+        ] {
+            assert!(doc["paths"].get(path).is_some(), "{path} is not documented");
+        }
+    }
+}

@@ -1,0 +1,608 @@
+//! `serve.yaml`: where the daemon listens, which senders it accepts and with what secret, how
+//! the queue retries, and which alert runs which runbook.
+//!
+//! Every field has a default, so `nightwatch serve` runs with no file at all: loopback, both
+//! senders open (they are only reachable from this host), no routes (every alert is recorded
+//! as "no matching route"). Unknown keys are refused: a misspelt `max_attempts` must not
+//! silently become the default.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::Duration;
+
+use globset::{Glob, GlobMatcher};
+use serde::Deserialize;
+
+/// Why `serve.yaml` was refused. The daemon does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// The daemon's configuration, checked.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub listen: SocketAddr,
+    pub max_body_bytes: usize,
+    /// A request (headers and body) must arrive within this; slow senders get 408.
+    pub request_timeout: Duration,
+    pub sources: Sources,
+    pub queue: Queue,
+    pub routes: Vec<Route>,
+    /// Run the janitor's sweep this often, when set.
+    pub janitor_every: Option<Duration>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    pub uptime_kuma: Source,
+    pub alertmanager: Source,
+    /// Generic JSON hooks by name, served at `/hooks/generic/{name}`.
+    pub generic: BTreeMap<String, GenericSource>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Source {
+    /// `None`: no secret asked (fine on loopback; the daemon warns otherwise).
+    pub auth: Option<Auth>,
+}
+
+#[derive(Clone, Debug)]
+pub struct GenericSource {
+    pub auth: Option<Auth>,
+    pub mapping: nightwatch_intake::GenericMapping,
+}
+
+/// How a sender proves it is who the source is for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// `Authorization: Bearer <token>`.
+    Bearer(String),
+    /// A header of the operator's choosing carrying the secret (Uptime Kuma can add headers;
+    /// Alertmanager can send `authorization` credentials).
+    Header { name: String, value: String },
+}
+
+impl Auth {
+    /// True when `header` (a lookup by lowercase name) carries the secret. Compared in
+    /// constant time so the reply time says nothing about how much of a guess was right.
+    pub fn admits(&self, header: &dyn Fn(&str) -> Option<String>) -> bool {
+        match self {
+            Auth::Bearer(token) => header("authorization")
+                .and_then(|v| {
+                    let v = v.trim();
+                    let (scheme, rest) = v.split_once(' ')?;
+                    scheme
+                        .eq_ignore_ascii_case("bearer")
+                        .then(|| rest.trim().to_owned())
+                })
+                .is_some_and(|given| same_secret(&given, token)),
+            Auth::Header { name, value } => header(&name.to_ascii_lowercase())
+                .is_some_and(|given| same_secret(given.trim(), value)),
+        }
+    }
+}
+
+fn same_secret(given: &str, expected: &str) -> bool {
+    let (a, b) = (given.as_bytes(), expected.as_bytes());
+    let mut diff = u8::from(a.len() != b.len());
+    for (i, byte) in b.iter().enumerate() {
+        diff |= byte ^ a.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// The queue's knobs, in the units the task store takes.
+#[derive(Clone, Debug)]
+pub struct Queue {
+    pub policy: nightwatch_tasks::Policy,
+    pub lease: Duration,
+    pub workers: usize,
+}
+
+/// Which alerts a route takes, and the runbook it runs for them.
+#[derive(Clone, Debug)]
+pub struct Route {
+    pub id: String,
+    pub when: When,
+    /// The runbook's argv: a script, or an agent (`claude -p "..."`).
+    pub run: Vec<String>,
+    pub cwd: Option<String>,
+    pub timeout: Duration,
+    /// At most this many tasks per hour from this route; more alerts are throttled.
+    pub max_per_hour: Option<u32>,
+    /// Notifiers (declared in the policy) told when a task gives up or needs approval.
+    pub notify: Vec<String>,
+}
+
+/// A route's conditions; all set ones must hold.
+#[derive(Clone, Debug, Default)]
+pub struct When {
+    /// `uptime-kuma`, `alertmanager` or a generic hook's name.
+    pub source: Option<String>,
+    pub labels: Vec<(String, GlobMatcher)>,
+    /// Uptime Kuma tags that must all be present (`name` or `name:value`).
+    pub tags: Vec<String>,
+    pub monitor: Option<GlobMatcher>,
+    pub title: Option<GlobMatcher>,
+}
+
+// ---- the file as written ----
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct File {
+    listen: Option<String>,
+    max_body_bytes: Option<usize>,
+    request_timeout: Option<String>,
+    #[serde(default)]
+    sources: FileSources,
+    #[serde(default)]
+    queue: FileQueue,
+    #[serde(default)]
+    routes: Vec<FileRoute>,
+    janitor: Option<FileJanitor>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileSources {
+    #[serde(rename = "uptime-kuma", default)]
+    uptime_kuma: FileSource,
+    #[serde(default)]
+    alertmanager: FileSource,
+    #[serde(default)]
+    generic: BTreeMap<String, FileGeneric>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileSource {
+    auth: Option<FileAuth>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileGeneric {
+    auth: Option<FileAuth>,
+    mapping: nightwatch_intake::GenericMapping,
+}
+
+/// `bearer`/`value` hold the secret itself; `*_env` name the variable holding it, so the
+/// file can be shared without it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileAuth {
+    bearer: Option<String>,
+    bearer_env: Option<String>,
+    header: Option<String>,
+    value: Option<String>,
+    value_env: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileQueue {
+    cooldown: Option<String>,
+    resolve_delay: Option<String>,
+    max_attempts: Option<u32>,
+    backoff_base: Option<String>,
+    backoff_cap: Option<String>,
+    lease: Option<String>,
+    workers: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileRoute {
+    id: String,
+    #[serde(default)]
+    when: FileWhen,
+    run: Vec<String>,
+    cwd: Option<String>,
+    timeout: Option<String>,
+    max_per_hour: Option<u32>,
+    #[serde(default)]
+    notify: Vec<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct FileWhen {
+    source: Option<String>,
+    #[serde(default)]
+    labels: BTreeMap<String, String>,
+    #[serde(default)]
+    tags: Vec<String>,
+    monitor: Option<String>,
+    title: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJanitor {
+    every: String,
+}
+
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+impl Config {
+    /// The configuration with every default: what `nightwatch serve` uses with no file.
+    pub fn defaults() -> Config {
+        Config::from_text("", "(defaults)", &|_| None).expect("the defaults are valid")
+    }
+
+    /// Reads `path`; a missing file means the defaults.
+    pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
+        let shown = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(text) => Config::from_text(&text, &shown, env),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::defaults()),
+            Err(source) => Err(ConfigError::Read {
+                path: shown,
+                source,
+            }),
+        }
+    }
+
+    /// Parses and checks a configuration; `env` resolves `*_env` secrets.
+    pub fn from_text(
+        text: &str,
+        path: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Config, ConfigError> {
+        let file: File = if text.trim().is_empty() {
+            File::default()
+        } else {
+            yaml_serde::from_str(text).map_err(|e| ConfigError::Parse {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?
+        };
+        let invalid = |message: String| ConfigError::Invalid {
+            path: path.to_owned(),
+            message,
+        };
+        let listen_text = file.listen.as_deref().unwrap_or(DEFAULT_LISTEN);
+        let listen: SocketAddr = listen_text.parse().map_err(|_| {
+            invalid(format!(
+                "listen: {listen_text:?} is not an address and port like {DEFAULT_LISTEN}"
+            ))
+        })?;
+        let duration = |field: &str, text: Option<&str>, default: Duration| match text {
+            None => Ok(default),
+            Some(t) => parse_duration(t).map_err(|why| invalid(format!("{field}: {why}"))),
+        };
+        let auth = |field: &str, auth: Option<FileAuth>| -> Result<Option<Auth>, ConfigError> {
+            let Some(a) = auth else { return Ok(None) };
+            let from_env = |var: &str| {
+                env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
+                    invalid(format!(
+                        "{field}.auth: the environment variable {var} holding the secret is not set"
+                    ))
+                })
+            };
+            let bearer = match (a.bearer, a.bearer_env) {
+                (Some(t), None) => Some(t),
+                (None, Some(var)) => Some(from_env(&var)?),
+                (None, None) => None,
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "{field}.auth: give bearer or bearer_env, not both"
+                    )));
+                }
+            };
+            let value = match (a.value, a.value_env) {
+                (Some(t), None) => Some(t),
+                (None, Some(var)) => Some(from_env(&var)?),
+                (None, None) => None,
+                (Some(_), Some(_)) => {
+                    return Err(invalid(format!(
+                        "{field}.auth: give value or value_env, not both"
+                    )));
+                }
+            };
+            let parsed = match (bearer, a.header, value) {
+                (Some(token), None, None) => Auth::Bearer(token),
+                (None, Some(name), Some(value)) => Auth::Header { name, value },
+                _ => {
+                    return Err(invalid(format!(
+                        "{field}.auth: write either bearer (or bearer_env), or header with value (or value_env)"
+                    )));
+                }
+            };
+            let secret = match &parsed {
+                Auth::Bearer(t) => t,
+                Auth::Header { value, .. } => value,
+            };
+            if secret.trim().is_empty() {
+                return Err(invalid(format!("{field}.auth: the secret is empty")));
+            }
+            Ok(Some(parsed))
+        };
+
+        let mut generic = BTreeMap::new();
+        for (name, g) in file.sources.generic {
+            if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
+                return Err(invalid(format!(
+                    "sources.generic: {name:?} must be letters, digits, - and _ (it is a URL path)"
+                )));
+            }
+            let auth = auth(&format!("sources.generic.{name}"), g.auth)?;
+            let mut mapping = g.mapping;
+            mapping.name = name.clone();
+            generic.insert(name, GenericSource { auth, mapping });
+        }
+        let sources = Sources {
+            uptime_kuma: Source {
+                auth: auth("sources.uptime-kuma", file.sources.uptime_kuma.auth)?,
+            },
+            alertmanager: Source {
+                auth: auth("sources.alertmanager", file.sources.alertmanager.auth)?,
+            },
+            generic,
+        };
+
+        let defaults = nightwatch_tasks::Policy::default();
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        let q = file.queue;
+        let policy = nightwatch_tasks::Policy {
+            cooldown_ms: ms(duration(
+                "queue.cooldown",
+                q.cooldown.as_deref(),
+                Duration::from_millis(defaults.cooldown_ms as u64),
+            )?),
+            resolve_delay_ms: ms(duration(
+                "queue.resolve_delay",
+                q.resolve_delay.as_deref(),
+                Duration::ZERO,
+            )?),
+            max_attempts: q.max_attempts.unwrap_or(3),
+            backoff_base_ms: ms(duration(
+                "queue.backoff_base",
+                q.backoff_base.as_deref(),
+                Duration::from_millis(defaults.backoff_base_ms as u64),
+            )?),
+            backoff_cap_ms: ms(duration(
+                "queue.backoff_cap",
+                q.backoff_cap.as_deref(),
+                Duration::from_millis(defaults.backoff_cap_ms as u64),
+            )?),
+        };
+        if policy.max_attempts == 0 {
+            return Err(invalid("queue.max_attempts must be at least 1".into()));
+        }
+        let lease = duration("queue.lease", q.lease.as_deref(), Duration::from_secs(60))?;
+        if lease < Duration::from_millis(300) {
+            return Err(invalid(
+                "queue.lease must be at least 300ms: the worker renews it a third of the way"
+                    .into(),
+            ));
+        }
+        let workers = q.workers.unwrap_or(2);
+        if !(1..=64).contains(&workers) {
+            return Err(invalid("queue.workers must be between 1 and 64".into()));
+        }
+
+        let mut routes = Vec::new();
+        for r in file.routes {
+            let field = format!("routes[{}]", r.id);
+            if r.id.trim().is_empty() {
+                return Err(invalid("routes: every route needs an id".into()));
+            }
+            if routes.iter().any(|x: &Route| x.id == r.id) {
+                return Err(invalid(format!("{field}: the id is used twice")));
+            }
+            if r.run.is_empty() || r.run[0].trim().is_empty() {
+                return Err(invalid(format!(
+                    "{field}.run: give the runbook's command as a list, e.g. [\"/opt/runbooks/disk.sh\"] or [claude, -p, \"...\"]"
+                )));
+            }
+            let glob = |what: &str, pattern: &str| {
+                Glob::new(pattern)
+                    .map(|g| g.compile_matcher())
+                    .map_err(|e| invalid(format!("{field}.when.{what}: {e}")))
+            };
+            let mut labels = Vec::new();
+            for (name, pattern) in &r.when.labels {
+                labels.push((name.clone(), glob(&format!("labels.{name}"), pattern)?));
+            }
+            routes.push(Route {
+                when: When {
+                    source: r.when.source,
+                    labels,
+                    tags: r.when.tags,
+                    monitor: r
+                        .when
+                        .monitor
+                        .as_deref()
+                        .map(|p| glob("monitor", p))
+                        .transpose()?,
+                    title: r
+                        .when
+                        .title
+                        .as_deref()
+                        .map(|p| glob("title", p))
+                        .transpose()?,
+                },
+                run: r.run,
+                cwd: r.cwd,
+                timeout: duration(
+                    &format!("{field}.timeout"),
+                    r.timeout.as_deref(),
+                    Duration::from_secs(30 * 60),
+                )?,
+                max_per_hour: r.max_per_hour,
+                notify: r.notify,
+                id: r.id,
+            });
+        }
+        let janitor_every = match file.janitor {
+            Some(j) => {
+                let every = duration("janitor.every", Some(&j.every), Duration::ZERO)?;
+                if every < Duration::from_secs(1) {
+                    return Err(invalid("janitor.every must be at least 1s".into()));
+                }
+                Some(every)
+            }
+            None => None,
+        };
+        Ok(Config {
+            listen,
+            max_body_bytes: file.max_body_bytes.unwrap_or(1024 * 1024),
+            request_timeout: duration(
+                "request_timeout",
+                file.request_timeout.as_deref(),
+                Duration::from_secs(10),
+            )?,
+            sources,
+            queue: Queue {
+                policy,
+                lease,
+                workers,
+            },
+            routes,
+            janitor_every,
+        })
+    }
+}
+
+/// `30s`, `5m`, `1h30m` (jiff's friendly format) or ISO 8601; not negative.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let signed: jiff::SignedDuration = text
+        .trim()
+        .parse()
+        .map_err(|e| format!("{text:?} is not a duration like 30s, 5m or 1h: {e}"))?;
+    if signed.is_negative() {
+        return Err(format!("{text:?} is negative"));
+    }
+    Ok(signed.unsigned_abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn no_file_means_loopback_and_no_routes() {
+        let c = Config::defaults();
+        assert_eq!(c.listen.to_string(), DEFAULT_LISTEN);
+        assert!(c.listen.ip().is_loopback());
+        assert!(c.routes.is_empty());
+        assert!(c.sources.alertmanager.auth.is_none());
+    }
+
+    #[test]
+    fn a_full_file_is_read() {
+        let text = r#"
+listen: 127.0.0.1:9999
+max_body_bytes: 4096
+sources:
+  uptime-kuma: { auth: { bearer: kuma-token } }
+  alertmanager: { auth: { header: X-Token, value_env: AM_SECRET } }
+  generic:
+    grafana:
+      mapping: { identity: /ruleId, status: /state }
+queue: { cooldown: 10m, max_attempts: 4, backoff_base: 1s, backoff_cap: 1m, lease: 30s, workers: 3 }
+routes:
+  - id: disk-full
+    when: { source: uptime-kuma, tags: [disk], monitor: "prod-*" }
+    run: [/opt/runbooks/disk.sh]
+    timeout: 5m
+    max_per_hour: 4
+    notify: [oncall]
+janitor: { every: 1h }
+"#;
+        let env = |k: &str| (k == "AM_SECRET").then(|| "am-secret".to_string());
+        let c = Config::from_text(text, "serve.yaml", &env).unwrap();
+        assert_eq!(c.listen.port(), 9999);
+        assert_eq!(c.max_body_bytes, 4096);
+        assert_eq!(
+            c.sources.uptime_kuma.auth,
+            Some(Auth::Bearer("kuma-token".into()))
+        );
+        assert_eq!(
+            c.sources.alertmanager.auth,
+            Some(Auth::Header {
+                name: "X-Token".into(),
+                value: "am-secret".into()
+            })
+        );
+        assert_eq!(c.sources.generic["grafana"].mapping.name, "grafana");
+        assert_eq!(c.queue.policy.max_attempts, 4);
+        assert_eq!(c.queue.policy.cooldown_ms, 600_000);
+        assert_eq!(c.queue.workers, 3);
+        assert_eq!(c.routes[0].timeout, Duration::from_secs(300));
+        assert_eq!(c.janitor_every, Some(Duration::from_secs(3600)));
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_where() {
+        for (text, says) in [
+            ("listen: nowhere", "listen"),
+            ("queue: { max_atempts: 3 }", "max_atempts"),
+            ("queue: { max_attempts: 0 }", "max_attempts"),
+            ("routes: [{ id: a, run: [] }]", "routes[a].run"),
+            (
+                "routes: [{ id: a, run: [x] }, { id: a, run: [y] }]",
+                "used twice",
+            ),
+            (
+                "sources: { alertmanager: { auth: { bearer_env: NOPE } } }",
+                "NOPE",
+            ),
+            (
+                "sources: { alertmanager: { auth: { header: X } } }",
+                "either",
+            ),
+            ("queue: { cooldown: soon }", "queue.cooldown"),
+            (
+                "routes: [{ id: a, run: [x], when: { monitor: 'a[' } }]",
+                "monitor",
+            ),
+        ] {
+            let err = Config::from_text(text, "serve.yaml", &no_env)
+                .err()
+                .unwrap_or_else(|| panic!("{text} was accepted"))
+                .to_string();
+            assert!(err.contains(says), "{text}: {err}");
+            assert!(err.starts_with("serve.yaml"), "{err}");
+        }
+    }
+
+    #[test]
+    fn secrets_are_checked_exactly() {
+        let bearer = Auth::Bearer("s3cret".into());
+        let with =
+            |v: &'static str| move |name: &str| (name == "authorization").then(|| v.to_string());
+        assert!(bearer.admits(&with("Bearer s3cret")));
+        assert!(bearer.admits(&with("bearer  s3cret ")));
+        assert!(!bearer.admits(&with("Bearer s3cre")));
+        assert!(!bearer.admits(&with("Bearer s3crett")));
+        assert!(!bearer.admits(&with("Basic s3cret")));
+        assert!(!bearer.admits(&|_| None));
+        let header = Auth::Header {
+            name: "X-Token".into(),
+            value: "abc".into(),
+        };
+        assert!(header.admits(&|n: &str| (n == "x-token").then(|| "abc".to_string())));
+        assert!(!header.admits(&|n: &str| (n == "x-token").then(|| "abd".to_string())));
+    }
+}

@@ -1,0 +1,298 @@
+//! The dispatcher: what happens to an alert between "it arrived" and the reply.
+//!
+//! 1. the alert is stored as it came ([`Inbox::receive`]): after this it cannot be lost;
+//! 2. it is decided: a test is acknowledged, a resolution cancels what has not started, a
+//!    firing alert goes to its route's task (new, deduplicated, suppressed by the cooldown,
+//!    throttled by the route's hourly limit) or to no route at all;
+//! 3. the disposition is stored with the arrival, and
+//! 4. written to the ledger as a `dispatch` record, with the alert's id and the task.
+//!
+//! Any storage failure is an error: the sender is told 503 and sends again; the redelivery
+//! finds the live task and is deduplicated, and an arrival whose record was never written is
+//! recorded by [`Daemon::record_unrecorded`]. Nothing takes a silent path.
+
+use nightwatch_intake::{Alert, Status};
+use nightwatch_ledger::{Entry, Ledger, Record, RecordActor, RecordContext, event};
+use nightwatch_tasks::{Offered, Resolved};
+use serde_json::json;
+
+use crate::inbox::{AlertEvent, Arrival, Disposition};
+use crate::route::{alert_host, alert_id, first_match, source_name, task_identity};
+use crate::{Daemon, ServeError};
+
+/// What became of one alert.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Dispatched {
+    pub arrival: i64,
+    pub alert_id: String,
+    pub disposition: Disposition,
+    pub reason: String,
+    pub task: Option<i64>,
+    pub record: String,
+}
+
+/// The dispatcher's actor in every record it writes.
+pub fn dispatcher() -> RecordActor {
+    RecordActor {
+        kind: "dispatcher".into(),
+        id: "nightwatch-serve".into(),
+    }
+}
+
+impl Daemon {
+    /// Stores, decides and records each alert of one request, in order. Stops at the first
+    /// storage failure: what was done before it stays done, and a redelivery finds it.
+    pub fn dispatch(&self, alerts: &[Alert]) -> Result<Vec<Dispatched>, ServeError> {
+        let mut out = Vec::with_capacity(alerts.len());
+        for alert in alerts {
+            out.push(self.dispatch_one(alert)?);
+        }
+        Ok(out)
+    }
+
+    fn dispatch_one(&self, alert: &Alert) -> Result<Dispatched, ServeError> {
+        let now = self.edges.now_ms();
+        let alert_json = serde_json::to_string(alert).map_err(|e| ServeError::Storage {
+            what: "alert",
+            why: e.to_string(),
+        })?;
+        let id = alert_id(alert);
+        let host = alert_host(alert);
+        let arrival = self.inbox.receive(&Arrival {
+            received_ms: now,
+            source: &source_name(&alert.source),
+            alert_id: &id,
+            status: status_name(alert.status),
+            title: &alert.title,
+            host: host.as_deref(),
+            alert_json: &alert_json,
+        })?;
+        let (disposition, reason, route, task) = self.decide(alert, &alert_json, now)?;
+        self.inbox
+            .settle(arrival, disposition, &reason, route.as_deref(), task)?;
+        self.metrics.disposition(disposition);
+        if disposition == Disposition::Routed {
+            self.wake_workers();
+        }
+        let stored = self.inbox.get(arrival)?.ok_or(ServeError::Storage {
+            what: "alert store",
+            why: format!("arrival {arrival} vanished after it was stored"),
+        })?;
+        let record = self.record_arrival(&stored)?;
+        Ok(Dispatched {
+            arrival,
+            alert_id: id,
+            disposition,
+            reason,
+            task,
+            record: record.id,
+        })
+    }
+
+    /// Decides what an alert becomes; writes only to the task queue.
+    fn decide(
+        &self,
+        alert: &Alert,
+        alert_json: &str,
+        now: i64,
+    ) -> Result<(Disposition, String, Option<String>, Option<i64>), ServeError> {
+        let identity = task_identity(alert);
+        Ok(match alert.status {
+            Status::Test => (
+                Disposition::Test,
+                "a test notification: acknowledged, nothing runs".into(),
+                None,
+                None,
+            ),
+            Status::Resolved => match self.tasks.resolve(&identity, now)? {
+                Resolved::CancelledBeforeStart(task) => (
+                    Disposition::Cancelled,
+                    format!("the alert resolved; task {task} had not started and is cancelled"),
+                    None,
+                    Some(task),
+                ),
+                Resolved::TooLate(task) => (
+                    Disposition::Resolved,
+                    format!("the alert resolved while task {task} runs; it is left to finish"),
+                    None,
+                    Some(task),
+                ),
+                Resolved::NoTask => (
+                    Disposition::Resolved,
+                    "the alert resolved; no live task for it".into(),
+                    None,
+                    None,
+                ),
+            },
+            Status::Firing => {
+                let Some(route) = first_match(&self.config.routes, alert) else {
+                    let why = if self.config.routes.is_empty() {
+                        "no matching route: serve.yaml declares no routes, so nothing runs".into()
+                    } else {
+                        format!(
+                            "no matching route among {} ({}); nothing runs",
+                            self.config.routes.len(),
+                            self.config
+                                .routes
+                                .iter()
+                                .map(|r| r.id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    return Ok((Disposition::NoRoute, why, None, None));
+                };
+                let route_id = Some(route.id.clone());
+                if let Some(limit) = route.max_per_hour {
+                    let live = self.tasks.tasks(&nightwatch_tasks::TaskFilter {
+                        identity: Some(identity.clone()),
+                        status: None,
+                    })?;
+                    let has_live = live.iter().any(|t| t.lifecycle.status.is_live());
+                    let started = self.tasks.created_since(&route.id, now - 3_600_000)?;
+                    if !has_live && started >= limit {
+                        return Ok((
+                            Disposition::Throttled,
+                            format!(
+                                "throttled: route {} started {started} task(s) in the last hour, its limit is {limit}",
+                                route.id
+                            ),
+                            route_id,
+                            None,
+                        ));
+                    }
+                }
+                match self.tasks.offer(&identity, alert_json, &route.id, now)? {
+                    Offered::Created(task) => (
+                        Disposition::Routed,
+                        format!("routed to {}: task {task} queued", route.id),
+                        route_id,
+                        Some(task),
+                    ),
+                    Offered::Attached(task) => (
+                        Disposition::Deduplicated,
+                        format!("deduplicated: task {task} for this alert is still live"),
+                        route_id,
+                        Some(task),
+                    ),
+                    Offered::Suppressed { why } => (
+                        Disposition::Suppressed,
+                        format!("suppressed: {why}"),
+                        route_id,
+                        None,
+                    ),
+                }
+            }
+        })
+    }
+
+    /// Writes an arrival's `dispatch` record and notes it on the arrival.
+    pub fn record_arrival(&self, arrival: &AlertEvent) -> Result<Record, ServeError> {
+        let disposition = arrival.disposition.map(Disposition::as_str);
+        let mut entry = Entry::new(event::DISPATCH, arrival.received_ms, dispatcher(), "alert");
+        entry.inputs = json!({
+            "disposition": disposition,
+            "arrival": arrival.id,
+            "alert_id": arrival.alert_id,
+            "source": arrival.source,
+            "status": arrival.status,
+            "title": arrival.title,
+            "route": arrival.route,
+            "task": arrival.task_id,
+        });
+        entry.context = RecordContext {
+            // The same name `route::triggered_by` gives a live alert (a test holds them equal).
+            triggered_by: Some(format!("{}_alert", arrival.source.replace('-', "_"))),
+            alert_id: Some(arrival.alert_id.clone()),
+            host: arrival.host.clone(),
+            task: arrival.task_id.map(task_name),
+        };
+        entry.rule = arrival.route.clone();
+        entry.reasons = vec![
+            arrival
+                .reason
+                .clone()
+                .unwrap_or_else(|| "stored; not yet decided".into()),
+        ];
+        let record = self.intake_ledger.append(entry)?;
+        self.inbox.mark_recorded(arrival.id, &record.id)?;
+        Ok(record)
+    }
+
+    /// Records the arrivals a crash or a storage failure left without a record (deciding
+    /// first any that were never decided). Only arrivals older than `older_than_ms` are taken,
+    /// so a request still in flight is not raced. Returns how many were recorded.
+    pub fn record_unrecorded(&self, older_than_ms: i64) -> Result<usize, ServeError> {
+        let now = self.edges.now_ms();
+        let mut done = 0;
+        for mut arrival in self.inbox.unrecorded(500)? {
+            if arrival.received_ms > now - older_than_ms {
+                continue;
+            }
+            if arrival.disposition.is_none() {
+                let alert: Alert = serde_json::from_value(arrival.alert.clone()).map_err(|e| {
+                    ServeError::Storage {
+                        what: "alert store",
+                        why: format!("arrival {} is unreadable: {e}", arrival.id),
+                    }
+                })?;
+                let json = serde_json::to_string(&alert).unwrap_or_default();
+                let (disposition, reason, route, task) = self.decide(&alert, &json, now)?;
+                let reason = format!("{reason} (decided after a restart or a storage failure)");
+                self.inbox
+                    .settle(arrival.id, disposition, &reason, route.as_deref(), task)?;
+                self.metrics.disposition(disposition);
+                arrival.disposition = Some(disposition);
+                arrival.reason = Some(reason);
+                arrival.route = route;
+                arrival.task_id = task;
+            }
+            self.record_arrival(&arrival)?;
+            done += 1;
+        }
+        Ok(done)
+    }
+}
+
+/// How tasks are named in records: `t3`.
+pub fn task_name(id: i64) -> String {
+    format!("t{id}")
+}
+
+pub fn status_name(status: Status) -> &'static str {
+    match status {
+        Status::Firing => "firing",
+        Status::Resolved => "resolved",
+        Status::Test => "test",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::triggered_by;
+    use nightwatch_intake::Source;
+
+    #[test]
+    fn stored_arrivals_get_the_same_triggered_by_as_live_alerts() {
+        let alert = Alert {
+            source: Source::UptimeKuma,
+            identity: "1".into(),
+            status: Status::Firing,
+            title: String::new(),
+            message: String::new(),
+            labels: Default::default(),
+            annotations: Default::default(),
+            tags: vec![],
+            monitor: None,
+            starts_at_ms: None,
+            ends_at_ms: None,
+            group_key: None,
+            receiver: None,
+            link: None,
+            raw: serde_json::Value::Null,
+        };
+        let stored = format!("{}_alert", source_name(&alert.source).replace('-', "_"));
+        assert_eq!(stored, triggered_by(&alert));
+    }
+}

@@ -1,0 +1,392 @@
+//! The HTTP edge: routes, secrets, size and time limits, and the reply contract senders rely
+//! on: 2xx once stored, 400 (with why) for what can never be parsed, 401 for a bad secret,
+//! 413 for a body over the limit, 503 only when storage fails (so the sender retries).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{MatchedPath, Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::{get, post};
+use nightwatch_intake::{Alert, IntakeError};
+use serde_json::json;
+
+use crate::config::Auth;
+use crate::{Daemon, api, web};
+
+/// Which sender an intake endpoint is for.
+#[derive(Clone, Debug)]
+enum Sender {
+    UptimeKuma,
+    Alertmanager,
+    Generic(String),
+}
+
+impl Sender {
+    fn name(&self) -> &str {
+        match self {
+            Sender::UptimeKuma => "uptime-kuma",
+            Sender::Alertmanager => "alertmanager",
+            Sender::Generic(name) => name,
+        }
+    }
+}
+
+/// How long a sender waits for its alerts to be stored before it is told 503 (and retries).
+const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
+
+pub fn router(daemon: Arc<Daemon>) -> Router {
+    let hooks = Router::new()
+        .route(
+            "/hooks/uptime-kuma",
+            get(|s, h, r| intake(s, Sender::UptimeKuma, h, r))
+                .post(|s, h, r| intake(s, Sender::UptimeKuma, h, r)),
+        )
+        .route(
+            "/hooks/alertmanager",
+            post(|s, h, r| intake(s, Sender::Alertmanager, h, r)),
+        )
+        .route(
+            "/hooks/generic/{name}",
+            post(|s, Path(name): Path<String>, h, r| intake(s, Sender::Generic(name), h, r)),
+        );
+    Router::new()
+        .merge(hooks)
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
+        .merge(api::router())
+        .route("/", get(timeline))
+        .route("/sessions/{id}", get(session))
+        .route("/alerts/{id}", get(alert))
+        .fallback(|| async { page_error(StatusCode::NOT_FOUND, "no such page") })
+        .layer(middleware::from_fn_with_state(daemon.clone(), count))
+        .with_state(daemon)
+}
+
+/// Counts every reply by endpoint (the route's pattern, never the raw path) and status.
+async fn count(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) -> Response {
+    let endpoint = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_owned())
+        .unwrap_or_else(|| "other".into());
+    let response = next.run(request).await;
+    daemon
+        .metrics
+        .request(&endpoint, response.status().as_u16());
+    response
+}
+
+fn reply(status: StatusCode, body: serde_json::Value) -> Response {
+    (status, axum::Json(body)).into_response()
+}
+
+async fn intake(
+    State(daemon): State<Arc<Daemon>>,
+    sender: Sender,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    let source = sender.name().to_owned();
+    let (auth, mapping) = match &sender {
+        Sender::UptimeKuma => (daemon.config.sources.uptime_kuma.auth.clone(), None),
+        Sender::Alertmanager => (daemon.config.sources.alertmanager.auth.clone(), None),
+        Sender::Generic(name) => match daemon.config.sources.generic.get(name) {
+            Some(g) => (g.auth.clone(), Some(g.mapping.clone())),
+            None => {
+                daemon.metrics.reject(&source, "unknown_hook");
+                return reply(
+                    StatusCode::NOT_FOUND,
+                    json!({ "error": format!("no generic hook named {name:?} in serve.yaml") }),
+                );
+            }
+        },
+    };
+    if let Some(auth) = &auth
+        && !admitted(auth, &headers)
+    {
+        daemon.metrics.reject(&source, "unauthorized");
+        let mut response = reply(
+            StatusCode::UNAUTHORIZED,
+            json!({ "error": format!("missing or wrong secret for the {source} hook") }),
+        );
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"nightwatch\""),
+        );
+        return response;
+    }
+    let method = request.method().clone();
+    let raw_query = request.uri().query().map(str::to_owned);
+    // A sender that trickles its body is cut off, so it cannot hold a connection forever. The
+    // limit covers reading only: once the body is in, storing it is never cut short by a 4xx.
+    let reading = axum::body::to_bytes(request.into_body(), daemon.config.max_body_bytes);
+    let read = match tokio::time::timeout(daemon.config.request_timeout, reading).await {
+        Ok(read) => read,
+        Err(_) => {
+            daemon.metrics.reject(&source, "timeout");
+            return reply(
+                StatusCode::REQUEST_TIMEOUT,
+                json!({ "error": format!("the body did not arrive within {} ms (request_timeout in serve.yaml)", daemon.config.request_timeout.as_millis()) }),
+            );
+        }
+    };
+    let body = match read {
+        Ok(b) => b,
+        Err(e) => {
+            let too_large = is_length_limit(&e);
+            if too_large {
+                daemon.metrics.reject(&source, "too_large");
+                return reply(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    json!({ "error": format!("the body is larger than the limit of {} bytes (max_body_bytes in serve.yaml)", daemon.config.max_body_bytes) }),
+                );
+            }
+            daemon.metrics.reject(&source, "unreadable");
+            return reply(
+                StatusCode::BAD_REQUEST,
+                json!({ "error": format!("the body could not be read: {e}") }),
+            );
+        }
+    };
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let parsed = parse(
+        &sender,
+        mapping.as_ref(),
+        &method,
+        &body,
+        content_type.as_deref(),
+        raw_query.as_deref(),
+    );
+    let alerts = match parsed {
+        Ok(alerts) => alerts,
+        Err(e) => {
+            daemon.metrics.reject(&source, "unparseable");
+            return reply(
+                StatusCode::BAD_REQUEST,
+                json!({ "error": format!("this {source} request can never be parsed: {e}") }),
+            );
+        }
+    };
+    let d = daemon.clone();
+    let dispatching = tokio::task::spawn_blocking(move || d.dispatch(&alerts));
+    let done = match tokio::time::timeout(STORE_DEADLINE, dispatching).await {
+        Ok(done) => done,
+        Err(_) => {
+            daemon.metrics.reject(&source, "storage");
+            let mut response = reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "error": "storing the alert is taking too long; send it again (a redelivery is deduplicated)" }),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return response;
+        }
+    };
+    match done {
+        Ok(Ok(dispatched)) => reply(
+            StatusCode::OK,
+            json!({ "stored": dispatched.len(), "alerts": dispatched }),
+        ),
+        Ok(Err(e)) => {
+            daemon.metrics.reject(&source, "storage");
+            eprintln!("nightwatch serve: {source}: storage failed, replied 503: {e}");
+            let mut response = reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "error": format!("the alert could not be stored: {e}; send it again") }),
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+        Err(e) => {
+            daemon.metrics.reject(&source, "storage");
+            eprintln!("nightwatch serve: {source}: the dispatcher failed: {e}");
+            reply(
+                StatusCode::SERVICE_UNAVAILABLE,
+                json!({ "error": "the dispatcher failed; send it again" }),
+            )
+        }
+    }
+}
+
+/// True when reading the body stopped at the size limit (the error's chain says so).
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if c.to_string().contains("length limit") {
+            return true;
+        }
+        cause = c.source();
+    }
+    false
+}
+
+fn admitted(auth: &Auth, headers: &HeaderMap) -> bool {
+    auth.admits(&|name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    })
+}
+
+fn parse(
+    sender: &Sender,
+    mapping: Option<&nightwatch_intake::GenericMapping>,
+    method: &Method,
+    body: &Bytes,
+    content_type: Option<&str>,
+    query: Option<&str>,
+) -> Result<Vec<Alert>, IntakeError> {
+    match sender {
+        Sender::UptimeKuma => {
+            // Uptime Kuma 2.x GET carries everything in the query.
+            let query = if *method == Method::GET || body.is_empty() {
+                query
+            } else {
+                None
+            };
+            nightwatch_intake::parse_uptime_kuma(body, content_type, query).map(|a| vec![a])
+        }
+        Sender::Alertmanager => nightwatch_intake::parse_alertmanager(body, content_type),
+        Sender::Generic(_) => match mapping {
+            Some(m) => nightwatch_intake::parse_generic(body, m).map(|a| vec![a]),
+            None => Err(IntakeError::Mapping("no mapping".into())),
+        },
+    }
+}
+
+async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
+    if daemon.is_shutting_down() {
+        return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
+    }
+    let d = daemon.clone();
+    let probe = tokio::task::spawn_blocking(move || -> Result<(), String> {
+        d.inbox.count().map_err(|e| e.to_string())?;
+        d.tasks.counts().map_err(|e| e.to_string())?;
+        nightwatch_ledger::Ledger::head_checkpoint(&d.ledger).map_err(|e| e.to_string())?;
+        Ok(())
+    })
+    .await;
+    match probe {
+        Ok(Ok(())) => (StatusCode::OK, "ready\n").into_response(),
+        Ok(Err(why)) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        )
+            .into_response(),
+        Err(e) => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {e}\n")).into_response(),
+    }
+}
+
+async fn metrics(State(daemon): State<Arc<Daemon>>) -> Response {
+    let d = daemon.clone();
+    let text = tokio::task::spawn_blocking(move || {
+        let now = d.edges.now_ms();
+        let counts = d.tasks.counts().unwrap_or_default();
+        let age = d
+            .tasks
+            .oldest_ready(now)
+            .ok()
+            .flatten()
+            .map_or(0.0, |ready| (now - ready).max(0) as f64 / 1000.0);
+        d.metrics.render(&counts, age)
+    })
+    .await
+    .unwrap_or_default();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        text,
+    )
+        .into_response()
+}
+
+fn page_error(status: StatusCode, message: &str) -> Response {
+    (status, Html(web::error_page(status.as_u16(), message))).into_response()
+}
+
+async fn timeline(
+    State(daemon): State<Arc<Daemon>>,
+    Query(params): Query<BTreeMap<String, String>>,
+) -> Response {
+    let d = daemon.clone();
+    blocking_page(move || {
+        let now = d.edges.now_ms();
+        let query = match web::TimelineQuery::from_params(&params, now) {
+            Ok(q) => q,
+            Err(why) => return Err((StatusCode::BAD_REQUEST, why)),
+        };
+        let records =
+            api::records_between(&d, query.since_ms, query.until_ms, 5000).map_err(internal)?;
+        let alerts = d
+            .inbox
+            .between(query.since_ms, query.until_ms, 2000)
+            .map_err(internal)?;
+        let tasks = d
+            .tasks
+            .active_between(query.since_ms, query.until_ms)
+            .map_err(internal)?;
+        Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
+    })
+    .await
+}
+
+async fn session(State(daemon): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    let d = daemon.clone();
+    blocking_page(move || {
+        let records = api::session_records(&d, &id).map_err(internal)?;
+        if records.is_empty() {
+            return Err((
+                StatusCode::NOT_FOUND,
+                format!("no records for session {id}"),
+            ));
+        }
+        Ok(web::session_page(&id, &records))
+    })
+    .await
+}
+
+async fn alert(State(daemon): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
+    let d = daemon.clone();
+    blocking_page(move || {
+        let view = api::alert_view(&d, &id).map_err(internal)?;
+        if view.arrivals.is_empty() {
+            return Err((StatusCode::NOT_FOUND, format!("no alert {id} has arrived")));
+        }
+        Ok(web::alert_page(
+            &id,
+            &view.arrivals,
+            &view.tasks,
+            &view.records,
+        ))
+    })
+    .await
+}
+
+fn internal(e: impl std::fmt::Display) -> (StatusCode, String) {
+    (StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+}
+
+async fn blocking_page<F>(render: F) -> Response
+where
+    F: FnOnce() -> Result<String, (StatusCode, String)> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(render).await {
+        Ok(Ok(html)) => Html(html).into_response(),
+        Ok(Err((status, why))) => page_error(status, &why),
+        Err(e) => page_error(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}

@@ -1,0 +1,277 @@
+//! Prometheus metrics, in the text exposition format at `/metrics`.
+//!
+//! Counters are kept in process (they restart at zero with the daemon, as Prometheus expects);
+//! the gauges (tasks by state, queue age) are read from the task store at each scrape, so they
+//! are true across restarts.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub endpoint: String,
+    pub code: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SourceReason {
+    pub source: String,
+    pub reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct DispositionLabel {
+    pub disposition: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct VerdictLabel {
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OutcomeLabel {
+    pub outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabel {
+    pub state: String,
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    rejects: Family<SourceReason, Counter>,
+    dispositions: Family<DispositionLabel, Counter>,
+    decisions: Family<VerdictLabel, Counter>,
+    runbooks: Family<OutcomeLabel, Counter>,
+    claims: Counter,
+    escalations: Counter,
+    sweeps: Family<OutcomeLabel, Counter>,
+    tasks: Family<StateLabel, Gauge>,
+    queue_age: Gauge<f64, AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Metrics {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let mut registry = Registry::with_prefix("nightwatch");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "http_requests",
+            "HTTP requests answered, by endpoint and status code",
+            requests.clone(),
+        );
+        let rejects = Family::<SourceReason, Counter>::default();
+        registry.register(
+            "webhook_rejects",
+            "Webhook requests refused (unauthorized, unparseable, too_large, storage)",
+            rejects.clone(),
+        );
+        let dispositions = Family::<DispositionLabel, Counter>::default();
+        registry.register(
+            "alerts",
+            "Alerts received, by what the dispatcher did with them",
+            dispositions.clone(),
+        );
+        let decisions = Family::<VerdictLabel, Counter>::default();
+        registry.register(
+            "decisions",
+            "Runbook decisions made by this daemon through the gate, by verdict",
+            decisions.clone(),
+        );
+        let runbooks = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "runbooks",
+            "Runbook runs that ended, by outcome",
+            runbooks.clone(),
+        );
+        let claims = Counter::default();
+        registry.register("task_claims", "Tasks claimed by a worker", claims.clone());
+        let escalations = Counter::default();
+        registry.register(
+            "escalations",
+            "Tasks that gave up and were handed to a person",
+            escalations.clone(),
+        );
+        let sweeps = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "sweeps",
+            "Scheduled janitor sweeps, by outcome",
+            sweeps.clone(),
+        );
+        let tasks = Family::<StateLabel, Gauge>::default();
+        registry.register(
+            "tasks",
+            "Tasks in the queue, by state (read at scrape time)",
+            tasks.clone(),
+        );
+        let queue_age = Gauge::<f64, AtomicU64>::default();
+        registry.register(
+            "queue_age_seconds",
+            "How long the longest-waiting claimable task has waited (0 when none waits)",
+            queue_age.clone(),
+        );
+        // Every series an alert rule may watch exists from the start, at zero: `rate()` over a
+        // series that appears only on its first event misses that event.
+        for d in crate::inbox::Disposition::ALL {
+            let _ = dispositions.get_or_create(&DispositionLabel {
+                disposition: d.as_str().into(),
+            });
+        }
+        for verdict in ["allow", "ask", "deny", "halt"] {
+            let _ = decisions.get_or_create(&VerdictLabel {
+                verdict: verdict.into(),
+            });
+        }
+        for outcome in ["succeeded", "failed"] {
+            let _ = runbooks.get_or_create(&OutcomeLabel {
+                outcome: outcome.into(),
+            });
+        }
+        for source in ["uptime-kuma", "alertmanager"] {
+            for reason in [
+                "unauthorized",
+                "unparseable",
+                "too_large",
+                "timeout",
+                "storage",
+            ] {
+                let _ = rejects.get_or_create(&SourceReason {
+                    source: source.into(),
+                    reason: reason.into(),
+                });
+            }
+        }
+        Metrics {
+            registry,
+            requests,
+            rejects,
+            dispositions,
+            decisions,
+            runbooks,
+            claims,
+            escalations,
+            sweeps,
+            tasks,
+            queue_age,
+        }
+    }
+
+    pub fn request(&self, endpoint: &str, code: u16) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                endpoint: endpoint.to_owned(),
+                code,
+            })
+            .inc();
+    }
+
+    pub fn reject(&self, source: &str, reason: &str) {
+        self.rejects
+            .get_or_create(&SourceReason {
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn disposition(&self, d: crate::inbox::Disposition) {
+        self.dispositions
+            .get_or_create(&DispositionLabel {
+                disposition: d.as_str().to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn decision(&self, verdict: &str) {
+        self.decisions
+            .get_or_create(&VerdictLabel {
+                verdict: verdict.to_owned(),
+            })
+            .inc();
+    }
+
+    pub fn runbook(&self, succeeded: bool) {
+        let name = if succeeded { "succeeded" } else { "failed" };
+        self.runbooks
+            .get_or_create(&OutcomeLabel {
+                outcome: name.into(),
+            })
+            .inc();
+    }
+
+    pub fn claimed(&self) {
+        self.claims.inc();
+    }
+
+    pub fn escalated(&self) {
+        self.escalations.inc();
+    }
+
+    pub fn sweep(&self, ok: bool) {
+        let name = if ok { "ran" } else { "failed" };
+        self.sweeps
+            .get_or_create(&OutcomeLabel {
+                outcome: name.into(),
+            })
+            .inc();
+    }
+
+    /// Sets the gauges from the store and renders everything.
+    pub fn render(&self, counts: &[(nightwatch_tasks::Status, i64)], queue_age_s: f64) -> String {
+        for status in nightwatch_tasks::Status::ALL {
+            let n = counts
+                .iter()
+                .find(|(s, _)| *s == status)
+                .map_or(0, |(_, n)| *n);
+            self.tasks
+                .get_or_create(&StateLabel {
+                    state: status.as_str().to_owned(),
+                })
+                .set(n);
+        }
+        self.queue_age.set(queue_age_s);
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_exposition_has_every_family_with_its_values() {
+        let m = Metrics::new();
+        m.request("/hooks/alertmanager", 200);
+        m.reject("alertmanager", "unauthorized");
+        m.disposition(crate::inbox::Disposition::Routed);
+        m.decision("allow");
+        let text = m.render(&[(nightwatch_tasks::Status::Pending, 3)], 1.5);
+        for line in [
+            "nightwatch_http_requests_total{endpoint=\"/hooks/alertmanager\",code=\"200\"} 1",
+            "nightwatch_webhook_rejects_total{source=\"alertmanager\",reason=\"unauthorized\"} 1",
+            "nightwatch_alerts_total{disposition=\"routed\"} 1",
+            "nightwatch_decisions_total{verdict=\"allow\"} 1",
+            "nightwatch_tasks{state=\"pending\"} 3",
+            "nightwatch_tasks{state=\"gave_up\"} 0",
+            "nightwatch_queue_age_seconds 1.5",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

@@ -1,0 +1,752 @@
+//! Workers: claim a task, put its runbook through the gate, run it with the alert, and record
+//! how it went. Plus the housekeeping thread (escalations, unrecorded arrivals, the janitor).
+//!
+//! A runbook is an action like any other: the dispatcher proposes `runbook` with the route
+//! and the command, policy decides, and the decision is in the ledger before anything runs.
+//! Allowed, it runs in its own process group with the alert as JSON on stdin and as
+//! `NIGHTWATCH_*` variables, so every tool call the agent makes through its hooks carries the
+//! session, `triggered_by` and `alert_id`. The lease is renewed while it runs; a worker that
+//! loses its lease kills the runbook and writes nothing, because its completion would be
+//! refused (fenced) anyway.
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
+use nightwatch_gate::{Gate, Proposal, Report};
+use nightwatch_intake::Alert;
+use nightwatch_ledger::{Entry, Ledger, Outputs, Record, RecordContext, event};
+use nightwatch_tasks::{Claim, Outcome, Status, TaskError};
+use serde_json::{Value, json};
+
+use crate::config::Route;
+use crate::dispatch::{dispatcher, task_name};
+use crate::route::{alert_host, alert_id, triggered_by};
+use crate::{Daemon, ServeError};
+
+/// How long a running runbook may go on after shutdown begins before it is stopped (and
+/// retried after the restart).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Bytes of a runbook's stdout and of its stderr kept for the record.
+const OUTPUT_CAP: usize = 64 * 1024;
+
+/// Starts the workers and the housekeeping thread.
+pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
+    let mut threads = Vec::new();
+    for n in 0..daemon.config.queue.workers {
+        let d = daemon.clone();
+        let name = format!(
+            "{}-worker-{n}",
+            d.edges.host().unwrap_or_else(|| "serve".into())
+        );
+        threads.push(
+            std::thread::Builder::new()
+                .name(format!("worker-{n}"))
+                .spawn(move || work(&d, &name))
+                .expect("a worker thread starts"),
+        );
+    }
+    let d = daemon.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("housekeeping".into())
+            .spawn(move || housekeeping(&d))
+            .expect("the housekeeping thread starts"),
+    );
+    threads
+}
+
+fn work(daemon: &Daemon, worker: &str) {
+    let lease_ms = ms(daemon.config.queue.lease);
+    while !daemon.is_shutting_down() {
+        match daemon.tasks.claim(worker, daemon.edges.now_ms(), lease_ms) {
+            Ok(Some(claim)) => {
+                daemon.metrics.claimed();
+                run_claim(daemon, worker, claim);
+            }
+            Ok(None) => daemon.wait_for_work(Duration::from_millis(500)),
+            Err(e) => {
+                eprintln!("nightwatch serve: {worker} cannot claim: {e}");
+                daemon.wait_for_work(Duration::from_secs(2));
+            }
+        }
+    }
+}
+
+fn housekeeping(daemon: &Daemon) {
+    let mut last_catch_up = Instant::now();
+    let mut next_sweep = daemon
+        .config
+        .janitor_every
+        .map(|every| Instant::now() + every);
+    while !daemon.is_shutting_down() {
+        if let Err(e) = escalate_gave_up(daemon) {
+            eprintln!("nightwatch serve: escalations: {e}");
+        }
+        if last_catch_up.elapsed() >= Duration::from_secs(5) {
+            last_catch_up = Instant::now();
+            let settle = 2 * ms(daemon.config.request_timeout);
+            if let Err(e) = daemon.record_unrecorded(settle) {
+                eprintln!("nightwatch serve: recording interrupted arrivals: {e}");
+            }
+        }
+        if let (Some(at), Some(every)) = (next_sweep, daemon.config.janitor_every)
+            && Instant::now() >= at
+        {
+            next_sweep = Some(Instant::now() + every);
+            let outcome = daemon.edges.sweep(daemon.edges.now_ms());
+            daemon.metrics.sweep(outcome.is_ok());
+            if let Err(e) = outcome {
+                // The sweep records its own decisions; a sweep that could not run at all is
+                // recorded here, so a silent schedule is impossible.
+                let mut entry =
+                    Entry::new("sweep-failed", daemon.edges.now_ms(), dispatcher(), "sweep");
+                entry.reasons = vec![format!("the scheduled sweep could not run: {e}")];
+                if let Err(le) = daemon.ledger.append(entry) {
+                    eprintln!(
+                        "nightwatch serve: sweep failed ({e}) and could not be recorded: {le}"
+                    );
+                }
+            }
+        }
+        daemon.wait_for_work(Duration::from_secs(1));
+    }
+}
+
+/// Everything known about the claimed task's alert, for records and the runbook.
+struct Job<'a> {
+    claim: &'a Claim,
+    alert: Alert,
+    alert_id: String,
+    session: String,
+    context: Context,
+    route: &'a Route,
+    inputs: Value,
+}
+
+fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
+    let task = claim.task_id;
+    let attempt = claim.attempt;
+    let alert: Alert = match serde_json::from_str(&claim.alert_json) {
+        Ok(alert) => alert,
+        Err(e) => {
+            let why = format!("the stored alert is unreadable: {e}");
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Abandoned { error: why },
+                None,
+            );
+            return;
+        }
+    };
+    let Some(route) = daemon.config.routes.iter().find(|r| r.id == claim.route) else {
+        let why = format!(
+            "route {} is no longer in serve.yaml; nothing to run",
+            claim.route
+        );
+        finish(
+            daemon,
+            task,
+            attempt,
+            &Outcome::Abandoned { error: why },
+            None,
+        );
+        return;
+    };
+    let id = alert_id(&alert);
+    let session = format!("sess_{}-{}", &id["alert_".len()..], task_name(task));
+    let now = daemon.edges.now_ms();
+    let context = Context {
+        session: Some(session.clone()),
+        triggered_by: Some(triggered_by(&alert)),
+        alert_id: Some(id.clone()),
+        task: Some(task_name(task)),
+        host: daemon.edges.host(),
+        minute_of_day: Some(daemon.edges.minute_of_day(now)),
+    };
+    // Stable across attempts, so an approval given for one attempt lets the next run.
+    let inputs = json!({
+        "route": route.id,
+        "command": route.run,
+        "alert_id": id,
+        "task": task_name(task),
+    });
+    let job = Job {
+        claim: &claim,
+        alert,
+        alert_id: id,
+        session,
+        context,
+        route,
+        inputs,
+    };
+
+    let policy = match daemon.edges.policy() {
+        Ok(p) => p,
+        Err(why) => {
+            let error = format!("the policy cannot be read, so the runbook is not run: {why}");
+            record_task(daemon, &job, "failed", &error, None);
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Failed { error },
+                Some(&job),
+            );
+            return;
+        }
+    };
+    let call_id = format!("{}-a{attempt}", job.session);
+    let gate = Gate::new(&policy, &daemon.ledger, daemon.edges.guards());
+    let proposal = Proposal {
+        action: Action {
+            actor: Actor::new(ActorKind::Dispatcher, "nightwatch-serve"),
+            tool: Tool::Named {
+                name: "runbook".into(),
+            },
+            context: job.context.clone(),
+        },
+        call_id: Some(call_id.clone()),
+        inputs: job.inputs.clone(),
+        cwd: route.cwd.clone(),
+        timestamp_ms: now,
+    };
+    let ruling = match gate.propose(proposal) {
+        Ok(r) => r,
+        Err(e) => {
+            let error = format!("the decision could not be recorded, so nothing ran: {e}");
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Failed { error },
+                Some(&job),
+            );
+            return;
+        }
+    };
+    daemon.metrics.decision(ruling.decision.verdict.as_str());
+    if !ruling.notify.is_empty() {
+        daemon.edges.escalate(&ruling.record.id);
+    }
+    match ruling.decision.verdict {
+        Verdict::Allow => {}
+        Verdict::Ask => {
+            let error = format!(
+                "awaiting approval: policy asks a person before this runbook runs ({}: {}); `nightwatch approve {}` lets the next attempt run",
+                ruling.record.id, ruling.decision.reason, ruling.record.id
+            );
+            record_task(daemon, &job, "awaiting_approval", &error, None);
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Failed { error },
+                Some(&job),
+            );
+            return;
+        }
+        verdict => {
+            let error = format!(
+                "policy says {verdict} for this runbook ({}): {}",
+                ruling.record.id, ruling.decision.reason
+            );
+            record_task(daemon, &job, "refused", &error, None);
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Abandoned { error },
+                Some(&job),
+            );
+            return;
+        }
+    }
+
+    let started = Instant::now();
+    let started_ms = now;
+    let ran = run_runbook(daemon, worker, &job);
+    let duration_ms = started.elapsed().as_millis() as u64;
+    let (outputs, outcome) = match ran {
+        Ran::Exited {
+            code,
+            stdout,
+            stderr,
+        } => {
+            let outcome = if code == Some(0) {
+                Outcome::Succeeded
+            } else {
+                let last = stderr.lines().rev().find(|l| !l.trim().is_empty());
+                Outcome::Failed {
+                    error: match (code, last) {
+                        (Some(c), Some(l)) => format!("the runbook exited {c}: {l}"),
+                        (Some(c), None) => format!("the runbook exited {c}"),
+                        (None, _) => "the runbook was killed by a signal".into(),
+                    },
+                }
+            };
+            (
+                Outputs {
+                    exit_code: code.map(i64::from),
+                    stdout,
+                    stderr,
+                },
+                outcome,
+            )
+        }
+        Ran::Stopped {
+            why,
+            stdout,
+            stderr,
+        } => (
+            Outputs {
+                exit_code: None,
+                stdout,
+                stderr,
+            },
+            Outcome::Failed { error: why },
+        ),
+        Ran::LostLease { why } => {
+            // Another worker holds the task now; its record will tell. Ours says why we stopped.
+            record_task(daemon, &job, "interrupted", &why, None);
+            return;
+        }
+        Ran::NotStarted { why } => (
+            Outputs {
+                exit_code: None,
+                stdout: String::new(),
+                stderr: why.clone(),
+            },
+            Outcome::Failed { error: why },
+        ),
+    };
+    let report = Report {
+        actor: Actor::new(ActorKind::Dispatcher, "nightwatch-serve"),
+        tool: "runbook".into(),
+        session_id: Some(job.session.clone()),
+        call_id: Some(call_id),
+        inputs: job.inputs.clone(),
+        outputs,
+        duration_ms: Some(duration_ms),
+        context: job.context.clone(),
+        cwd: route.cwd.clone(),
+        timestamp_ms: started_ms + duration_ms as i64,
+    };
+    if let Err(e) = nightwatch_gate::report(&daemon.ledger, daemon.edges.guards(), report) {
+        eprintln!("nightwatch serve: task {task}: the runbook's result could not be recorded: {e}");
+    }
+    daemon
+        .metrics
+        .runbook(matches!(outcome, Outcome::Succeeded));
+    finish(daemon, task, attempt, &outcome, Some(&job));
+}
+
+/// Completes the attempt (fenced) and records what became of the task.
+fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Option<&Job<'_>>) {
+    let now = daemon.edges.now_ms();
+    let status = daemon.tasks.complete(task, attempt, outcome, now);
+    let (disposition, why) = match (&status, outcome) {
+        (Ok(Status::Done), _) => (
+            "ran",
+            format!("task {task}: attempt {attempt} ran and succeeded"),
+        ),
+        (Ok(Status::Pending), Outcome::Failed { error }) => (
+            "failed",
+            format!(
+                "task {task}: attempt {attempt} failed: {error}; it will be retried after a backoff"
+            ),
+        ),
+        (Ok(Status::GaveUp), Outcome::Failed { error } | Outcome::Abandoned { error }) => (
+            "failed",
+            format!(
+                "task {task}: attempt {attempt} failed: {error}; no attempts left, it goes to a person"
+            ),
+        ),
+        (Ok(other), _) => (
+            "failed",
+            format!("task {task}: attempt {attempt} left it {other}"),
+        ),
+        (Err(TaskError::Stale { .. }), _) => (
+            "interrupted",
+            format!(
+                "task {task}: attempt {attempt}'s result was refused: {}",
+                status
+                    .as_ref()
+                    .err()
+                    .map(ToString::to_string)
+                    .unwrap_or_default()
+            ),
+        ),
+        (Err(e), _) => (
+            "failed",
+            format!(
+                "task {task}: attempt {attempt}'s result could not be stored: {e}; the lease will expire and it will be retried"
+            ),
+        ),
+    };
+    match job {
+        Some(job) => {
+            record_task(daemon, job, disposition, &why, None);
+        }
+        None => {
+            let mut entry = Entry::new(event::DISPATCH, now, dispatcher(), "runbook");
+            entry.inputs = json!({ "disposition": disposition, "task": task });
+            entry.context.task = Some(task_name(task));
+            entry.reasons = vec![why];
+            if let Err(e) = daemon.ledger.append(entry) {
+                eprintln!("nightwatch serve: task {task}: cannot record: {e}");
+            }
+        }
+    }
+    daemon.wake_workers();
+}
+
+/// A `dispatch` record about a task's runbook.
+fn record_task(
+    daemon: &Daemon,
+    job: &Job<'_>,
+    disposition: &str,
+    why: &str,
+    safeguards: Option<Value>,
+) -> Option<Record> {
+    let mut entry = Entry::new(
+        event::DISPATCH,
+        daemon.edges.now_ms(),
+        dispatcher(),
+        "runbook",
+    );
+    entry.session_id = Some(job.session.clone());
+    entry.inputs = json!({
+        "disposition": disposition,
+        "alert_id": job.alert_id,
+        "route": job.route.id,
+        "task": job.claim.task_id,
+        "attempt": job.claim.attempt,
+        "title": job.alert.title,
+    });
+    entry.context = RecordContext {
+        triggered_by: job.context.triggered_by.clone(),
+        alert_id: Some(job.alert_id.clone()),
+        host: job.context.host.clone(),
+        task: job.context.task.clone(),
+    };
+    entry.rule = Some(job.route.id.clone());
+    entry.reasons = vec![why.to_owned()];
+    entry.safeguards = safeguards;
+    match daemon.ledger.append(entry) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!(
+                "nightwatch serve: task {}: cannot record {disposition}: {e}",
+                job.claim.task_id
+            );
+            None
+        }
+    }
+}
+
+/// Hands every task that gave up to a person: an `escalated` record naming the notifiers,
+/// then delivery in the background.
+fn escalate_gave_up(daemon: &Daemon) -> Result<(), ServeError> {
+    let now = daemon.edges.now_ms();
+    for gave_up in daemon.tasks.take_escalations(now)? {
+        let route = daemon.config.routes.iter().find(|r| r.id == gave_up.route);
+        let mut notify: Vec<String> = route.map(|r| r.notify.clone()).unwrap_or_default();
+        if notify.is_empty()
+            && let Ok(policy) = daemon.edges.policy()
+        {
+            notify = policy
+                .safeguards()
+                .escalate
+                .for_verdict(Verdict::Halt)
+                .to_vec();
+        }
+        let task = daemon.tasks.task(gave_up.task_id)?;
+        let alert: Option<Alert> = task
+            .as_ref()
+            .and_then(|t| serde_json::from_str(&t.alert_json).ok());
+        let told = if notify.is_empty() {
+            "no notifier is configured (route notify: or the policy's escalate: halt), so nobody was told; it shows on the page and in the API".to_string()
+        } else {
+            format!("telling {}", notify.join(", "))
+        };
+        let mut entry = Entry::new(event::DISPATCH, now, dispatcher(), "runbook");
+        entry.inputs = json!({
+            "disposition": "escalated",
+            "task": gave_up.task_id,
+            "route": gave_up.route,
+            "attempts": gave_up.attempts,
+            "alert_id": alert.as_ref().map(alert_id),
+            "title": alert.as_ref().map(|a| a.title.clone()),
+        });
+        entry.context = RecordContext {
+            triggered_by: alert.as_ref().map(triggered_by),
+            alert_id: alert.as_ref().map(alert_id),
+            host: alert.as_ref().and_then(alert_host),
+            task: Some(task_name(gave_up.task_id)),
+        };
+        entry.rule = Some(gave_up.route.clone());
+        entry.reasons = vec![format!(
+            "task {} gave up after {} attempt(s): {}; {told}",
+            gave_up.task_id,
+            gave_up.attempts,
+            gave_up.last_error.as_deref().unwrap_or("no error recorded")
+        )];
+        if !notify.is_empty() {
+            entry.safeguards = Some(json!({ "notify": notify }));
+        }
+        let record = daemon.ledger.append(entry)?;
+        daemon.metrics.escalated();
+        if !notify.is_empty() {
+            daemon.edges.escalate(&record.id);
+        }
+    }
+    Ok(())
+}
+
+enum Ran {
+    Exited {
+        code: Option<i32>,
+        stdout: String,
+        stderr: String,
+    },
+    /// Timed out or interrupted by shutdown: stopped, and retried later.
+    Stopped {
+        why: String,
+        stdout: String,
+        stderr: String,
+    },
+    LostLease {
+        why: String,
+    },
+    NotStarted {
+        why: String,
+    },
+}
+
+fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
+    let route = job.route;
+    let mut command = Command::new(&route.run[0]);
+    command
+        .args(&route.run[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &route.cwd {
+        command.current_dir(cwd);
+    }
+    for (k, v) in daemon.edges.runbook_env() {
+        command.env(k, v);
+    }
+    for (k, v) in runbook_vars(job) {
+        command.env(k, v);
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        // Its own process group, so a timeout stops the agent and everything it started.
+        command.process_group(0);
+    }
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Ran::NotStarted {
+                why: format!("the runbook {:?} could not be started: {e}", route.run[0]),
+            };
+        }
+    };
+    let alert_text = serde_json::to_vec_pretty(&job.alert).unwrap_or_default();
+    let stdin = child.stdin.take();
+    let feeder = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            // A runbook that does not read its stdin closes the pipe: not an error.
+            let _ = stdin.write_all(&alert_text);
+        }
+    });
+    let out = capture(child.stdout.take());
+    let err = capture(child.stderr.take());
+
+    let lease = daemon.config.queue.lease;
+    let renew_every = lease / 3;
+    let started = Instant::now();
+    let mut renewed = Instant::now();
+    let mut shutdown_since: Option<Instant> = None;
+    let stop: Option<String> = loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break None,
+            Ok(None) => {}
+            Err(e) => break Some(format!("cannot wait for the runbook: {e}")),
+        }
+        if started.elapsed() >= route.timeout {
+            break Some(format!(
+                "the runbook ran longer than its timeout of {}s and was stopped",
+                route.timeout.as_secs()
+            ));
+        }
+        if daemon.is_shutting_down() {
+            let since = *shutdown_since.get_or_insert_with(Instant::now);
+            if since.elapsed() >= SHUTDOWN_GRACE {
+                break Some(
+                    "interrupted: the daemon shut down while the runbook ran; it is retried after the restart"
+                        .into(),
+                );
+            }
+        }
+        if renewed.elapsed() >= renew_every {
+            renewed = Instant::now();
+            let now = daemon.edges.now_ms();
+            if let Err(e) =
+                daemon
+                    .tasks
+                    .heartbeat(job.claim.task_id, job.claim.attempt, now, ms(lease))
+            {
+                kill_group(&mut child);
+                let _ = feeder.join();
+                return Ran::LostLease {
+                    why: format!(
+                        "{worker} lost task {}: {e}; the runbook was stopped",
+                        job.claim.task_id
+                    ),
+                };
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    if stop.is_some() {
+        kill_group(&mut child);
+    }
+    let status = child.wait();
+    let _ = feeder.join();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    match (stop, status) {
+        (Some(why), _) => Ran::Stopped {
+            why,
+            stdout,
+            stderr,
+        },
+        (None, Ok(status)) => Ran::Exited {
+            code: status.code(),
+            stdout,
+            stderr,
+        },
+        (None, Err(e)) => Ran::Stopped {
+            why: format!("cannot wait for the runbook: {e}"),
+            stdout,
+            stderr,
+        },
+    }
+}
+
+/// The variables a runbook gets: who it is for, and the alert.
+fn runbook_vars(job_alert: &Job<'_>) -> Vec<(String, String)> {
+    let alert = &job_alert.alert;
+    let mut vars = vec![
+        ("NIGHTWATCH_SESSION".into(), job_alert.session.clone()),
+        ("NIGHTWATCH_TRIGGERED_BY".into(), triggered_by(alert)),
+        ("NIGHTWATCH_ALERT_ID".into(), job_alert.alert_id.clone()),
+        ("NIGHTWATCH_TASK".into(), task_name(job_alert.claim.task_id)),
+        ("NIGHTWATCH_ROUTE".into(), job_alert.route.id.clone()),
+        (
+            "NIGHTWATCH_ATTEMPT".into(),
+            job_alert.claim.attempt.to_string(),
+        ),
+        ("NIGHTWATCH_ALERT_TITLE".into(), alert.title.clone()),
+        (
+            "NIGHTWATCH_ALERT_STATUS".into(),
+            crate::dispatch::status_name(alert.status).into(),
+        ),
+    ];
+    for (name, value) in &alert.labels {
+        vars.push((
+            format!("NIGHTWATCH_LABEL_{}", env_name(name)),
+            value.clone(),
+        ));
+    }
+    vars
+}
+
+/// A label name as a variable name: upper case, anything else than letters and digits `_`.
+fn env_name(label: &str) -> String {
+    label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Reads a pipe to its end on a thread, keeping the first [`OUTPUT_CAP`] bytes.
+fn capture<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<String> {
+    std::thread::spawn(move || {
+        let Some(mut pipe) = pipe else {
+            return String::new();
+        };
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        let mut dropped = 0usize;
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    let room = OUTPUT_CAP.saturating_sub(kept.len());
+                    kept.extend_from_slice(&buf[..n.min(room)]);
+                    dropped += n.saturating_sub(room);
+                }
+            }
+        }
+        let mut text = String::from_utf8_lossy(&kept).into_owned();
+        if dropped > 0 {
+            text.push_str(&format!("\n[... {dropped} more bytes not kept]"));
+        }
+        text
+    })
+}
+
+fn kill_group(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        let pid = child.id() as libc::pid_t;
+        // SAFETY: signalling the process group we created for this child (process_group(0)
+        // made its pgid its pid); no memory is touched.
+        unsafe {
+            libc::kill(-pid, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: as above.
+        unsafe {
+            libc::kill(-pid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+}
+
+fn ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn label_names_become_variable_names() {
+        assert_eq!(env_name("alertname"), "ALERTNAME");
+        assert_eq!(env_name("k8s.io/app-name"), "K8S_IO_APP_NAME");
+    }
+}

@@ -1,0 +1,947 @@
+//! `nightwatch serve` as a real process: webhooks in over loopback, runbooks run as real
+//! processes, the ledger and the API read back.
+
+mod common;
+
+use common::daemon::{Daemon, payload, request};
+use common::{Receiver, scratch};
+use serde_json::Value;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const NW: &str = env!("CARGO_BIN_EXE_nightwatch");
+
+/// A runbook script at `dir/name` (executable).
+fn script(dir: &Path, name: &str, body: &str) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.display().to_string()
+}
+
+fn records_of(daemon: &Daemon, alert_id: &str) -> Vec<Value> {
+    daemon.json(&format!("/api/alerts/{alert_id}"))["records"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn has(records: &[Value], what: impl Fn(&Value) -> bool) -> bool {
+    records.iter().any(what)
+}
+
+#[test]
+fn seed_004_disk_alert_runs_the_runbook_and_every_call_carries_the_alert() {
+    let dir = scratch("serve", "seed004");
+    let home = dir.join("home");
+    let runbook = script(
+        &dir,
+        "disk-cleanup.sh",
+        &format!(
+            "set -e\ncat > \"$NIGHTWATCH_HOME/runbook-stdin.json\"\n\
+             echo \"session=$NIGHTWATCH_SESSION alert=$NIGHTWATCH_ALERT_ID by=$NIGHTWATCH_TRIGGERED_BY runbook=$NIGHTWATCH_LABEL_RUNBOOK\"\n\
+             {NW} exec -- df -h /\n{NW} exec -- du -sh {}\n",
+            dir.display()
+        ),
+    );
+    let config = format!(
+        "queue: {{ lease: 5s, backoff_base: 200ms }}\nroutes:\n  - id: disk-cleanup\n    when: {{ source: uptime-kuma, tags: [\"runbook:disk-cleanup\"] }}\n    run: [\"{runbook}\"]\n    timeout: 60s\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let answer = reply.json();
+    let dispatched = &answer["alerts"][0];
+    assert_eq!(dispatched["disposition"], "routed", "{answer:#}");
+    let alert_id = dispatched["alert_id"].as_str().unwrap().to_owned();
+    let task = dispatched["task"].as_i64().unwrap();
+
+    let done = daemon.wait_for(&format!("/api/tasks/{task}"), 60, "the runbook", |t| {
+        t["status"] == "done" || t["status"] == "gave_up"
+    });
+    assert_eq!(done["status"], "done", "{done:#}\n{}", daemon.log());
+
+    // The runbook got the alert on stdin and in its environment.
+    let stdin: Value =
+        serde_json::from_str(&std::fs::read_to_string(home.join("runbook-stdin.json")).unwrap())
+            .unwrap();
+    assert_eq!(stdin["identity"], "7");
+    assert_eq!(stdin["monitor"], "prod-worker-01 disk");
+
+    // The ledger ties alert -> dispatch -> runbook decision -> each tool call -> result.
+    let records = records_of(&daemon, &alert_id);
+    let session = format!("sess_{}-t{task}", &alert_id["alert_".len()..]);
+    assert!(has(&records, |r| r["event"] == "dispatch"
+        && r["inputs"]["disposition"] == "routed"));
+    assert!(has(&records, |r| r["event"] == "decision"
+        && r["tool"] == "runbook"
+        && r["verdict"] == "allow"
+        && r["actor"]["kind"] == "dispatcher"));
+    for command in ["df -h /", "du -sh"] {
+        assert!(
+            has(&records, |r| r["event"] == "decision"
+                && r["inputs"]["command"]
+                    .as_str()
+                    .is_some_and(|c| c.contains(command))
+                && r["session_id"] == session.as_str()
+                && r["context"]["triggered_by"] == "uptime_kuma_alert"
+                && r["context"]["alert_id"] == alert_id.as_str()),
+            "no decision for {command} in the alert's session {session}: {records:#?}"
+        );
+    }
+    let runbook_result = records
+        .iter()
+        .find(|r| r["event"] == "result" && r["tool"] == "runbook")
+        .expect("the runbook's result is recorded");
+    assert_eq!(runbook_result["outputs"]["exit_code"], 0);
+    let stdout = runbook_result["outputs"]["stdout"].as_str().unwrap();
+    assert!(
+        stdout.contains(&format!(
+            "session={session} alert={alert_id} by=uptime_kuma_alert runbook=disk-cleanup"
+        )),
+        "{stdout}"
+    );
+    assert!(has(&records, |r| r["event"] == "dispatch"
+        && r["inputs"]["disposition"] == "ran"));
+
+    // Resolution: recorded, nothing left to cancel.
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/up.json"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["alerts"][0]["disposition"], "resolved");
+    assert_eq!(reply.json()["alerts"][0]["alert_id"], alert_id.as_str());
+
+    // The pages: the session reads as a runbook, the alert from arrival to resolution.
+    let page = daemon.get(&format!("/sessions/{session}"));
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("df -h /"));
+    let page = daemon.get(&format!("/alerts/{alert_id}"));
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("prod-worker-01 disk"));
+    let page = daemon.get("/");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains(&alert_id));
+
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+}
+
+fn multipart(field_json: &[u8]) -> (String, Vec<u8>) {
+    let boundary = "nightwatchBoundary42";
+    let mut body = Vec::new();
+    write!(
+        body,
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n"
+    )
+    .unwrap();
+    body.extend_from_slice(field_json);
+    write!(body, "\r\n--{boundary}--\r\n").unwrap();
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn url_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[test]
+fn every_uptime_kuma_shape_is_stored_and_decided() {
+    let dir = scratch("serve", "kuma-shapes");
+    let daemon = Daemon::start(&dir.join("home"), None, &[]);
+    let down = payload("uptime-kuma/down.json");
+
+    let (ct, body) = multipart(&down);
+    let reply = daemon.post("/hooks/uptime-kuma", &ct, &body);
+    assert_eq!(reply.status, 200, "form-data: {}", reply.text());
+    assert_eq!(reply.json()["alerts"][0]["disposition"], "no_route");
+
+    let template = br#"{"Title": "Uptime Kuma Alert - prod-worker-01 disk", "Body": "[prod-worker-01 disk] [Down] Disk usage 86% exceeds 85%"}"#;
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/x-www-form-urlencoded",
+        template,
+    );
+    assert_eq!(reply.status, 200, "custom template: {}", reply.text());
+
+    let doc: Value = serde_json::from_slice(&down).unwrap();
+    let query = format!(
+        "/hooks/uptime-kuma?msg={}&heartbeat={}&monitor={}",
+        url_encode(doc["msg"].as_str().unwrap()),
+        url_encode(&doc["heartbeat"].to_string()),
+        url_encode(&doc["monitor"].to_string())
+    );
+    let reply = daemon.get(&query);
+    assert_eq!(reply.status, 200, "GET: {}", reply.text());
+
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/test-notification.json"),
+    );
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.json()["alerts"][0]["disposition"], "test");
+
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/cert-expiry.json"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+
+    // Five arrivals stored, each with its ledger record: nothing silent.
+    let alerts = daemon.json("/api/alerts?since=1h")["alerts"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(alerts.len(), 5, "{alerts:#?}");
+    for a in &alerts {
+        assert!(a["record"].is_string(), "arrival without a record: {a:#}");
+        assert!(a["disposition"].is_string());
+    }
+    let dispatch = daemon.json("/api/records?event=dispatch")["records"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(dispatch, 5);
+}
+
+const AM_FIRING: &str = "alertmanager/firing.json";
+
+fn hostile_config(runbook: &str) -> String {
+    format!(
+        "max_body_bytes: 65536\nrequest_timeout: 2s\nsources:\n  alertmanager: {{ auth: {{ bearer: am-token }} }}\n  uptime-kuma: {{ auth: {{ header: X-Kuma-Token, value: kuma-token }} }}\n  generic:\n    grafana:\n      mapping: {{ identity: /ruleId, status: /state, title: /title }}\nqueue: {{ resolve_delay: 10m }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    )
+}
+
+fn am_post(daemon: &Daemon, token: &str, content_type: &str, body: &[u8]) -> common::daemon::Reply {
+    let auth = format!("Bearer {token}");
+    request(
+        &daemon.addr,
+        "POST",
+        "/hooks/alertmanager",
+        &[("Content-Type", content_type), ("Authorization", &auth)],
+        body,
+    )
+}
+
+#[test]
+fn hostile_intake_is_refused_with_reasons_and_loses_nothing() {
+    let dir = scratch("serve", "hostile");
+    let runbook = script(&dir, "noop.sh", "exit 0");
+    let daemon = Daemon::start(&dir.join("home"), Some(&hostile_config(&runbook)), &[]);
+    let firing = payload(AM_FIRING);
+
+    // Secrets.
+    assert_eq!(
+        am_post(&daemon, "wrong", "application/json", &firing).status,
+        401
+    );
+    let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
+    assert_eq!(reply.status, 401);
+    assert!(reply.header("www-authenticate").is_some());
+    let reply = request(
+        &daemon.addr,
+        "POST",
+        "/hooks/uptime-kuma",
+        &[
+            ("Content-Type", "application/json"),
+            ("X-Kuma-Token", "nope"),
+        ],
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 401);
+
+    // Unparseable, with why; wrong content type; oversized.
+    let reply = am_post(
+        &daemon,
+        "am-token",
+        "application/json",
+        b"{\"version\": \"4\", \"alerts\": [",
+    );
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.json()["error"].as_str().unwrap().contains("JSON"),
+        "{}",
+        reply.text()
+    );
+    let reply = am_post(&daemon, "am-token", "text/csv", &firing);
+    assert_eq!(reply.status, 400, "{}", reply.text());
+    let reply = am_post(
+        &daemon,
+        "am-token",
+        "application/json",
+        br#"{"version":"3","alerts":[]}"#,
+    );
+    assert_eq!(reply.status, 400);
+    assert!(reply.text().contains("version"), "{}", reply.text());
+    let huge = vec![b' '; 200_000];
+    let reply = am_post(&daemon, "am-token", "application/json", &huge);
+    assert_eq!(reply.status, 413, "{}", reply.text());
+    let reply = daemon.post("/hooks/generic/nope", "application/json", b"{}");
+    assert_eq!(reply.status, 404);
+
+    // A corpus of garbage to every endpoint: refused, never a 5xx, never a crash.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let templates: [&[u8]; 6] = [
+        br#"{"version":"4","alerts":[{"status":"firing","labels":{}}]}"#,
+        br#"{"heartbeat":{"status":"x"},"monitor":[1,2],"msg":7}"#,
+        br#"{"ruleId":null,"state":{"a":1}}"#,
+        b"\xff\xfe\x00garbage",
+        b"--X\r\nContent-Disposition: form-data; name=\"data\"\r\n\r\n{",
+        br#"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]"#,
+    ];
+    for i in 0..120 {
+        let mut body = templates[i % templates.len()].to_vec();
+        for _ in 0..(next() % 4) {
+            let at = (next() as usize) % body.len().max(1);
+            body.insert(at, (next() & 0xff) as u8);
+        }
+        let (path, headers): (&str, Vec<(&str, &str)>) = match i % 3 {
+            0 => (
+                "/hooks/alertmanager",
+                vec![("Authorization", "Bearer am-token")],
+            ),
+            1 => ("/hooks/uptime-kuma", vec![("X-Kuma-Token", "kuma-token")]),
+            _ => ("/hooks/generic/grafana", vec![]),
+        };
+        let ct = [
+            "application/json",
+            "multipart/form-data; boundary=X",
+            "text/plain",
+            "",
+        ][i % 4];
+        let mut headers = headers;
+        if !ct.is_empty() {
+            headers.push(("Content-Type", ct));
+        }
+        let reply = request(&daemon.addr, "POST", path, &headers, &body);
+        assert!(
+            matches!(reply.status, 200 | 400),
+            "{path} {ct} {:?} -> {} {}",
+            String::from_utf8_lossy(&body),
+            reply.status,
+            reply.text()
+        );
+    }
+
+    // A slow client is cut off; others are served meanwhile.
+    let mut slow = std::net::TcpStream::connect(&daemon.addr).unwrap();
+    write!(
+        slow,
+        "POST /hooks/alertmanager HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer am-token\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{{\"vers"
+    )
+    .unwrap();
+    let started = Instant::now();
+    assert_eq!(daemon.get("/healthz").status, 200);
+    assert!(started.elapsed() < Duration::from_secs(1));
+    slow.set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    let reply = common::daemon::read_reply(&mut slow);
+    assert_eq!(reply.status, 408, "{}", reply.text());
+
+    // A burst of the same alert: every copy stored, exactly one task.
+    let before = daemon.json("/api/alerts?since=1h&limit=5000")["alerts"]
+        .as_array()
+        .unwrap()
+        .len();
+    let threads: Vec<_> = (0..24)
+        .map(|_| {
+            let addr = daemon.addr.clone();
+            let body = firing.clone();
+            std::thread::spawn(move || {
+                request(
+                    &addr,
+                    "POST",
+                    "/hooks/alertmanager",
+                    &[
+                        ("Content-Type", "application/json"),
+                        ("Authorization", "Bearer am-token"),
+                    ],
+                    &body,
+                )
+            })
+        })
+        .collect();
+    let mut routed = 0;
+    for t in threads {
+        let reply = t.join().unwrap();
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        for a in reply.json()["alerts"].as_array().unwrap() {
+            if a["disposition"] == "routed" {
+                routed += 1;
+            } else {
+                assert_eq!(a["disposition"], "deduplicated", "{a:#}");
+            }
+        }
+    }
+    let per_request = serde_json::from_slice::<Value>(&firing).unwrap()["alerts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(routed, per_request, "one task per alert in the group");
+    let after = daemon.json("/api/alerts?since=1h&limit=5000")["alerts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(after - before, 24 * per_request, "every arrival is stored");
+    let tasks = daemon.json("/api/tasks")["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let fingerprint = serde_json::from_slice::<Value>(&firing).unwrap()["alerts"][0]["fingerprint"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let am_tasks = tasks
+        .iter()
+        .filter(|t| t["identity"] == format!("alertmanager/{fingerprint}").as_str())
+        .count();
+    assert_eq!(am_tasks, per_request, "{tasks:#?}");
+
+    assert_eq!(daemon.get("/healthz").status, 200);
+    let metrics = daemon.get("/metrics").text();
+    assert!(
+        metrics.contains(
+            "nightwatch_webhook_rejects_total{source=\"alertmanager\",reason=\"unauthorized\"}"
+        ),
+        "{metrics}"
+    );
+    assert!(metrics.contains("reason=\"too_large\""), "{metrics}");
+    assert!(metrics.contains("reason=\"unparseable\""), "{metrics}");
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0));
+    assert!(!log.contains("panicked"), "{log}");
+}
+
+#[test]
+fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
+    let dir = scratch("serve", "storage-503");
+    let home = dir.join("home");
+    let runbook = script(&dir, "noop.sh", "exit 0");
+    let config = format!(
+        "request_timeout: 1s\nqueue: {{ resolve_delay: 10m }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let firing = payload(AM_FIRING);
+    // Another process holds the ledger's write lock: appends cannot be made durable.
+    let holder = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert_eq!(reply.header("retry-after"), Some("5"));
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+
+    // The sender retries: the same alerts find their live tasks.
+    let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let alerts = reply.json()["alerts"].as_array().unwrap().clone();
+    let first = &alerts[0];
+    assert_eq!(first["disposition"], "deduplicated", "{alerts:#?}");
+    let tasks = daemon.json("/api/tasks")["tasks"].as_array().unwrap().len();
+    assert_eq!(
+        tasks, 1,
+        "the first alert's task exists once; the 503 stopped before the others"
+    );
+
+    // The arrival that got the 503 is recorded by the daemon itself soon after.
+    let id = first["alert_id"].as_str().unwrap();
+    daemon.wait_for(
+        &format!("/api/alerts/{id}"),
+        30,
+        "the 503'd arrival's record",
+        |v| {
+            v["arrivals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["record"].is_string())
+                && v["arrivals"].as_array().unwrap().len() == 2
+        },
+    );
+}
+
+#[test]
+fn a_crashed_daemon_loses_nothing_and_its_task_is_reclaimed() {
+    let dir = scratch("serve", "crash");
+    let home = dir.join("home");
+    let marker = dir.join("second-attempt");
+    let pidfile = dir.join("runbook.pid");
+    let runbook = script(
+        &dir,
+        "slow.sh",
+        &format!(
+            "echo $$ > {pid}\nif [ \"$NIGHTWATCH_ATTEMPT\" = 1 ]; then sleep 30; fi\ntouch {marker}\n",
+            pid = pidfile.display(),
+            marker = marker.display()
+        ),
+    );
+    let config = format!(
+        "queue: {{ lease: 1s, backoff_base: 100ms }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 200);
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    daemon.wait_for(
+        &format!("/api/tasks/{task}"),
+        20,
+        "the first attempt",
+        |t| t["status"] == "running",
+    );
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !pidfile.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    daemon.crash();
+    // The crashed daemon's runbook outlives it (its own process group); end it.
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let _ = std::process::Command::new("kill")
+        .arg(pid.to_string())
+        .status();
+
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let done = daemon.wait_for(
+        &format!("/api/tasks/{task}"),
+        30,
+        "the reclaimed task",
+        |t| t["status"] == "done",
+    );
+    assert_eq!(done["attempt"], 2, "{done:#}");
+    assert!(marker.exists());
+    let whys: Vec<&str> = done["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["why"].as_str().unwrap())
+        .collect();
+    assert!(whys.iter().any(|w| w.contains("lease")), "{whys:#?}");
+    assert_eq!(
+        daemon.json("/api/alerts?since=1h")["alerts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn a_failing_runbook_backs_off_then_escalates_once() {
+    let dir = scratch("serve", "escalate");
+    let home = dir.join("home");
+    let receiver = Receiver::start(&[200]);
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "notifiers:\n  oncall:\n    webhook: {{ url: \"{}\" }}\nrules:\n  - id: runbooks\n    verdict: allow\n    actor: {{ kind: [dispatcher] }}\n    tool: [runbook]\n",
+            receiver.url
+        ),
+    )
+    .unwrap();
+    let runbook = script(&dir, "fails.sh", "echo 'disk still full' >&2\nexit 3");
+    let config = format!(
+        "queue: {{ max_attempts: 3, backoff_base: 100ms, backoff_cap: 300ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n    notify: [oncall]\n"
+    );
+    let policy_text = policy.display().to_string();
+    let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let alert_id = reply.json()["alerts"][0]["alert_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let gave_up = daemon.wait_for(&format!("/api/tasks/{task}"), 30, "give up", |t| {
+        t["status"] == "gave_up"
+    });
+    assert_eq!(gave_up["attempt"], 3);
+    assert!(
+        gave_up["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("disk still full")
+    );
+    let escalated = daemon.wait_for(
+        &format!("/api/records?event=dispatch&alert={alert_id}"),
+        10,
+        "the escalation record",
+        |v| {
+            v["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["inputs"]["disposition"] == "escalated")
+        },
+    );
+    let failed = escalated["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["inputs"]["disposition"] == "failed")
+        .count();
+    assert_eq!(failed, 3, "one failed record per attempt");
+    let bodies = receiver.wait_for(1, Duration::from_secs(20));
+    assert_eq!(bodies.len(), 1, "told once: {bodies:?}");
+    assert!(bodies[0].contains("gave up"), "{}", bodies[0]);
+    let later = receiver.wait_for(2, Duration::from_millis(1500));
+    assert_eq!(later.len(), 1, "and only once: {later:?}");
+}
+
+#[test]
+fn health_metrics_api_and_the_openapi_document_agree() {
+    let dir = scratch("serve", "api");
+    let daemon = Daemon::start(&dir.join("home"), None, &[]);
+    assert_eq!(daemon.get("/healthz").status, 200);
+    assert_eq!(daemon.get("/readyz").status, 200);
+    let reply = daemon.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &payload(AM_FIRING),
+    );
+    assert_eq!(reply.status, 200);
+    let record = reply.json()["alerts"][0]["record"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let alert_id = reply.json()["alerts"][0]["alert_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let doc = daemon.json("/api/openapi.json");
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        if item.get("get").is_none() || path.starts_with("/hooks/") {
+            continue;
+        }
+        let concrete = path.replace(
+            "{id}",
+            match path.as_str() {
+                "/api/records/{id}" => &record,
+                "/api/alerts/{id}" => &alert_id,
+                _ => "1",
+            },
+        );
+        let reply = daemon.get(&concrete);
+        let documented: Vec<&String> = item["get"]["responses"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert!(
+            documented.contains(&&reply.status.to_string()),
+            "{concrete} answered {} which is not documented ({documented:?}): {}",
+            reply.status,
+            reply.text()
+        );
+        if concrete.starts_with("/api/") && reply.status == 200 {
+            let body = reply.json();
+            let schema = &item["get"]["responses"]["200"]["content"]["application/json"]["schema"];
+            for required in schema["required"].as_array().into_iter().flatten() {
+                assert!(
+                    body.get(required.as_str().unwrap()).is_some(),
+                    "{concrete}: no {required}"
+                );
+            }
+        }
+    }
+    let metrics = daemon.get("/metrics");
+    let text = metrics.text();
+    for family in [
+        "nightwatch_http_requests_total{endpoint=\"/hooks/alertmanager\",code=\"200\"}",
+        "nightwatch_alerts_total{disposition=\"no_route\"}",
+        "nightwatch_tasks{state=\"pending\"} 0",
+        "nightwatch_queue_age_seconds",
+        "nightwatch_decisions_total{verdict=\"deny\"} 0",
+        "nightwatch_webhook_rejects_total{source=\"alertmanager\",reason=\"storage\"} 0",
+    ] {
+        assert!(text.contains(family), "missing {family}:\n{text}");
+    }
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+    assert!(log.contains("stopped"), "{log}");
+}
+
+#[test]
+fn the_janitor_runs_on_its_schedule_inside_serve() {
+    let dir = scratch("serve", "janitor");
+    let home = dir.join("home");
+    let tmp = dir.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let old = tmp.join("agent-scratch-1");
+    std::fs::write(&old, "left behind").unwrap();
+    let status = std::process::Command::new("touch")
+        .args(["-d", "10 days ago"])
+        .arg(&old)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "sweep:\n  paths:\n    - {{ glob: \"{}/agent-*\", max_age: 5d }}\nrules:\n  - id: janitor\n    verdict: allow\n    actor: {{ kind: [janitor] }}\n",
+            tmp.display()
+        ),
+    )
+    .unwrap();
+    let policy_text = policy.display().to_string();
+    let daemon = Daemon::start(
+        &home,
+        Some("janitor: { every: 1s }\n"),
+        &[("NIGHTWATCH_POLICY", &policy_text)],
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while old.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        !old.exists(),
+        "the scheduled sweep did not remove it:\n{}",
+        daemon.log()
+    );
+    let records = daemon.json("/api/records?actor=janitor")["records"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        has(&records, |r| r["tool"] == "remove_path"
+            && r["verdict"] == "allow"),
+        "{records:#?}"
+    );
+}
+
+#[path = "../../nightwatch-serve/tests/support/chromium.rs"]
+mod chromium;
+
+/// A disk runbook that makes two tool calls through `nightwatch exec`.
+fn disk_runbook(dir: &Path) -> String {
+    script(
+        dir,
+        "disk.sh",
+        &format!(
+            "set -e\ncat > /dev/null\n{NW} exec -- df -h /\n{NW} exec -- du -sh {}\n",
+            dir.display()
+        ),
+    )
+}
+
+#[test]
+fn a_real_alertmanager_fires_and_resolves_through_a_storage_failure_without_a_duplicate_task() {
+    let dir = scratch("serve", "alertmanager");
+    let home = dir.join("home");
+    let runbook = disk_runbook(&dir);
+    let config = format!(
+        "request_timeout: 2s\nsources:\n  alertmanager: {{ auth: {{ bearer: am-secret }} }}\nqueue: {{ lease: 5s, backoff_base: 200ms }}\nroutes:\n  - id: disk\n    when: {{ source: alertmanager, labels: {{ alertname: DiskFull }} }}\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let am = common::alertmanager::Alertmanager::start(
+        &format!("{}/hooks/alertmanager", daemon.url),
+        Some("am-secret"),
+    );
+    let labels = [("alertname", "DiskFull"), ("instance", "db1.tailnet:9100")];
+
+    // The ledger is held by another process when the first notification comes: the alert is
+    // stored and its task queued, but the record cannot be written, so the reply is 503.
+    let holder = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    am.fire(&labels, &[("summary", "/ is 91% full")]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !daemon
+        .get("/metrics")
+        .text()
+        .contains("nightwatch_webhook_rejects_total{source=\"alertmanager\",reason=\"storage\"} 1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no 503 was sent:\n{}\n{}",
+            daemon.log(),
+            am.log()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+
+    // Alertmanager redelivers; the redelivery finds the task. One task, the runbook runs.
+    let alerts = daemon.wait_for("/api/alerts?since=1h", 30, "the redelivery", |v| {
+        v["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a["disposition"] == "deduplicated" || a["disposition"] == "suppressed")
+    });
+    let alert_id = alerts["alerts"][0]["alert_id"].as_str().unwrap().to_owned();
+    let tasks = daemon.json("/api/tasks")["tasks"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(tasks.len(), 1, "a duplicate task: {tasks:#?}");
+    let task = tasks[0]["id"].as_i64().unwrap();
+    let done = daemon.wait_for(&format!("/api/tasks/{task}"), 90, "the runbook", |t| {
+        t["status"] == "done" || t["status"] == "gave_up"
+    });
+    assert_eq!(done["status"], "done", "{done:#}\n{}", daemon.log());
+
+    // The chain from the alert to each tool call. The arrival that got the 503 is recorded
+    // by the daemon once the ledger is free again.
+    daemon.wait_for(
+        &format!("/api/alerts/{alert_id}"),
+        30,
+        "every arrival recorded",
+        |v| {
+            v["arrivals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|a| a["record"].is_string())
+        },
+    );
+    let records = records_of(&daemon, &alert_id);
+    assert!(has(&records, |r| r["event"] == "dispatch"
+        && r["inputs"]["disposition"] == "routed"));
+    assert!(has(&records, |r| r["tool"] == "runbook"
+        && r["event"] == "decision"));
+    assert!(has(&records, |r| r["event"] == "decision"
+        && r["inputs"]["command"] == "df -h /"
+        && r["context"]["triggered_by"] == "alertmanager_alert"));
+    assert!(has(&records, |r| r["event"] == "result"
+        && r["tool"] == "runbook"));
+
+    // Resolved in Alertmanager: the resolution arrives and is recorded.
+    am.resolve(&labels);
+    daemon.wait_for(
+        &format!("/api/alerts/{alert_id}"),
+        30,
+        "the resolution",
+        |v| {
+            v["arrivals"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|a| a["status"] == "resolved" && a["record"].is_string())
+        },
+    );
+    assert_eq!(
+        daemon.json("/api/tasks")["tasks"].as_array().unwrap().len(),
+        1
+    );
+    drop(am);
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+}
+
+#[test]
+fn the_pages_of_a_live_daemon_in_headless_chromium() {
+    let dir = scratch("serve", "chromium");
+    let home = dir.join("home");
+    let runbook = disk_runbook(&dir);
+    let config = format!(
+        "routes:\n  - id: disk-cleanup\n    when: {{ source: uptime-kuma }}\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let alert_id = reply.json()["alerts"][0]["alert_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    daemon.wait_for(&format!("/api/tasks/{task}"), 60, "the runbook", |t| {
+        t["status"] == "done"
+    });
+    // A refused call from an agent, outside any alert.
+    let refused = common::nightwatch(
+        &["exec", "--", "rm", "-rf", "/"],
+        b"",
+        &[("NIGHTWATCH_HOME", home.as_os_str())],
+    );
+    assert!(!refused.status.success());
+
+    let dom = chromium::chromium_dom(&format!("{}/", daemon.url));
+    assert!(dom.contains("id=\"timeline\""), "{dom}");
+    assert!(dom.contains("entry kind-alert"), "no alert entry: {dom}");
+    assert!(dom.contains("entry kind-call"), "no tool call entry: {dom}");
+    assert!(
+        dom.contains("data-verdict=\"deny\""),
+        "the refused call is not shown: {dom}"
+    );
+    assert!(dom.contains(&alert_id));
+    assert!(dom.contains("id=\"filters\""));
+
+    let denied = chromium::chromium_dom(&format!("{}/?verdict=deny", daemon.url));
+    assert!(denied.contains("data-verdict=\"deny\""));
+    assert!(
+        !denied.contains("entry kind-alert"),
+        "a verdict filter hides alerts"
+    );
+    assert!(
+        !denied.contains("data-verdict=\"allow\""),
+        "only denied calls remain"
+    );
+
+    let session = format!("sess_{}-t{task}", &alert_id["alert_".len()..]);
+    let page = chromium::chromium_dom(&format!("{}/sessions/{session}", daemon.url));
+    assert!(page.contains("id=\"steps\""));
+    assert!(page.matches("class=\"step").count() >= 2, "{page}");
+    assert!(page.contains("df -h /"));
+
+    let page = chromium::chromium_dom(&format!("{}/alerts/{alert_id}", daemon.url));
+    for id in ["arrivals", "tasks", "records"] {
+        assert!(page.contains(&format!("id=\"{id}\"")), "no #{id}: {page}");
+    }
+    let shot = dir.join("timeline.png");
+    chromium::chromium_screenshot(&format!("{}/", daemon.url), &shot);
+    chromium::assert_png(&shot);
+    if let Ok(keep) = std::env::var("NIGHTWATCH_KEEP_SCREENSHOTS") {
+        let _ = std::fs::copy(&shot, Path::new(&keep).join("live-timeline.png"));
+    }
+}
