@@ -127,6 +127,9 @@ pub struct Route {
 /// A route's conditions; all set ones must hold.
 #[derive(Clone, Debug, Default)]
 pub struct When {
+    /// The alert statuses the route takes: `firing` unless it says (`resolved` runs a
+    /// runbook when a problem clears, e.g. to write the incident note).
+    pub status: Vec<nightwatch_intake::Status>,
     /// `uptime-kuma`, `alertmanager` or a generic hook's name.
     pub source: Option<String>,
     pub labels: Vec<(String, GlobMatcher)>,
@@ -218,6 +221,8 @@ struct FileRoute {
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct FileWhen {
+    #[serde(default)]
+    status: Vec<String>,
     source: Option<String>,
     #[serde(default)]
     labels: BTreeMap<String, String>,
@@ -420,8 +425,24 @@ impl Config {
             for (name, pattern) in &r.when.labels {
                 labels.push((name.clone(), glob(&format!("labels.{name}"), pattern)?));
             }
+            let mut status = Vec::new();
+            for s in &r.when.status {
+                status.push(match s.as_str() {
+                    "firing" => nightwatch_intake::Status::Firing,
+                    "resolved" => nightwatch_intake::Status::Resolved,
+                    other => {
+                        return Err(invalid(format!(
+                            "{field}.when.status: {other:?} is not firing or resolved"
+                        )));
+                    }
+                });
+            }
+            if status.is_empty() {
+                status.push(nightwatch_intake::Status::Firing);
+            }
             routes.push(Route {
                 when: When {
+                    status,
                     source: r.when.source,
                     labels,
                     tags: r.when.tags,

@@ -104,26 +104,55 @@ impl Daemon {
                 None,
                 None,
             ),
-            Status::Resolved => match self.tasks.resolve(&identity, now)? {
-                Resolved::CancelledBeforeStart(task) => (
-                    Disposition::Cancelled,
-                    format!("the alert resolved; task {task} had not started and is cancelled"),
-                    None,
-                    Some(task),
-                ),
-                Resolved::TooLate(task) => (
-                    Disposition::Resolved,
-                    format!("the alert resolved while task {task} runs; it is left to finish"),
-                    None,
-                    Some(task),
-                ),
-                Resolved::NoTask => (
-                    Disposition::Resolved,
-                    "the alert resolved; no live task for it".into(),
-                    None,
-                    None,
-                ),
-            },
+            Status::Resolved => {
+                let (disposition, why, task) = match self.tasks.resolve(&identity, now)? {
+                    Resolved::CancelledBeforeStart(task) => (
+                        Disposition::Cancelled,
+                        format!("the alert resolved; task {task} had not started and is cancelled"),
+                        Some(task),
+                    ),
+                    Resolved::TooLate(task) => (
+                        Disposition::Resolved,
+                        format!("the alert resolved while task {task} runs; it is left to finish"),
+                        Some(task),
+                    ),
+                    Resolved::NoTask => (
+                        Disposition::Resolved,
+                        "the alert resolved; no live task for it".into(),
+                        None,
+                    ),
+                };
+                // A route for resolutions (an incident note, say) gets its own task, keyed
+                // apart from the firing's so it never attaches to the fix still running.
+                match first_match(&self.config.routes, alert) {
+                    Some(route) => {
+                        let key = format!("{identity}#resolved");
+                        match self.tasks.offer(&key, alert_json, &route.id, now)? {
+                            Offered::Created(t) => (
+                                Disposition::Routed,
+                                format!("{why}; routed to {}: task {t} queued", route.id),
+                                Some(route.id.clone()),
+                                Some(t),
+                            ),
+                            Offered::Attached(t) => (
+                                Disposition::Deduplicated,
+                                format!(
+                                    "{why}; deduplicated: task {t} for this resolution is still live"
+                                ),
+                                Some(route.id.clone()),
+                                Some(t),
+                            ),
+                            Offered::Suppressed { why: cooldown } => (
+                                Disposition::Suppressed,
+                                format!("{why}; suppressed: {cooldown}"),
+                                Some(route.id.clone()),
+                                None,
+                            ),
+                        }
+                    }
+                    None => (disposition, why, None, task),
+                }
+            }
             Status::Firing => {
                 let Some(route) = first_match(&self.config.routes, alert) else {
                     let why = if self.config.routes.is_empty() {

@@ -56,6 +56,9 @@ pub fn first_match<'a>(routes: &'a [Route], alert: &Alert) -> Option<&'a Route> 
 
 fn matches(route: &Route, alert: &Alert) -> bool {
     let when = &route.when;
+    if !when.status.contains(&alert.status) {
+        return false;
+    }
     if let Some(source) = &when.source
         && *source != source_name(&alert.source)
     {
@@ -163,6 +166,29 @@ routes:
         am.labels.insert("severity".into(), "warning".into());
         am.title = "HighLatency".into();
         assert!(first_match(&routes, &am).is_none());
+    }
+
+    #[test]
+    fn routes_take_firing_alerts_unless_they_say_resolved() {
+        let routes = routes(
+            r#"
+routes:
+  - id: fix
+    run: [fix.sh]
+  - id: write-up
+    when: { status: [resolved] }
+    run: [note.sh]
+"#,
+        );
+        let mut a = alert(Source::Alertmanager, "fp");
+        assert_eq!(first_match(&routes, &a).unwrap().id, "fix");
+        a.status = Status::Resolved;
+        assert_eq!(first_match(&routes, &a).unwrap().id, "write-up");
+        a.status = Status::Test;
+        assert!(
+            first_match(&routes, &a).is_none(),
+            "a test never runs anything"
+        );
     }
 
     #[test]

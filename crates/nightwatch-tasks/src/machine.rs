@@ -445,6 +445,46 @@ mod tests {
         }
     }
 
+    #[test]
+    fn an_abandoned_attempt_gives_up_at_once_and_escalates() {
+        let outcome = Outcome::Abandoned {
+            error: "policy says deny".into(),
+        };
+        let input = Input::Complete {
+            attempt: 1,
+            outcome: &outcome,
+        };
+        let step = apply(
+            &at(Status::Running, 1, 0, Some(100)),
+            &input,
+            &policy(),
+            50,
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            step.next.status,
+            Status::GaveUp,
+            "attempts were left, none used"
+        );
+        assert!(step.escalate);
+        assert!(step.next.last_error.unwrap().contains("policy says deny"));
+        let stale = Input::Complete {
+            attempt: 0,
+            outcome: &outcome,
+        };
+        assert!(
+            apply(
+                &at(Status::Running, 1, 0, Some(100)),
+                &stale,
+                &policy(),
+                50,
+                0
+            )
+            .is_err()
+        );
+    }
+
     /// (name, state, input, now, expected next status or refusal, escalate)
     #[test]
     fn transitions_table() {

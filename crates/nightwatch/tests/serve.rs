@@ -945,3 +945,93 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
         let _ = std::fs::copy(&shot, Path::new(&keep).join("live-timeline.png"));
     }
 }
+
+#[test]
+fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
+    let dir = scratch("serve", "approval");
+    let home = dir.join("home");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: runbooks-need-a-person\n    verdict: ask\n    reason: \"a person approves each runbook this week\"\n    actor: { kind: [dispatcher] }\n    tool: [runbook]\n",
+    )
+    .unwrap();
+    let marker = dir.join("ran");
+    let runbook = script(&dir, "fix.sh", &format!("touch {}", marker.display()));
+    let config = format!(
+        "queue: {{ max_attempts: 20, backoff_base: 200ms, backoff_cap: 400ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
+    );
+    let policy_text = policy.display().to_string();
+    let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let alert_id = reply.json()["alerts"][0]["alert_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let waiting = daemon.wait_for(
+        &format!("/api/records?alert={alert_id}&event=dispatch"),
+        20,
+        "awaiting approval",
+        |v| {
+            v["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["inputs"]["disposition"] == "awaiting_approval")
+        },
+    );
+    assert!(!marker.exists(), "nothing runs before a person says so");
+    let asked = daemon.json(&format!(
+        "/api/records?alert={alert_id}&event=decision&verdict=ask"
+    ));
+    let asked_id = asked["records"][0]["id"].as_str().unwrap().to_owned();
+    let why = waiting["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["inputs"]["disposition"] == "awaiting_approval")
+        .unwrap()["reasons"][0]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        why.contains(&format!("nightwatch approve {asked_id}")),
+        "{why}"
+    );
+
+    let approved = common::nightwatch(
+        &[
+            "approve",
+            &asked_id,
+            "--by",
+            "dana",
+            "--why",
+            "disk is really full",
+        ],
+        b"",
+        &[
+            ("NIGHTWATCH_HOME", home.as_os_str()),
+            ("NIGHTWATCH_POLICY", policy.as_os_str()),
+        ],
+    );
+    assert!(
+        approved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&approved.stderr)
+    );
+    let done = daemon.wait_for(&format!("/api/tasks/{task}"), 30, "the approved run", |t| {
+        t["status"] == "done"
+    });
+    assert!(marker.exists());
+    assert!(done["attempt"].as_i64().unwrap() >= 2);
+    let allowed = daemon.json(&format!(
+        "/api/records?alert={alert_id}&event=decision&verdict=allow"
+    ));
+    let reason = allowed["records"][0]["reasons"][0].as_str().unwrap();
+    assert!(reason.contains("approved by dana"), "{reason}");
+}
