@@ -77,14 +77,18 @@ pub fn parse_generic(body: &[u8], mapping: &GenericMapping) -> Result<Alert, Int
             })?
         }
     };
+    // Senders often leave the words out of a resolution; only identity and status must be
+    // there. A title or message of the wrong type is still refused.
     let title = match &mapping.title {
-        Some(pointer) => required_text(&document, pointer)?,
-        None => identity.clone(),
-    };
+        Some(pointer) => optional_text(&document, pointer)?,
+        None => None,
+    }
+    .unwrap_or_else(|| identity.clone());
     let message = match &mapping.message {
-        Some(pointer) => required_text(&document, pointer)?,
-        None => title.clone(),
-    };
+        Some(pointer) => optional_text(&document, pointer)?,
+        None => None,
+    }
+    .unwrap_or_else(|| title.clone());
     let labels = match &mapping.labels {
         None => Default::default(),
         Some(pointer) => match document.pointer(pointer) {
@@ -127,6 +131,14 @@ fn required_text(document: &Value, pointer: &str) -> Result<String, IntakeError>
         found: wire::kind(value),
         expected: "a string, number or boolean",
     })
+}
+
+/// The text at `pointer`, `None` when it is absent or null.
+fn optional_text(document: &Value, pointer: &str) -> Result<Option<String>, IntakeError> {
+    match document.pointer(pointer) {
+        None | Some(Value::Null) => Ok(None),
+        Some(_) => required_text(document, pointer).map(Some),
+    }
 }
 
 fn status_of(value: &str, mapping: &GenericMapping) -> Option<Status> {

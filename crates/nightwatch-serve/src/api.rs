@@ -67,14 +67,10 @@ where
     }
 }
 
-/// `since`/`until`: RFC 3339, or a span back from now (`12h`, `30m`).
-pub fn parse_time(text: &str, now_ms: i64) -> Result<i64, String> {
-    if let Some(ms) = nightwatch_ledger::parse_rfc3339(text) {
-        return Ok(ms);
-    }
-    crate::config::parse_duration(text)
-        .map(|d| now_ms - i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 2))
-        .map_err(|_| format!("{text:?} is neither an RFC 3339 time nor a span like 12h"))
+/// `since`/`until`: as on the page (see [`crate::web`]): RFC 3339, `now`, or a span back from
+/// now (`12h`).
+pub fn parse_time(key: &str, text: &str, now_ms: i64) -> Result<i64, String> {
+    crate::web::instant(key, text, now_ms)
 }
 
 struct Window {
@@ -85,11 +81,11 @@ struct Window {
 
 fn window(params: &BTreeMap<String, String>, now: i64) -> Result<Window, String> {
     let since = match params.get("since") {
-        Some(t) => parse_time(t, now)?,
+        Some(t) => parse_time("since", t, now)?,
         None => now - 12 * 3_600_000,
     };
     let until = match params.get("until") {
-        Some(t) => parse_time(t, now)?,
+        Some(t) => parse_time("until", t, now)?,
         None => now + 1,
     };
     let limit = match params.get("limit") {
@@ -393,10 +389,13 @@ mod tests {
     #[test]
     fn times_are_rfc3339_or_spans_back_from_now() {
         let now = 10 * 3_600_000;
-        assert_eq!(parse_time("2h", now).unwrap(), 8 * 3_600_000);
-        assert_eq!(parse_time("1970-01-01T01:00:00Z", now).unwrap(), 3_600_000);
+        assert_eq!(parse_time("since", "2h", now).unwrap(), 8 * 3_600_000);
+        assert_eq!(
+            parse_time("since", "1970-01-01T01:00:00Z", now).unwrap(),
+            3_600_000
+        );
         assert!(
-            parse_time("yesterday", now)
+            parse_time("since", "yesterday", now)
                 .unwrap_err()
                 .contains("RFC 3339")
         );

@@ -173,13 +173,25 @@ impl Daemon {
                 };
                 let route_id = Some(route.id.clone());
                 if let Some(limit) = route.max_per_hour {
-                    let live = self.tasks.tasks(&nightwatch_tasks::TaskFilter {
+                    // Only a new task counts against the limit: a repeat that attaches to the
+                    // live task, or one the cooldown suppresses, is said as such.
+                    let cooldown = self.tasks.policy().cooldown_ms;
+                    let known = self.tasks.tasks(&nightwatch_tasks::TaskFilter {
                         identity: Some(identity.clone()),
                         status: None,
                     })?;
-                    let has_live = live.iter().any(|t| t.lifecycle.status.is_live());
+                    let would_create = !known.iter().any(|t| {
+                        t.lifecycle.status.is_live()
+                            || (matches!(
+                                t.lifecycle.status,
+                                nightwatch_tasks::Status::Done | nightwatch_tasks::Status::GaveUp
+                            ) && t
+                                .lifecycle
+                                .finished_at
+                                .is_some_and(|f| now < f.saturating_add(cooldown)))
+                    });
                     let started = self.tasks.created_since(&route.id, now - 3_600_000)?;
-                    if !has_live && started >= limit {
+                    if would_create && started >= limit {
                         return Ok((
                             Disposition::Throttled,
                             format!(

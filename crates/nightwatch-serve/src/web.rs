@@ -110,7 +110,9 @@ impl TimelineQuery {
     }
 }
 
-fn instant(key: &str, text: &str, now_ms: i64) -> Result<i64, String> {
+/// A `since`/`until` value: RFC 3339 (zone optional, read as UTC), `now`, or a span before now
+/// (`12h`, `30m`, `2d`, `1w`, `2h ago`). The page and the JSON API read times alike.
+pub(crate) fn instant(key: &str, text: &str, now_ms: i64) -> Result<i64, String> {
     if text == "now" {
         return Ok(now_ms);
     }

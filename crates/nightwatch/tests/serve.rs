@@ -301,6 +301,31 @@ fn hostile_intake_is_refused_with_reasons_and_loses_nothing() {
     assert_eq!(reply.status, 413, "{}", reply.text());
     let reply = daemon.post("/hooks/generic/nope", "application/json", b"{}");
     assert_eq!(reply.status, 404);
+    // The generic hook, read through its mapping.
+    let reply = daemon.post(
+        "/hooks/generic/grafana",
+        "application/json",
+        br#"{"ruleId": "disk-db1", "state": "alerting", "title": "Disk on db1", "extra": [1]}"#,
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["alerts"][0]["disposition"], "routed");
+    let reply = daemon.post(
+        "/hooks/generic/grafana",
+        "application/json",
+        br#"{"ruleId": "disk-db1", "state": "ok"}"#,
+    );
+    assert_eq!(
+        reply.json()["alerts"][0]["disposition"],
+        "cancelled",
+        "{}",
+        reply.text()
+    );
+    let reply = daemon.post(
+        "/hooks/generic/grafana",
+        "application/json",
+        br#"{"state": "ok"}"#,
+    );
+    assert_eq!(reply.status, 400, "no identity: {}", reply.text());
 
     // A corpus of garbage to every endpoint: refused, never a 5xx, never a crash.
     let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -1034,4 +1059,112 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
     ));
     let reason = allowed["records"][0]["reasons"][0].as_str().unwrap();
     assert!(reason.contains("approved by dana"), "{reason}");
+}
+
+#[test]
+fn serve_check_reads_the_example_and_refuses_a_bad_file_with_where() {
+    let dir = scratch("serve", "check");
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/serve.yaml");
+    let env = [
+        ("NIGHTWATCH_HOME", dir.as_os_str()),
+        ("NIGHTWATCH_KUMA_TOKEN", std::ffi::OsStr::new("k")),
+        ("NIGHTWATCH_AM_TOKEN", std::ffi::OsStr::new("a")),
+        ("NIGHTWATCH_GRAFANA_TOKEN", std::ffi::OsStr::new("g")),
+    ];
+    let ok = common::nightwatch(&["serve", "--check", "--config", example], b"", &env);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let said = String::from_utf8_lossy(&ok.stderr);
+    assert!(said.contains("route disk-cleanup"), "{said}");
+
+    // Without the secret's variable, the daemon does not start.
+    let missing = common::nightwatch(
+        &["serve", "--check", "--config", example],
+        b"",
+        &[("NIGHTWATCH_HOME", dir.as_os_str())],
+    );
+    assert!(!missing.status.success());
+    let said = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        said.contains("NIGHTWATCH_") && said.contains("is not set"),
+        "{said}"
+    );
+
+    let bad = dir.join("bad.yaml");
+    std::fs::write(&bad, "queue: { max_atempts: 3 }\n").unwrap();
+    let refused = common::nightwatch(
+        &["serve", "--check", "--config", bad.to_str().unwrap()],
+        b"",
+        &[("NIGHTWATCH_HOME", dir.as_os_str())],
+    );
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("bad.yaml") && said.contains("max_atempts"),
+        "{said}"
+    );
+}
+
+#[test]
+fn cooldown_and_throttle_refuse_new_tasks_and_say_why() {
+    let dir = scratch("serve", "damping");
+    let runbook = script(&dir, "ok.sh", "exit 0");
+    let config = format!(
+        "queue: {{ cooldown: 1h }}\nroutes:\n  - id: disk\n    when: {{ source: uptime-kuma }}\n    run: [\"{runbook}\"]\n    max_per_hour: 1\n"
+    );
+    let daemon = Daemon::start(&dir.join("home"), Some(&config), &[]);
+    let down = payload("uptime-kuma/down.json");
+    let first = daemon
+        .post("/hooks/uptime-kuma", "application/json", &down)
+        .json();
+    let task = first["alerts"][0]["task"].as_i64().unwrap();
+    daemon.wait_for(&format!("/api/tasks/{task}"), 30, "the run", |t| {
+        t["status"] == "done"
+    });
+
+    // The same alert again within the cooldown: suppressed, naming the task that ran.
+    let again = daemon
+        .post("/hooks/uptime-kuma", "application/json", &down)
+        .json();
+    let a = &again["alerts"][0];
+    assert_eq!(a["disposition"], "suppressed", "{again:#}");
+    assert!(
+        a["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("task {task}")),
+        "{a:#}"
+    );
+
+    // Another monitor on the same route: over the route's hourly limit.
+    let mut other: Value = serde_json::from_slice(&down).unwrap();
+    other["monitor"]["id"] = 8.into();
+    other["heartbeat"]["monitorID"] = 8.into();
+    let body = serde_json::to_vec(&other).unwrap();
+    let third = daemon
+        .post("/hooks/uptime-kuma", "application/json", &body)
+        .json();
+    let t = &third["alerts"][0];
+    assert_eq!(t["disposition"], "throttled", "{third:#}");
+    assert!(
+        t["reason"].as_str().unwrap().contains("limit is 1"),
+        "{t:#}"
+    );
+    assert_eq!(
+        daemon.json("/api/tasks")["tasks"].as_array().unwrap().len(),
+        1
+    );
+    let records = daemon.json("/api/records?event=dispatch")["records"]
+        .as_array()
+        .unwrap()
+        .clone();
+    for d in ["suppressed", "throttled"] {
+        assert!(
+            has(&records, |r| r["inputs"]["disposition"] == d),
+            "no {d} record"
+        );
+    }
 }
