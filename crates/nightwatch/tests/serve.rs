@@ -1168,3 +1168,62 @@ fn cooldown_and_throttle_refuse_new_tasks_and_say_why() {
         );
     }
 }
+
+#[test]
+fn sigterm_stops_a_running_runbook_after_the_grace_period_and_the_restart_retries_it() {
+    let dir = scratch("serve", "sigterm");
+    let home = dir.join("home");
+    let marker = dir.join("finished");
+    let runbook = script(
+        &dir,
+        "long.sh",
+        &format!(
+            "if [ \"$NIGHTWATCH_ATTEMPT\" = 1 ]; then exec sleep 60; fi\ntouch {}\n",
+            marker.display()
+        ),
+    );
+    let config = format!(
+        "queue: {{ backoff_base: 100ms }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    daemon.wait_for(
+        &format!("/api/tasks/{task}"),
+        20,
+        "the first attempt",
+        |t| t["status"] == "running",
+    );
+    let asked = Instant::now();
+    let (status, log) = daemon.stop();
+    let took = asked.elapsed();
+    assert_eq!(status, Some(0), "{log}");
+    assert!(took < Duration::from_secs(25), "shutdown took {took:?}");
+    assert!(
+        took >= Duration::from_secs(9),
+        "the runbook got its grace period: {took:?}"
+    );
+
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let done = daemon.wait_for(&format!("/api/tasks/{task}"), 30, "the retry", |t| {
+        t["status"] == "done"
+    });
+    assert_eq!(done["attempt"], 2);
+    assert!(marker.exists());
+    let records = daemon.json("/api/records?event=dispatch")["records"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        has(&records, |r| r["inputs"]["disposition"] == "failed"
+            && r["reasons"][0]
+                .as_str()
+                .unwrap()
+                .contains("the daemon shut down")),
+        "{records:#?}"
+    );
+}
