@@ -87,7 +87,7 @@ impl Metrics {
         let decisions = Family::<VerdictLabel, Counter>::default();
         registry.register(
             "decisions",
-            "Runbook decisions made by this daemon through the gate, by verdict",
+            "Decisions recorded in the ledger since the daemon started (hooks, exec, janitor, runbooks), by verdict",
             decisions.clone(),
         );
         let runbooks = Family::<OutcomeLabel, Counter>::default();

@@ -78,6 +78,7 @@ fn work(daemon: &Daemon, worker: &str) {
 
 fn housekeeping(daemon: &Daemon) {
     let mut last_catch_up = Instant::now();
+    let mut decisions = DecisionTail::new(daemon);
     let mut next_sweep = daemon
         .config
         .janitor_every
@@ -86,6 +87,7 @@ fn housekeeping(daemon: &Daemon) {
         if let Err(e) = escalate_gave_up(daemon) {
             eprintln!("nightwatch serve: escalations: {e}");
         }
+        decisions.count_new(daemon);
         if last_catch_up.elapsed() >= Duration::from_secs(5) {
             last_catch_up = Instant::now();
             let settle = 2 * ms(daemon.config.request_timeout);
@@ -113,6 +115,54 @@ fn housekeeping(daemon: &Daemon) {
             }
         }
         daemon.wait_for_work(Duration::from_secs(1));
+    }
+}
+
+/// Counts every decision the ledger gets while the daemon runs (the hooks', `exec`'s, the
+/// janitor's and the runbooks'), by verdict, for `/metrics`: the daemon shares the ledger with
+/// every gate on the host, so it can tell what all of them decided.
+struct DecisionTail {
+    since_ms: i64,
+    last_seq: u64,
+}
+
+impl DecisionTail {
+    /// Starts after the decisions already recorded.
+    fn new(daemon: &Daemon) -> DecisionTail {
+        let mut tail = DecisionTail {
+            since_ms: daemon.edges.now_ms(),
+            last_seq: 0,
+        };
+        let filter = nightwatch_ledger::Filter {
+            since_ms: Some(tail.since_ms - 1_000),
+            ..nightwatch_ledger::Filter::default()
+        };
+        if let Ok(records) = daemon.ledger.query(&filter) {
+            tail.last_seq = records.last().map_or(0, |r| r.seq);
+        }
+        tail
+    }
+
+    fn count_new(&mut self, daemon: &Daemon) {
+        // A second of overlap: another process's clock or commit may trail ours a little; the
+        // sequence number keeps anything from being counted twice.
+        let filter = nightwatch_ledger::Filter {
+            since_ms: Some(self.since_ms - 1_000),
+            event: Some(event::DECISION.to_owned()),
+            ..nightwatch_ledger::Filter::default()
+        };
+        let Ok(records) = daemon.ledger.query(&filter) else {
+            return;
+        };
+        for r in records.iter().filter(|r| r.seq > self.last_seq) {
+            if let Some(verdict) = &r.verdict {
+                daemon.metrics.decision(verdict);
+            }
+        }
+        if let Some(last) = records.last() {
+            self.last_seq = self.last_seq.max(last.seq);
+            self.since_ms = self.since_ms.max(last.timestamp_ms);
+        }
     }
 }
 
@@ -230,7 +280,6 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
             return;
         }
     };
-    daemon.metrics.decision(ruling.decision.verdict.as_str());
     if !ruling.notify.is_empty() {
         daemon.edges.escalate(&ruling.record.id);
     }

@@ -709,6 +709,26 @@ fn health_metrics_api_and_the_openapi_document_agree() {
             }
         }
     }
+    // Decisions by verdict count every gate's decisions in the shared ledger, a hook's too.
+    let refused = common::nightwatch(
+        &["exec", "--", "rm", "-rf", "/"],
+        b"",
+        &[("NIGHTWATCH_HOME", daemon.home.as_os_str())],
+    );
+    assert!(!refused.status.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !daemon
+        .get("/metrics")
+        .text()
+        .contains("nightwatch_decisions_total{verdict=\"deny\"} 1")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "{}",
+            daemon.get("/metrics").text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let metrics = daemon.get("/metrics");
     let text = metrics.text();
     for family in [
@@ -716,7 +736,7 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         "nightwatch_alerts_total{disposition=\"no_route\"}",
         "nightwatch_tasks{state=\"pending\"} 0",
         "nightwatch_queue_age_seconds",
-        "nightwatch_decisions_total{verdict=\"deny\"} 0",
+        "nightwatch_decisions_total{verdict=\"halt\"} 0",
         "nightwatch_webhook_rejects_total{source=\"alertmanager\",reason=\"storage\"} 0",
     ] {
         assert!(text.contains(family), "missing {family}:\n{text}");
