@@ -36,6 +36,10 @@ impl Sender {
     }
 }
 
+/// The most records and arrivals the timeline page reads for its window (the newest).
+const PAGE_RECORDS: usize = 5000;
+const PAGE_ARRIVALS: usize = 2000;
+
 /// How long a sender waits for its alerts to be stored before it is told 503 (and retries).
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -325,16 +329,17 @@ async fn timeline(
     let d = daemon.clone();
     blocking_page(move || {
         let now = d.edges.now_ms();
-        let query = match web::TimelineQuery::from_params(&params, now) {
+        let mut query = match web::TimelineQuery::from_params(&params, now) {
             Ok(q) => q,
             Err(why) => return Err((StatusCode::BAD_REQUEST, why)),
         };
-        let records =
-            api::records_between(&d, query.since_ms, query.until_ms, 5000).map_err(internal)?;
+        let records = api::records_between(&d, query.since_ms, query.until_ms, PAGE_RECORDS)
+            .map_err(internal)?;
         let alerts = d
             .inbox
-            .between(query.since_ms, query.until_ms, 2000)
+            .between(query.since_ms, query.until_ms, PAGE_ARRIVALS)
             .map_err(internal)?;
+        query.truncated = records.len() >= PAGE_RECORDS || alerts.len() >= PAGE_ARRIVALS;
         let tasks = d
             .tasks
             .active_between(query.since_ms, query.until_ms)

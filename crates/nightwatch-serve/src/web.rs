@@ -38,6 +38,9 @@ pub struct TimelineQuery {
     pub host: Option<String>,
     pub actor: Option<String>,
     pub verdict: Option<String>,
+    /// Set by the caller when it had to leave the window's oldest entries out (it reads a
+    /// bounded number); the page then says so instead of starting mid-window silently.
+    pub truncated: bool,
 }
 
 impl TimelineQuery {
@@ -81,6 +84,7 @@ impl TimelineQuery {
             host: get("host").map(str::to_owned),
             actor: get("actor").map(str::to_owned),
             verdict,
+            truncated: false,
         })
     }
 
@@ -261,7 +265,14 @@ pub fn timeline_page(
             "<li data-count=\"{key}\"{class}><b>{n}</b> {label}</li>"
         );
     }
-    body.push_str("</ul>\n<h2>Oldest first</h2>\n");
+    body.push_str("</ul>\n");
+    if query.truncated {
+        body.push_str(
+            "<p id=\"truncated\" class=\"empty\">This window holds more than the page reads: \
+             its oldest entries are left out. Narrow it with since and until.</p>\n",
+        );
+    }
+    body.push_str("<h2>Oldest first</h2>\n");
     if items.is_empty() {
         body.push_str("<p class=\"empty\">Nothing happened in this window.</p>\n");
     }
@@ -1532,6 +1543,14 @@ mod tests {
 
     fn window() -> TimelineQuery {
         query(&[("since", "1d")]).unwrap()
+    }
+
+    #[test]
+    fn a_truncated_window_says_so() {
+        let mut q = window();
+        assert!(!timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
+        q.truncated = true;
+        assert!(timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
     }
 
     /// The timeline list only, without the form and summary.
