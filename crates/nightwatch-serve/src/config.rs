@@ -107,6 +107,10 @@ pub struct Queue {
     pub policy: nightwatch_tasks::Policy,
     pub lease: Duration,
     pub workers: usize,
+    /// How often a task whose runbook policy asked about looks for a person's answer.
+    pub approval_poll: Duration,
+    /// How long it waits for one before it gives up and goes to a person.
+    pub approval_timeout: Duration,
 }
 
 /// Which alerts a route takes, and the runbook it runs for them.
@@ -202,6 +206,8 @@ struct FileQueue {
     backoff_cap: Option<String>,
     lease: Option<String>,
     workers: Option<usize>,
+    approval_poll: Option<String>,
+    approval_timeout: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -494,6 +500,16 @@ impl Config {
                 policy,
                 lease,
                 workers,
+                approval_poll: duration(
+                    "queue.approval_poll",
+                    q.approval_poll.as_deref(),
+                    Duration::from_secs(30),
+                )?,
+                approval_timeout: duration(
+                    "queue.approval_timeout",
+                    q.approval_timeout.as_deref(),
+                    Duration::from_secs(4 * 3600),
+                )?,
             },
             routes,
             janitor_every,

@@ -236,6 +236,45 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         inputs,
     };
 
+    // An earlier attempt asked a person: look for their answer before anything is proposed
+    // again, so waiting adds no records (the ask stands) and uses up no tries.
+    match waiting_for_a_person(daemon, &job, now) {
+        Ok(Waiting::No) => {}
+        Ok(Waiting::Still(why)) => {
+            let wait_ms = ms(daemon.config.queue.approval_poll);
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Deferred { why, wait_ms },
+                None,
+            );
+            return;
+        }
+        Ok(Waiting::GaveUp(error)) => {
+            record_task(daemon, &job, "refused", &error, None);
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Abandoned { error },
+                Some(&job),
+            );
+            return;
+        }
+        Err(e) => {
+            let error = format!("cannot read the ledger for an approval: {e}");
+            finish(
+                daemon,
+                task,
+                attempt,
+                &Outcome::Failed { error },
+                Some(&job),
+            );
+            return;
+        }
+    }
+
     let policy = match daemon.edges.policy() {
         Ok(p) => p,
         Err(why) => {
@@ -286,16 +325,21 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
     match ruling.decision.verdict {
         Verdict::Allow => {}
         Verdict::Ask => {
-            let error = format!(
-                "awaiting approval: policy asks a person before this runbook runs ({}: {}); `nightwatch approve {}` lets the next attempt run",
-                ruling.record.id, ruling.decision.reason, ruling.record.id
+            let why = format!(
+                "awaiting approval: policy asks a person before this runbook runs ({}: {}); `nightwatch approve {}` lets it run, `nightwatch reject {}` drops it; it waits up to {}s",
+                ruling.record.id,
+                ruling.decision.reason,
+                ruling.record.id,
+                ruling.record.id,
+                daemon.config.queue.approval_timeout.as_secs()
             );
-            record_task(daemon, &job, "awaiting_approval", &error, None);
+            record_task(daemon, &job, "awaiting_approval", &why, None);
+            let wait_ms = ms(daemon.config.queue.approval_poll);
             finish(
                 daemon,
                 task,
                 attempt,
-                &Outcome::Failed { error },
+                &Outcome::Deferred { why, wait_ms },
                 Some(&job),
             );
             return;
@@ -404,6 +448,7 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
             "ran",
             format!("task {task}: attempt {attempt} ran and succeeded"),
         ),
+        (Ok(Status::Pending), Outcome::Deferred { why, .. }) => ("awaiting_approval", why.clone()),
         (Ok(Status::Pending), Outcome::Failed { error }) => (
             "failed",
             format!(
@@ -438,7 +483,11 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
             ),
         ),
     };
+    let waiting = matches!(outcome, Outcome::Deferred { .. }) && status.is_ok();
     match job {
+        // The ask itself was recorded when it was made; looking again is in the task's
+        // events only, so a night of waiting does not fill the ledger.
+        _ if waiting => {}
         Some(job) => {
             record_task(daemon, job, disposition, &why, None);
         }
@@ -453,6 +502,71 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
         }
     }
     daemon.wake_workers();
+}
+
+enum Waiting {
+    /// Nothing asked, or the last ask was answered by a run: propose as usual.
+    No,
+    /// Still waiting for a person's answer to the ask.
+    Still(String),
+    /// Rejected, or unanswered for too long.
+    GaveUp(String),
+}
+
+/// Whether this task's last runbook decision was an ask that still waits for a person.
+/// An approval lets the proposal go ahead (the gate finds it and allows, once).
+fn waiting_for_a_person(
+    daemon: &Daemon,
+    job: &Job<'_>,
+    now: i64,
+) -> Result<Waiting, nightwatch_ledger::LedgerError> {
+    let decisions = daemon.ledger.query(&nightwatch_ledger::Filter {
+        session: Some(job.session.clone()),
+        event: Some(event::DECISION.to_owned()),
+        tool: Some("runbook".into()),
+        ..nightwatch_ledger::Filter::default()
+    })?;
+    let Some(asked) = decisions
+        .last()
+        .filter(|d| d.verdict.as_deref() == Some("ask"))
+    else {
+        return Ok(Waiting::No);
+    };
+    let rejections = daemon.ledger.query(&nightwatch_ledger::Filter {
+        since_ms: Some(asked.timestamp_ms),
+        event: Some(event::REJECTION.to_owned()),
+        ..nightwatch_ledger::Filter::default()
+    })?;
+    if let Some(no) = rejections
+        .iter()
+        .find(|r| r.inputs.get("record").and_then(Value::as_str) == Some(asked.id.as_str()))
+    {
+        let why = no.inputs.get("why").and_then(Value::as_str).unwrap_or("");
+        return Ok(Waiting::GaveUp(format!(
+            "{} rejected the runbook ({}, asked in {}): {why}",
+            no.actor.id, no.id, asked.id
+        )));
+    }
+    let fingerprint = nightwatch_checks::fingerprint("runbook", &job.inputs);
+    if nightwatch_gate::usable_approval(&daemon.ledger, "nightwatch-serve", &fingerprint, now)?
+        .is_some()
+    {
+        return Ok(Waiting::No);
+    }
+    let waited = now - asked.timestamp_ms;
+    let timeout = ms(daemon.config.queue.approval_timeout);
+    if waited >= timeout {
+        return Ok(Waiting::GaveUp(format!(
+            "nobody approved {} within {}s",
+            asked.id,
+            timeout / 1000
+        )));
+    }
+    Ok(Waiting::Still(format!(
+        "still awaiting approval of {} (asked {}s ago)",
+        asked.id,
+        waited / 1000
+    )))
 }
 
 /// A `dispatch` record about a task's runbook.

@@ -1529,6 +1529,7 @@ mod tests {
                 worker: None,
                 last_error: None,
                 finished_at: Some(created + 5 * MIN),
+                deferrals: 0,
             },
         }
     }

@@ -197,6 +197,7 @@ fn night() -> Night {
             worker: Some("w1".into()),
             last_error: None,
             finished_at: Some(at("2026-02-14T03:21:40Z")),
+            deferrals: 0,
         },
     };
     let task_event = |seq, ts: &str, from, to, why: &str| TaskEvent {

@@ -106,6 +106,9 @@ pub struct Lifecycle {
     pub last_error: Option<String>,
     /// When it reached a final status.
     pub finished_at: Option<i64>,
+    /// Attempts that ended waiting for a person (an asked runbook): they do not count
+    /// against `max_attempts`, so a task can wait hours for an approval without giving up.
+    pub deferrals: u32,
 }
 
 impl Lifecycle {
@@ -119,7 +122,13 @@ impl Lifecycle {
             worker: None,
             last_error: None,
             finished_at: None,
+            deferrals: 0,
         }
+    }
+
+    /// Attempts that ran (or were lost), not counting deferrals.
+    pub fn tries(&self) -> u32 {
+        self.attempt.saturating_sub(self.deferrals)
     }
 }
 
@@ -133,6 +142,12 @@ pub enum Outcome {
     /// Failed in a way no retry can fix (policy refused the runbook): give up now and escalate.
     Abandoned {
         error: String,
+    },
+    /// Not run: waiting for a person (an approval). Back to pending, looked at again after
+    /// `wait_ms`, and not counted against `max_attempts`.
+    Deferred {
+        why: String,
+        wait_ms: i64,
     },
 }
 
@@ -200,7 +215,7 @@ pub fn apply(
             if !ready && !expired {
                 return Err(Refusal::NotClaimable { status: from });
             }
-            if expired && state.attempt >= policy.max_attempts {
+            if expired && state.tries() >= policy.max_attempts {
                 // The last allowed attempt's worker vanished: that counts as its failure.
                 let error = format!(
                     "lease of attempt {} ({}) expired without a result",
@@ -253,7 +268,7 @@ pub fn apply(
                     let why = format!("attempt {attempt} succeeded");
                     Ok(step(next, Status::Done, why, false))
                 }
-                Outcome::Failed { error } if attempt >= policy.max_attempts => {
+                Outcome::Failed { error } if state.tries() >= policy.max_attempts => {
                     Ok(give_up(state, from, policy, now, error.clone()))
                 }
                 Outcome::Abandoned { error } => Ok(give_up(
@@ -263,6 +278,21 @@ pub fn apply(
                     now,
                     format!("{error} (not retried)"),
                 )),
+                Outcome::Deferred { why, wait_ms } => {
+                    let ready_at = now.saturating_add((*wait_ms).max(0));
+                    let next = Lifecycle {
+                        status: Status::Pending,
+                        ready_at,
+                        lease_until: None,
+                        last_error: Some(why.clone()),
+                        deferrals: state.deferrals + 1,
+                        ..state.clone()
+                    };
+                    let why = format!(
+                        "attempt {attempt} deferred: {why}; looked at again at {ready_at} (not counted as a try)"
+                    );
+                    Ok(step(next, Status::Pending, why, false))
+                }
                 Outcome::Failed { error } => {
                     let wait = backoff(policy, attempt, jitter);
                     let ready_at = now.saturating_add(wait);
@@ -442,7 +472,74 @@ mod tests {
             worker: lease_until.map(|_| "w0".to_string()),
             last_error: None,
             finished_at: None,
+            deferrals: 0,
         }
+    }
+
+    #[test]
+    fn deferred_attempts_wait_without_using_up_tries() {
+        let p = policy(); // max_attempts 3
+        let mut state = at(Status::Pending, 0, 0, None);
+        let mut now = 0;
+        // Ten asks in a row: each goes back to pending, none gives up.
+        for n in 1..=10u32 {
+            let claimed = apply(
+                &state,
+                &Input::Claim {
+                    worker: "w",
+                    lease_ms: 50,
+                },
+                &p,
+                now,
+                0,
+            )
+            .unwrap()
+            .next;
+            assert_eq!(claimed.attempt, n);
+            let deferred = Outcome::Deferred {
+                why: "awaiting approval of r7".into(),
+                wait_ms: 1_000,
+            };
+            let done = Input::Complete {
+                attempt: n,
+                outcome: &deferred,
+            };
+            let step = apply(&claimed, &done, &p, now, 0).unwrap();
+            assert_eq!(step.next.status, Status::Pending);
+            assert_eq!(step.next.ready_at, now + 1_000);
+            assert!(!step.escalate);
+            state = step.next;
+            now += 1_000;
+        }
+        assert_eq!(state.deferrals, 10);
+        assert_eq!(state.tries(), 0);
+        // Approved: real failures still get the full three tries.
+        let failed = Outcome::Failed {
+            error: "boom".into(),
+        };
+        for n in 1..=3u32 {
+            let claimed = apply(
+                &state,
+                &Input::Claim {
+                    worker: "w",
+                    lease_ms: 50,
+                },
+                &p,
+                now,
+                0,
+            )
+            .unwrap()
+            .next;
+            let done = Input::Complete {
+                attempt: 10 + n,
+                outcome: &failed,
+            };
+            let step = apply(&claimed, &done, &p, now, 0).unwrap();
+            assert_eq!(step.escalate, n == 3, "try {n}");
+            state = step.next;
+            now += 10_000;
+        }
+        assert_eq!(state.status, Status::GaveUp);
     }
 
     #[test]

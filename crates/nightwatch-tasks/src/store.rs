@@ -137,7 +137,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     last_error TEXT,
     finished_ms INTEGER,
     -- 0 none, 1 waiting for take_escalations, 2 handed over
-    escalation INTEGER NOT NULL DEFAULT 0
+    escalation INTEGER NOT NULL DEFAULT 0,
+    deferrals INTEGER NOT NULL DEFAULT 0
 );
 -- The database itself refuses a second live task for one identity.
 CREATE UNIQUE INDEX IF NOT EXISTS tasks_one_live ON tasks(identity)
@@ -160,7 +161,7 @@ CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
 ";
 
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
-     status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms";
+     status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
 
 /// The durable queue. Each handle owns one connection; many handles (threads or processes)
 /// may share one data directory.
@@ -189,7 +190,19 @@ impl TaskStore {
             policy,
             path,
         };
-        store.write(|tx| Ok(tx.execute_batch(SCHEMA)?))?;
+        store.write(|tx| {
+            tx.execute_batch(SCHEMA)?;
+            // Files made before deferrals existed get the column (every task: none yet).
+            let has: bool = tx
+                .prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = 'deferrals'")?
+                .exists([])?;
+            if !has {
+                tx.execute_batch(
+                    "ALTER TABLE tasks ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0",
+                )?;
+            }
+            Ok(())
+        })?;
         Ok(store)
     }
 
@@ -628,6 +641,7 @@ fn read_task(r: &Row<'_>) -> Result<Task, TaskError> {
             worker: r.get(11)?,
             last_error: r.get(12)?,
             finished_at: r.get(13)?,
+            deferrals: r.get(14)?,
         },
     })
 }
@@ -642,7 +656,7 @@ fn write_step(
     tx.execute(
         "UPDATE tasks SET status = ?2, attempt = ?3, ready_ms = ?4, lease_until_ms = ?5,
              worker = ?6, last_error = ?7, finished_ms = ?8,
-             escalation = CASE WHEN ?9 THEN 1 ELSE escalation END
+             escalation = CASE WHEN ?9 THEN 1 ELSE escalation END, deferrals = ?10
          WHERE id = ?1",
         params![
             task_id,
@@ -653,7 +667,8 @@ fn write_step(
             n.worker,
             n.last_error,
             n.finished_at,
-            step.escalate
+            step.escalate,
+            n.deferrals
         ],
     )?;
     if let Some(Change { from, to, why }) = &step.event {

@@ -436,3 +436,41 @@ fn events_are_append_only_in_the_database() {
     );
     assert!(dup.is_err());
 }
+
+#[test]
+fn a_file_from_before_deferrals_is_upgraded_and_keeps_its_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let old = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+        old.execute_batch(
+            "CREATE TABLE tasks (
+                id INTEGER PRIMARY KEY, identity TEXT NOT NULL, alert_json TEXT NOT NULL,
+                route TEXT NOT NULL, created_ms INTEGER NOT NULL,
+                repeats INTEGER NOT NULL DEFAULT 0, last_seen_ms INTEGER NOT NULL,
+                status TEXT NOT NULL, attempt INTEGER NOT NULL, ready_ms INTEGER NOT NULL,
+                lease_until_ms INTEGER, worker TEXT, last_error TEXT, finished_ms INTEGER,
+                escalation INTEGER NOT NULL DEFAULT 0);
+             INSERT INTO tasks (identity, alert_json, route, created_ms, last_seen_ms, status,
+                 attempt, ready_ms)
+             VALUES ('am/fp1', '{}', 'disk', 5, 5, 'pending', 0, 5);",
+        )
+        .unwrap();
+    }
+    let store = TaskStore::open(dir.path(), Policy::default()).unwrap();
+    let task = store.task(1).unwrap().expect("the old task is still there");
+    assert_eq!(task.lifecycle.deferrals, 0);
+    let claim = store.claim("w", 10, 1_000).unwrap().expect("and claimable");
+    let status = store
+        .complete(
+            claim.task_id,
+            claim.attempt,
+            &Outcome::Deferred {
+                why: "awaiting approval".into(),
+                wait_ms: 100,
+            },
+            20,
+        )
+        .unwrap();
+    assert_eq!(status, Status::Pending);
+    assert_eq!(store.task(1).unwrap().unwrap().lifecycle.deferrals, 1);
+}

@@ -1004,7 +1004,7 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
     let marker = dir.join("ran");
     let runbook = script(&dir, "fix.sh", &format!("touch {}", marker.display()));
     let config = format!(
-        "queue: {{ max_attempts: 20, backoff_base: 200ms, backoff_cap: 400ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
+        "queue: {{ max_attempts: 2, approval_poll: 200ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
     );
     let policy_text = policy.display().to_string();
     let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
@@ -1049,6 +1049,20 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
         "{why}"
     );
 
+    // Waiting uses up no tries (max_attempts is 2) and adds no records: the ask stands.
+    std::thread::sleep(Duration::from_millis(1500));
+    let waiting_task = daemon.json(&format!("/api/tasks/{task}"));
+    assert_eq!(waiting_task["status"], "pending", "{waiting_task:#}");
+    assert!(
+        waiting_task["attempt"].as_i64().unwrap() >= 3,
+        "{waiting_task:#}"
+    );
+    let asks = daemon.json(&format!(
+        "/api/records?alert={alert_id}&event=decision&verdict=ask"
+    ));
+    assert_eq!(asks["records"].as_array().unwrap().len(), 1);
+    assert!(!marker.exists());
+
     let approved = common::nightwatch(
         &[
             "approve",
@@ -1073,7 +1087,7 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
         t["status"] == "done"
     });
     assert!(marker.exists());
-    assert!(done["attempt"].as_i64().unwrap() >= 2);
+    assert!(done["attempt"].as_i64().unwrap() >= 4);
     let allowed = daemon.json(&format!(
         "/api/records?alert={alert_id}&event=decision&verdict=allow"
     ));
@@ -1245,5 +1259,82 @@ fn sigterm_stops_a_running_runbook_after_the_grace_period_and_the_restart_retrie
                 .unwrap()
                 .contains("the daemon shut down")),
         "{records:#?}"
+    );
+}
+
+#[test]
+fn a_rejected_runbook_is_dropped_and_handed_to_a_person() {
+    let dir = scratch("serve", "rejection");
+    let home = dir.join("home");
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: runbooks-need-a-person\n    verdict: ask\n    actor: { kind: [dispatcher] }\n    tool: [runbook]\n",
+    )
+    .unwrap();
+    let marker = dir.join("ran");
+    let runbook = script(&dir, "fix.sh", &format!("touch {}", marker.display()));
+    let config = format!(
+        "queue: {{ approval_poll: 200ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
+    );
+    let policy_text = policy.display().to_string();
+    let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let alert_id = reply.json()["alerts"][0]["alert_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let asked = daemon.wait_for(
+        &format!("/api/records?alert={alert_id}&event=decision&verdict=ask"),
+        20,
+        "the ask",
+        |v| !v["records"].as_array().unwrap().is_empty(),
+    );
+    let asked_id = asked["records"][0]["id"].as_str().unwrap().to_owned();
+    let rejected = common::nightwatch(
+        &[
+            "reject",
+            &asked_id,
+            "--by",
+            "dana",
+            "--why",
+            "not during the sale",
+        ],
+        b"",
+        &[
+            ("NIGHTWATCH_HOME", home.as_os_str()),
+            ("NIGHTWATCH_POLICY", policy.as_os_str()),
+        ],
+    );
+    assert!(
+        rejected.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rejected.stderr)
+    );
+    let gave_up = daemon.wait_for(&format!("/api/tasks/{task}"), 20, "the drop", |t| {
+        t["status"] == "gave_up"
+    });
+    let error = gave_up["last_error"].as_str().unwrap();
+    assert!(
+        error.contains("dana rejected") && error.contains("not during the sale"),
+        "{error}"
+    );
+    assert!(!marker.exists(), "a rejected runbook never runs");
+    daemon.wait_for(
+        &format!("/api/records?alert={alert_id}&event=dispatch"),
+        10,
+        "the escalation",
+        |v| {
+            v["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["inputs"]["disposition"] == "escalated")
+        },
     );
 }
