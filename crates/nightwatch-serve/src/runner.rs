@@ -252,14 +252,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
             return;
         }
         Ok(Waiting::GaveUp(error)) => {
-            record_task(daemon, &job, "refused", &error, None);
-            finish(
-                daemon,
-                task,
-                attempt,
-                &Outcome::Abandoned { error },
-                Some(&job),
-            );
+            drop_task(daemon, &job, error);
             return;
         }
         Err(e) => {
@@ -349,14 +342,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
                 "policy says {verdict} for this runbook ({}): {}",
                 ruling.record.id, ruling.decision.reason
             );
-            record_task(daemon, &job, "refused", &error, None);
-            finish(
-                daemon,
-                task,
-                attempt,
-                &Outcome::Abandoned { error },
-                Some(&job),
-            );
+            drop_task(daemon, &job, error);
             return;
         }
     }
@@ -437,6 +423,20 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         .metrics
         .runbook(matches!(outcome, Outcome::Succeeded));
     finish(daemon, task, attempt, &outcome, Some(&job));
+}
+
+/// Gives the task up without running it (policy refused it, a person rejected it, or nobody
+/// answered in time): a `refused` record, then escalation.
+fn drop_task(daemon: &Daemon, job: &Job<'_>, error: String) {
+    record_task(daemon, job, "refused", &error, None);
+    let (task, attempt) = (job.claim.task_id, job.claim.attempt);
+    finish(
+        daemon,
+        task,
+        attempt,
+        &Outcome::Abandoned { error },
+        Some(job),
+    );
 }
 
 /// Completes the attempt (fenced) and records what became of the task.

@@ -991,9 +991,20 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
     }
 }
 
-#[test]
-fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
-    let dir = scratch("serve", "approval");
+/// A daemon whose policy asks a person about every runbook, and one Uptime Kuma disk alert
+/// sent to it, for the approval stories.
+struct Asking {
+    daemon: Daemon,
+    home: std::path::PathBuf,
+    policy: std::path::PathBuf,
+    /// Exists once the runbook ran.
+    marker: std::path::PathBuf,
+    task: i64,
+    alert_id: String,
+}
+
+fn asking(name: &str, queue: &str) -> Asking {
+    let dir = scratch("serve", name);
     let home = dir.join("home");
     let policy = dir.join("policy.yaml");
     std::fs::write(
@@ -1003,9 +1014,7 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
     .unwrap();
     let marker = dir.join("ran");
     let runbook = script(&dir, "fix.sh", &format!("touch {}", marker.display()));
-    let config = format!(
-        "queue: {{ max_attempts: 2, approval_poll: 200ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
-    );
+    let config = format!("queue: {queue}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n");
     let policy_text = policy.display().to_string();
     let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
     let reply = daemon.post(
@@ -1013,11 +1022,27 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
         "application/json",
         &payload("uptime-kuma/down.json"),
     );
-    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
-    let alert_id = reply.json()["alerts"][0]["alert_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let alert = &reply.json()["alerts"][0];
+    Asking {
+        task: alert["task"].as_i64().unwrap(),
+        alert_id: alert["alert_id"].as_str().unwrap().to_owned(),
+        daemon,
+        home,
+        policy,
+        marker,
+    }
+}
+
+#[test]
+fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
+    let Asking {
+        daemon,
+        home,
+        policy,
+        marker,
+        task,
+        alert_id,
+    } = asking("approval", "{ max_attempts: 2, approval_poll: 200ms }");
     let waiting = daemon.wait_for(
         &format!("/api/records?alert={alert_id}&event=dispatch"),
         20,
@@ -1264,31 +1289,14 @@ fn sigterm_stops_a_running_runbook_after_the_grace_period_and_the_restart_retrie
 
 #[test]
 fn a_rejected_runbook_is_dropped_and_handed_to_a_person() {
-    let dir = scratch("serve", "rejection");
-    let home = dir.join("home");
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "rules:\n  - id: runbooks-need-a-person\n    verdict: ask\n    actor: { kind: [dispatcher] }\n    tool: [runbook]\n",
-    )
-    .unwrap();
-    let marker = dir.join("ran");
-    let runbook = script(&dir, "fix.sh", &format!("touch {}", marker.display()));
-    let config = format!(
-        "queue: {{ approval_poll: 200ms }}\nroutes:\n  - id: disk\n    run: [\"{runbook}\"]\n"
-    );
-    let policy_text = policy.display().to_string();
-    let daemon = Daemon::start(&home, Some(&config), &[("NIGHTWATCH_POLICY", &policy_text)]);
-    let reply = daemon.post(
-        "/hooks/uptime-kuma",
-        "application/json",
-        &payload("uptime-kuma/down.json"),
-    );
-    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
-    let alert_id = reply.json()["alerts"][0]["alert_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let Asking {
+        daemon,
+        home,
+        policy,
+        marker,
+        task,
+        alert_id,
+    } = asking("rejection", "{ approval_poll: 200ms }");
     let asked = daemon.wait_for(
         &format!("/api/records?alert={alert_id}&event=decision&verdict=ask"),
         20,
