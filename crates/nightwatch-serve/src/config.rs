@@ -291,7 +291,9 @@ impl Config {
         })?;
         let duration = |field: &str, text: Option<&str>, default: Duration| match text {
             None => Ok(default),
-            Some(t) => parse_duration(t).map_err(|why| invalid(format!("{field}: {why}"))),
+            // The same reading of `30s`, `5m`, `1h30m` as the policy's checks.
+            Some(t) => nightwatch_checks::parse_duration(t)
+                .map_err(|why| invalid(format!("{field}: {why}"))),
         };
         let auth = |field: &str, auth: Option<FileAuth>| -> Result<Option<Auth>, ConfigError> {
             let Some(a) = auth else { return Ok(None) };
@@ -515,18 +517,6 @@ impl Config {
             janitor_every,
         })
     }
-}
-
-/// `30s`, `5m`, `1h30m` (jiff's friendly format) or ISO 8601; not negative.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let signed: jiff::SignedDuration = text
-        .trim()
-        .parse()
-        .map_err(|e| format!("{text:?} is not a duration like 30s, 5m or 1h: {e}"))?;
-    if signed.is_negative() {
-        return Err(format!("{text:?} is negative"));
-    }
-    Ok(signed.unsigned_abs())
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ pub trait Edges: Send + Sync {
     /// every attempt is recorded by the delivery.
     fn escalate(&self, record_id: &str);
     /// Runs one janitor sweep (plan, then apply what is still as planned); a summary line.
-    fn sweep(&self, now_ms: i64) -> Result<String, String>;
+    fn sweep(&self) -> Result<String, String>;
     /// Variables every runbook gets beside the alert's (the data directory, the policy), so
     /// the agent's hooks write to this daemon's ledger.
     fn runbook_env(&self) -> Vec<(String, String)>;

@@ -99,7 +99,7 @@ fn housekeeping(daemon: &Daemon) {
             && Instant::now() >= at
         {
             next_sweep = Some(Instant::now() + every);
-            let outcome = daemon.edges.sweep(daemon.edges.now_ms());
+            let outcome = daemon.edges.sweep();
             daemon.metrics.sweep(outcome.is_ok());
             if let Err(e) = outcome {
                 // The sweep records its own decisions; a sweep that could not run at all is
@@ -257,13 +257,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         }
         Err(e) => {
             let error = format!("cannot read the ledger for an approval: {e}");
-            finish(
-                daemon,
-                task,
-                attempt,
-                &Outcome::Failed { error },
-                Some(&job),
-            );
+            retry_later(daemon, &job, error);
             return;
         }
     }
@@ -272,14 +266,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         Ok(p) => p,
         Err(why) => {
             let error = format!("the policy cannot be read, so the runbook is not run: {why}");
-            record_task(daemon, &job, "failed", &error, None);
-            finish(
-                daemon,
-                task,
-                attempt,
-                &Outcome::Failed { error },
-                Some(&job),
-            );
+            retry_later(daemon, &job, error);
             return;
         }
     };
@@ -302,13 +289,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         Ok(r) => r,
         Err(e) => {
             let error = format!("the decision could not be recorded, so nothing ran: {e}");
-            finish(
-                daemon,
-                task,
-                attempt,
-                &Outcome::Failed { error },
-                Some(&job),
-            );
+            retry_later(daemon, &job, error);
             return;
         }
     };
@@ -437,6 +418,13 @@ fn drop_task(daemon: &Daemon, job: &Job<'_>, error: String) {
         &Outcome::Abandoned { error },
         Some(job),
     );
+}
+
+/// Ends the attempt as failed without running the runbook (nightwatch could not read or
+/// record what it needs): the queue's backoff retries it.
+fn retry_later(daemon: &Daemon, job: &Job<'_>, error: String) {
+    let (task, attempt) = (job.claim.task_id, job.claim.attempt);
+    finish(daemon, task, attempt, &Outcome::Failed { error }, Some(job));
 }
 
 /// Completes the attempt (fenced) and records what became of the task.

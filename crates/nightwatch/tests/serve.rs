@@ -1003,6 +1003,23 @@ struct Asking {
     alert_id: String,
 }
 
+/// Dana approves or rejects the asked record, through the real binary.
+fn dana_answers(verb: &str, record: &str, why: &str, home: &Path, policy: &Path) {
+    let out = common::nightwatch(
+        &[verb, record, "--by", "dana", "--why", why],
+        b"",
+        &[
+            ("NIGHTWATCH_HOME", home.as_os_str()),
+            ("NIGHTWATCH_POLICY", policy.as_os_str()),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 fn asking(name: &str, queue: &str) -> Asking {
     let dir = scratch("serve", name);
     let home = dir.join("home");
@@ -1088,26 +1105,7 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
     assert_eq!(asks["records"].as_array().unwrap().len(), 1);
     assert!(!marker.exists());
 
-    let approved = common::nightwatch(
-        &[
-            "approve",
-            &asked_id,
-            "--by",
-            "dana",
-            "--why",
-            "disk is really full",
-        ],
-        b"",
-        &[
-            ("NIGHTWATCH_HOME", home.as_os_str()),
-            ("NIGHTWATCH_POLICY", policy.as_os_str()),
-        ],
-    );
-    assert!(
-        approved.status.success(),
-        "{}",
-        String::from_utf8_lossy(&approved.stderr)
-    );
+    dana_answers("approve", &asked_id, "disk is really full", &home, &policy);
     let done = daemon.wait_for(&format!("/api/tasks/{task}"), 30, "the approved run", |t| {
         t["status"] == "done"
     });
@@ -1304,26 +1302,7 @@ fn a_rejected_runbook_is_dropped_and_handed_to_a_person() {
         |v| !v["records"].as_array().unwrap().is_empty(),
     );
     let asked_id = asked["records"][0]["id"].as_str().unwrap().to_owned();
-    let rejected = common::nightwatch(
-        &[
-            "reject",
-            &asked_id,
-            "--by",
-            "dana",
-            "--why",
-            "not during the sale",
-        ],
-        b"",
-        &[
-            ("NIGHTWATCH_HOME", home.as_os_str()),
-            ("NIGHTWATCH_POLICY", policy.as_os_str()),
-        ],
-    );
-    assert!(
-        rejected.status.success(),
-        "{}",
-        String::from_utf8_lossy(&rejected.stderr)
-    );
+    dana_answers("reject", &asked_id, "not during the sale", &home, &policy);
     let gave_up = daemon.wait_for(&format!("/api/tasks/{task}"), 20, "the drop", |t| {
         t["status"] == "gave_up"
     });

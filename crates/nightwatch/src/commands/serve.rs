@@ -55,7 +55,7 @@ impl Edges for Binary {
 
     /// The same two steps an operator runs, as child processes of this binary: a sweep that
     /// hangs or crashes cannot take the daemon with it, and it records its own decisions.
-    fn sweep(&self, _now_ms: i64) -> Result<String, String> {
+    fn sweep(&self) -> Result<String, String> {
         let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
         let plan = self.data_dir.join("scheduled-sweep-plan.json");
         let run = |args: &[&str]| -> Result<String, String> {
