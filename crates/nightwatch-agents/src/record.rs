@@ -78,25 +78,26 @@ pub fn tool_from_record_in(tool: &str, inputs: &Value, cwd: Option<&str>) -> Opt
             Some(Tool::Fetch { url })
         }
         "" => None,
-        name if name.starts_with("mcp__") => mcp(name),
+        name if name.starts_with("mcp__") => mcp(name, inputs),
         name => Some(Tool::Named {
             name: name.to_owned(),
         }),
     }
 }
 
-/// A shell tool's command: a line, or argv (Codex, `nightwatch exec`) quoted back into one.
+/// A shell tool's command: a line, or argv (Codex, `nightwatch exec`) quoted back into one. A
+/// blank one was decided as a line that runs nothing, and is rebuilt as one.
 fn exec_line(command: &Value) -> Option<String> {
-    let line = match command {
-        Value::String(line) => line.clone(),
-        Value::Array(argv) => argv
-            .iter()
-            .map(|word| word.as_str().map(shell_quote))
-            .collect::<Option<Vec<_>>>()?
-            .join(" "),
-        _ => return None,
-    };
-    (!line.trim().is_empty()).then_some(line)
+    match command {
+        Value::String(line) => Some(line.clone()),
+        Value::Array(argv) => Some(
+            argv.iter()
+                .map(|word| word.as_str().map(shell_quote))
+                .collect::<Option<Vec<_>>>()?
+                .join(" "),
+        ),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -156,6 +157,13 @@ mod tests {
             "mcp__github__create_issue",
             r#"{"title": "t"}"#,
         ),
+        (
+            Agent::Claude,
+            "mcp__filesystem__move_file",
+            r#"{"source": "a.txt", "destination": "/etc/cron.d/x"}"#,
+        ),
+        (Agent::Claude, "Bash", r#"{"command": "  "}"#),
+        (Agent::Codex, "shell", r#"{"command": []}"#),
         (Agent::Claude, "Task", r#"{"prompt": "do it"}"#),
         (
             Agent::Codex,
@@ -254,7 +262,7 @@ mod tests {
             let got = match tool_from_record(tool, &inputs) {
                 Some(Tool::Exec { line }) => format!("exec {line}"),
                 Some(Tool::Named { name }) => format!("named {name}"),
-                Some(Tool::Mcp { server, tool }) => format!("mcp {server}/{tool}"),
+                Some(Tool::Mcp { server, tool, .. }) => format!("mcp {server}/{tool}"),
                 Some(Tool::Read { path }) => format!("read {path}"),
                 other => format!("{other:?}"),
             };
@@ -267,7 +275,6 @@ mod tests {
         let rows = [
             ("unknown", json!("{not json")),
             ("exec", json!({"description": "no command"})),
-            ("exec", json!({"command": "   "})),
             ("exec", json!({"command": ["ls", 3]})),
             ("write", json!({"content": "where?"})),
             (

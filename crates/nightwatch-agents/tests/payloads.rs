@@ -84,6 +84,7 @@ fn expected(agent: &str, file: &str) -> Expect {
             tool: Tool::Mcp {
                 server: "postgres".into(),
                 tool: "query".into(),
+                paths: vec![],
             },
         },
         ("claude", "pre-read.json") => Expect::Before {
@@ -478,6 +479,60 @@ fn unknown_fields_are_ignored_and_missing_new_ones_are_fine() {
     };
     assert_eq!(tool, exec("uptime"));
     assert_eq!((session_id, call_id, cwd), (None, None, None));
+}
+
+/// Each agent's MCP call to a filesystem server carries its paths, so policy judges them like
+/// a file tool's; a blank shell command is a line that runs nothing, a missing one an error.
+#[test]
+fn mcp_paths_and_blank_commands_as_each_agent_sends_them() {
+    let rows: [(Agent, &[u8], Result<Tool, &str>); 6] = [
+        (
+            Agent::Claude,
+            br#"{"hook_event_name": "PreToolUse", "tool_name": "mcp__filesystem__write_file", "tool_input": {"path": "/srv/app/.claude/settings.json", "content": "{}"}}"#,
+            Ok(Tool::Mcp {
+                server: "filesystem".into(),
+                tool: "write_file".into(),
+                paths: vec!["/srv/app/.claude/settings.json".into()],
+            }),
+        ),
+        (
+            Agent::Gemini,
+            br#"{"hook_event_name": "BeforeTool", "tool_name": "mcp__filesystem__move_file", "tool_input": {"source": "s/id_rsa"}}"#,
+            Ok(Tool::Mcp {
+                server: "filesystem".into(),
+                tool: "move_file".into(),
+                paths: vec!["s/id_rsa".into()],
+            }),
+        ),
+        (
+            Agent::Claude,
+            br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": " "}}"#,
+            Ok(exec(" ")),
+        ),
+        (
+            Agent::Codex,
+            br#"{"hook_event_name": "PreToolUse", "tool_name": "shell", "tool_input": {"command": []}}"#,
+            Ok(exec("")),
+        ),
+        (
+            Agent::Gemini,
+            br#"{"hook_event_name": "BeforeTool", "tool_name": "run_shell_command", "tool_input": {"command": ""}}"#,
+            Ok(exec("")),
+        ),
+        (
+            Agent::Claude,
+            br#"{"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {}}"#,
+            Err("hook input for tool Bash has no tool_input.command"),
+        ),
+    ];
+    for (agent, input, expected) in rows {
+        let label = String::from_utf8_lossy(input);
+        match (parse_event(agent, input), expected) {
+            (Ok(HookEvent::BeforeTool { tool, .. }), Ok(want)) => assert_eq!(tool, want, "{label}"),
+            (Err(err), Err(message)) => assert_eq!(err.to_string(), message, "{label}"),
+            (got, want) => panic!("{label}: got {got:?}, want {want:?}"),
+        }
+    }
 }
 
 #[test]

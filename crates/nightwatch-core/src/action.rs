@@ -85,8 +85,14 @@ pub enum Tool {
     Edit { path: String },
     /// Fetch a URL.
     Fetch { url: String },
-    /// Call a tool of an MCP server.
-    Mcp { server: String, tool: String },
+    /// Call a tool of an MCP server. `paths` are the file paths among its arguments (`path`,
+    /// `file_path`, `source`, `destination`...), judged like a file tool's path.
+    Mcp {
+        server: String,
+        tool: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+    },
     /// Any other tool, decided by its name (`remove_container`, `run_runbook`, an agent's new tool).
     Named { name: String },
 }
@@ -100,7 +106,7 @@ impl Tool {
             Tool::Write { .. } => Cow::Borrowed("write"),
             Tool::Edit { .. } => Cow::Borrowed("edit"),
             Tool::Fetch { .. } => Cow::Borrowed("fetch"),
-            Tool::Mcp { server, tool } => Cow::Owned(format!("mcp__{server}__{tool}")),
+            Tool::Mcp { server, tool, .. } => Cow::Owned(format!("mcp__{server}__{tool}")),
             Tool::Named { name } => Cow::Borrowed(name),
         }
     }
@@ -163,6 +169,7 @@ mod tests {
         let tool = Tool::Mcp {
             server: "github".into(),
             tool: "create_issue".into(),
+            paths: Vec::new(),
         };
         assert_eq!(tool.name(), "mcp__github__create_issue");
     }

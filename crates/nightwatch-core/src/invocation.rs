@@ -88,6 +88,22 @@ pub struct Effects {
     /// Paths removed (or moved away).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub deletes: Vec<String>,
+    /// Directories whose whole tree is read (`grep -r PAT DIR`, `rg`, `tar -c DIR`, `cp -r`,
+    /// `rsync -a`, `find DIR -exec ...`): whatever lies below them is read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub searches: Vec<String>,
+    /// Environment variables this command sets for itself or for what runs after it
+    /// (`VAR=x cmd`, `env VAR=x cmd`, `export VAR=x`, `declare -x VAR`, `sudo VAR=x cmd`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sets_env: Vec<String>,
+    /// Environment variables whose values this command prints, writes or sends (`echo $TOKEN`,
+    /// `curl -d "$SECRET"`); `*` when it dumps the whole environment (`env`, `printenv`, `set`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reveals_env: Vec<String>,
+    /// Network destinations named in the text (host names or addresses, no port or user).
+    /// Empty with `network` set means the destination is not known from the text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hosts: Vec<String>,
     /// Talks to the network.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub network: bool,
@@ -118,9 +134,14 @@ impl Effects {
             && !self.runs_code
     }
 
-    /// Every path this invocation touches, with the kind of touch.
+    /// Every path this invocation touches, with the kind of touch. A searched directory is
+    /// read.
     pub fn paths(&self) -> impl Iterator<Item = (PathUse, &str)> {
-        let reads = self.reads.iter().map(|p| (PathUse::Read, p.as_str()));
+        let reads = self
+            .reads
+            .iter()
+            .chain(&self.searches)
+            .map(|p| (PathUse::Read, p.as_str()));
         let writes = self.writes.iter().map(|p| (PathUse::Write, p.as_str()));
         let deletes = self.deletes.iter().map(|p| (PathUse::Delete, p.as_str()));
         reads.chain(writes).chain(deletes)

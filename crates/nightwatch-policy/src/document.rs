@@ -45,6 +45,42 @@ pub(crate) struct PolicyFile {
     pub trust: crate::safeguards::TrustSettings,
     #[serde(default)]
     pub sweep: nightwatch_janitor::SweepRules,
+    #[serde(default)]
+    pub egress: Option<RawEgress>,
+}
+
+/// `egress:` as written.
+#[derive(Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "an egress section ({ allow: [hosts, globs or address blocks], otherwise: ask })"
+)]
+pub(crate) struct RawEgress {
+    #[serde(default)]
+    allow: Option<List<HostPatternText>>,
+    otherwise: VerdictName,
+}
+
+impl RawEgress {
+    pub(crate) fn compile(self) -> crate::egress::Egress {
+        crate::egress::Egress {
+            allow: self
+                .allow
+                .map_or_else(Vec::new, |l| l.0.into_iter().map(|h| h.0).collect()),
+            otherwise: self.otherwise.0,
+        }
+    }
+}
+
+/// One `egress.allow` entry.
+pub(crate) struct HostPatternText(crate::egress::HostPattern);
+
+impl Scalar for HostPatternText {
+    const EXPECTING: &'static str = "a host, a host glob or an address block";
+
+    fn parse(text: &str) -> Result<HostPatternText, String> {
+        crate::egress::HostPattern::parse(text).map(HostPatternText)
+    }
 }
 
 /// A value written as one YAML scalar.
@@ -107,6 +143,7 @@ deserialize_as_scalar!(
     TimeWindow,
     ClockTime,
     Text,
+    HostPatternText,
 );
 
 /// One value or a list of them; a list means "any of these".
@@ -434,6 +471,10 @@ pub(crate) struct RawRule {
     #[serde(default)]
     effects_all: Option<List<EffectName>>,
     #[serde(default)]
+    sets_env: Option<List<NameGlob>>,
+    #[serde(default)]
+    reveals_env: Option<List<NameGlob>>,
+    #[serde(default)]
     actor: Option<RawActorMatcher>,
     #[serde(default)]
     tier: Option<List<NameGlob>>,
@@ -484,6 +525,8 @@ impl CheckedMap for Rule {
             raw.deletes.is_some(),
             raw.paths.is_some(),
             effects_all,
+            raw.sets_env.is_some(),
+            raw.reveals_env.is_some(),
         );
         let tool = raw.tool.map(name_set).transpose()?;
         // A rule whose `tool:` cannot match "exec" is never a candidate for an invocation.
@@ -503,6 +546,8 @@ impl CheckedMap for Rule {
             deletes: paths(raw.deletes)?,
             effects_any: effects(raw.effects),
             effects_all,
+            sets_env: raw.sets_env.map(name_set).transpose()?,
+            reveals_env: raw.reveals_env.map(name_set).transpose()?,
             actor_kinds,
             actor_ids,
             tiers: raw.tier.map(name_set).transpose()?,
@@ -653,5 +698,6 @@ fn mcp_tool(name: &str) -> Option<Tool> {
     Some(Tool::Mcp {
         server: server.to_owned(),
         tool: tool.to_owned(),
+        paths: Vec::new(),
     })
 }

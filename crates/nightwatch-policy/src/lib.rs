@@ -122,6 +122,7 @@
 
 mod command;
 mod document;
+mod egress;
 mod error;
 mod lazy;
 mod locate;
@@ -160,6 +161,8 @@ pub struct Policy {
     examples: Vec<Example>,
     safeguards: Safeguards,
     sweep: nightwatch_janitor::SweepRules,
+    /// Where network effects may go (`egress:`); None puts no limit beyond the rules.
+    egress: Option<egress::Egress>,
 }
 
 /// What policy says about an action, and why.
@@ -335,6 +338,7 @@ impl Policy {
             trust: file.trust,
         };
         policy.sweep = file.sweep;
+        policy.egress = file.egress.map(document::RawEgress::compile);
         policy
     }
 
@@ -400,6 +404,7 @@ impl Policy {
             examples,
             safeguards: Safeguards::default(),
             sweep: nightwatch_janitor::SweepRules::default(),
+            egress: None,
         }
     }
 
@@ -408,6 +413,39 @@ impl Policy {
         match &action.tool {
             Tool::Exec { line } => self.decide_exec(action, nightwatch_shell::analyse(line)),
             _ => self.decide_tool(action),
+        }
+    }
+
+    /// Decides an action as [`Policy::decide`] does, judging every path both as written and by
+    /// the other names `facts` knows for it (the absolute form from the session's directory,
+    /// the target of a symlink, a protected location's symbolic name): strictest wins. The
+    /// edges supply the facts; the policy itself touches no file.
+    pub fn decide_with(&self, action: &Action, facts: &dyn PathFacts) -> Decision {
+        match &action.tool {
+            Tool::Exec { line } => {
+                let mut invocations = nightwatch_shell::analyse(line);
+                for invocation in &mut invocations {
+                    add_aliases(&mut invocation.effects, facts);
+                }
+                self.decide_exec(action, invocations)
+            }
+            _ => {
+                let mut strictest = self.decide_tool(action);
+                for alias in tool_aliases(&action.tool, facts) {
+                    if strictest.verdict == Verdict::Deny {
+                        break;
+                    }
+                    let aliased = Action {
+                        tool: alias,
+                        ..action.clone()
+                    };
+                    let decision = self.decide_tool(&aliased);
+                    if decision.verdict > strictest.verdict {
+                        strictest = decision;
+                    }
+                }
+                strictest
+            }
         }
     }
 
@@ -541,6 +579,14 @@ impl Policy {
             reason = format!("cannot be judged from the text: {why}{allowed_by}");
             instead = None;
         }
+        if invocation.effects.network
+            && let Some((stricter, why)) = self.egress_limit(verdict, &invocation.effects.hosts)
+        {
+            verdict = stricter;
+            rule = Some(EGRESS_RULE.to_owned());
+            reason = why;
+            instead = Some(EGRESS_INSTEAD.to_owned());
+        }
         JudgedInvocation {
             invocation,
             verdict,
@@ -561,7 +607,16 @@ impl Policy {
             target: Target::Tool(&action.tool),
         };
         let deciding = self.strictest_match(self.tool_rules.iter().copied(), &subject);
-        let (verdict, rule, reason, instead) = self.explain(deciding);
+        let (mut verdict, mut rule, mut reason, mut instead) = self.explain(deciding);
+        if let Tool::Fetch { url } = &action.tool {
+            let hosts: Vec<String> = egress::url_host(url).into_iter().collect();
+            if let Some((stricter, why)) = self.egress_limit(verdict, &hosts) {
+                verdict = stricter;
+                rule = Some(EGRESS_RULE.to_owned());
+                reason = why;
+                instead = Some(EGRESS_INSTEAD.to_owned());
+            }
+        }
         let mut checks = deciding.map_or_else(Vec::new, |r| r.checks.clone());
         extend_unique(&mut checks, &self.safeguards.always_check);
         Decision {
@@ -573,6 +628,17 @@ impl Policy {
             checks,
             notify: deciding.map_or_else(Vec::new, |r| r.notify.clone()),
         }
+    }
+
+    /// The `egress:` verdict when it is stricter than `verdict` for a network effect reaching
+    /// `hosts`, with the reason.
+    fn egress_limit(&self, verdict: Verdict, hosts: &[String]) -> Option<(Verdict, String)> {
+        let egress = self.egress.as_ref()?;
+        if egress.otherwise <= verdict {
+            return None;
+        }
+        let why = egress.outside(hosts)?;
+        Some((egress.otherwise, format!("rule {EGRESS_RULE}: {why}")))
     }
 
     /// The earliest of the strictest matching rules among the candidates (in file order).
@@ -626,6 +692,92 @@ impl Policy {
                 None,
             ),
         }
+    }
+}
+
+/// The rule name a decision made by `egress:` carries.
+const EGRESS_RULE: &str = "egress";
+const EGRESS_INSTEAD: &str =
+    "reach only the hosts in the policy's egress.allow, or ask the operator to add this one";
+
+/// What the edge knows about paths on this machine, for [`Policy::decide_with`].
+pub trait PathFacts {
+    /// Other names `path` (as an action wrote it) goes by here: its absolute form, where its
+    /// symlinks lead, the symbolic name of a protected location that holds it. Empty when it
+    /// has none or nothing is known.
+    fn aliases(&self, path: &str) -> Vec<String>;
+}
+
+/// No facts: every path is judged as written.
+pub struct NoFacts;
+
+impl PathFacts for NoFacts {
+    fn aliases(&self, _path: &str) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Adds every alias of every path an invocation touches, beside the path as written.
+fn add_aliases(effects: &mut nightwatch_core::Effects, facts: &dyn PathFacts) {
+    for list in [
+        &mut effects.reads,
+        &mut effects.writes,
+        &mut effects.deletes,
+        &mut effects.searches,
+    ] {
+        let mut more = Vec::new();
+        for path in list.iter() {
+            for alias in facts.aliases(path) {
+                if !list.contains(&alias) && !more.contains(&alias) {
+                    more.push(alias);
+                }
+            }
+        }
+        list.extend(more);
+    }
+}
+
+/// The same tool aimed at each other name of its path(s).
+fn tool_aliases(tool: &Tool, facts: &dyn PathFacts) -> Vec<Tool> {
+    match tool {
+        Tool::Read { path } => facts
+            .aliases(path)
+            .into_iter()
+            .map(|path| Tool::Read { path })
+            .collect(),
+        Tool::Write { path } => facts
+            .aliases(path)
+            .into_iter()
+            .map(|path| Tool::Write { path })
+            .collect(),
+        Tool::Edit { path } => facts
+            .aliases(path)
+            .into_iter()
+            .map(|path| Tool::Edit { path })
+            .collect(),
+        Tool::Mcp {
+            server,
+            tool: name,
+            paths,
+        } => {
+            let mut all = paths.clone();
+            for path in paths {
+                for alias in facts.aliases(path) {
+                    if !all.contains(&alias) {
+                        all.push(alias);
+                    }
+                }
+            }
+            if all.len() == paths.len() {
+                return Vec::new();
+            }
+            vec![Tool::Mcp {
+                server: server.clone(),
+                tool: name.clone(),
+                paths: all,
+            }]
+        }
+        _ => Vec::new(),
     }
 }
 

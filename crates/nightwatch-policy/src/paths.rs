@@ -1,7 +1,7 @@
 //! Path globs: `paths:`, `reads:`, `writes:` and `deletes:` matchers.
 
 use crate::lazy::{LazyGlob, LazyGlobSet, Separator};
-use globset::GlobBuilder;
+use nightwatch_shell::normalise_path;
 
 /// One path glob as written, checked when the policy is read.
 #[derive(Clone, Debug)]
@@ -9,7 +9,15 @@ pub(crate) struct PathGlob {
     /// Written with a leading `!`: an exception within its list.
     negated: bool,
     glob: LazyGlob,
+    /// A glob written under `~` also names the same place in every home directory
+    /// (`/home/*/...`, `/root/...`): a path an action spells absolutely is the same file.
+    homes: Vec<LazyGlob>,
 }
+
+/// Where home directories live, for globs written under `~`.
+const HOME_DIRECTORIES: [&str; 2] = ["/home/*", "/root"];
+/// The same, as components, with `~` itself.
+const HOME_COMPONENTS: [&[&str]; 3] = [&["~"], &["/", "home", "*"], &["/", "root"]];
 
 /// Glob characters in a path as written (the shell expands them at runtime).
 fn has_glob(path: &str) -> bool {
@@ -34,7 +42,19 @@ impl PathGlob {
         };
         let glob = LazyGlob::new(&anchored, Separator::Respected)
             .map_err(|kind| format!("bad glob {text:?}: {kind}"))?;
-        Ok(PathGlob { negated, glob })
+        let homes = match anchored.strip_prefix('~') {
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => HOME_DIRECTORIES
+                .iter()
+                .map(|home| LazyGlob::new(&format!("{home}{rest}"), Separator::Respected))
+                .collect::<Result<_, _>>()
+                .map_err(|kind| format!("bad glob {text:?}: {kind}"))?,
+            _ => Vec::new(),
+        };
+        Ok(PathGlob {
+            negated,
+            glob,
+            homes,
+        })
     }
 }
 
@@ -56,11 +76,14 @@ impl PathMatcher {
         let mut exclude = Vec::new();
         let mut include_texts = Vec::new();
         for glob in globs {
+            let all = std::iter::once(glob.glob).chain(glob.homes);
             if glob.negated {
-                exclude.push(glob.glob);
+                exclude.extend(all);
             } else {
-                include_texts.push(glob.glob.text().to_owned());
-                include.push(glob.glob);
+                for one in all {
+                    include_texts.extend(expand_braces(one.text()));
+                    include.push(one);
+                }
             }
         }
         if include.is_empty() {
@@ -88,66 +111,63 @@ impl PathMatcher {
             || self.overlapping && has_glob(path) && self.may_overlap(path)
     }
 
-    /// Whether a globbed path could expand to a path some positive glob names: the path, read
-    /// as a glob, is tried against each glob's own text, with a leading `**/` stood in for by
-    /// each directory above the path. Exceptions are not consulted: this errs towards a match.
-    fn may_overlap(&self, path: &str) -> bool {
-        // Any candidate must keep the literal text before the first and after the last glob
-        // character; checking that first keeps glob compilation off the common path.
-        let first = path.find(['*', '?', '[', '{']).unwrap_or(path.len());
-        let last = path
-            .rfind(['*', '?', ']', '}'])
-            .map_or(path.len(), |i| i + 1);
-        let (head, tail) = (&path[..first], &path[last.max(first)..]);
-        let framed = |candidate: &str| {
-            let c_first = candidate
-                .find(['*', '?', '[', '{'])
-                .unwrap_or(candidate.len());
-            let c_last = candidate.rfind(['*', '?', ']', '}']).map_or(0, |i| i + 1);
-            let (c_head, c_tail) = (
-                &candidate[..c_first],
-                &candidate[c_last.max(c_first).min(candidate.len())..],
-            );
-            let c_tail = if c_first == candidate.len() {
-                candidate
-            } else {
-                c_tail
-            };
-            (head.starts_with(c_head) || c_head.starts_with(head))
-                && (tail.ends_with(c_tail) || c_tail.ends_with(tail))
+    /// Whether the path matches, or (for matchers stricter than allow) is a directory that
+    /// may hold a match: what a recursive search, archive or removal of it reaches. `~`,
+    /// `/home/alice`, `/` and `~/.ssh` hold `~/.ssh/id_rsa`; a project directory does not
+    /// hold a file the list names anywhere (`.env`), or it would hold everything.
+    pub(crate) fn is_match_or_holds(&self, path: &str) -> bool {
+        self.is_match(path) || self.overlapping && self.may_hold(trim_trailing_slashes(path))
+    }
+
+    fn may_hold(&self, directory: &str) -> bool {
+        let directory = match directory.strip_prefix("~/..") {
+            // The parent of home is where homes are.
+            Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("/home{rest}"),
+            _ => directory.to_owned(),
         };
-        let mut directories = vec![String::new()];
-        let mut prefix = String::new();
-        for component in path.split('/') {
-            if has_glob(component) {
-                break;
-            }
-            prefix.push_str(component);
-            prefix.push('/');
-            directories.push(prefix.clone());
+        let directory = normalise_path(&directory);
+        // With no working directory known, `..` climbs to somewhere unknown, maybe home.
+        if directory.split('/').all(|part| part == "..") {
+            return true;
         }
-        let candidates: Vec<String> = self
-            .include_texts
-            .iter()
-            .flat_map(|text| match text.strip_prefix("**/") {
-                Some(rest) => directories
-                    .iter()
-                    .map(|dir| format!("{dir}{rest}"))
-                    .collect(),
-                None => vec![text.clone()],
-            })
-            .filter(|candidate| framed(candidate))
-            .collect();
-        if candidates.is_empty() {
+        let root: Vec<&str> = components(&directory);
+        self.include_texts.iter().any(|text| {
+            let (anywhere, glob) = match text.strip_prefix("**/") {
+                Some(rest) => (true, rest),
+                None => (false, text.as_str()),
+            };
+            let glob: Vec<&str> = components(glob);
+            if anywhere {
+                // A file named anywhere counts from inside its own directory (a search of
+                // `~/.ssh` reaches `**/.ssh/id_*`) and from above a home, where such files
+                // live (`~`, `/home`, `/`); a search of `src` reaches neither.
+                let inside = (1..glob.len())
+                    .any(|k| k <= root.len() && holds_from(&root[root.len() - k..], &glob));
+                inside
+                    || HOME_COMPONENTS.iter().any(|home| {
+                        let mut anchored = home.to_vec();
+                        anchored.extend(&glob);
+                        holds_from(&root, &anchored)
+                    })
+            } else {
+                holds_from(&root, &glob)
+            }
+        })
+    }
+
+    /// Whether a globbed path could expand to a path some positive glob names: the two are
+    /// compared component by component, either side's wildcards matching the other's text
+    /// (`~/.ss?/id_*` against `**/.ssh/*`). A path whose own text an exception matches
+    /// (`~/.ssh/*.pub` against `!*.pub`) expands only to exceptions. This errs towards a match.
+    fn may_overlap(&self, path: &str) -> bool {
+        let path = shell_glob(path);
+        if self.exclude.as_ref().is_some_and(|e| e.is_match(&path)) {
             return false;
         }
-        let Ok(path_glob) = GlobBuilder::new(path).backslash_escape(true).build() else {
-            return true;
-        };
-        let path_glob = path_glob.compile_matcher();
-        candidates
+        let path = components(&path);
+        self.include_texts
             .iter()
-            .any(|candidate| path_glob.is_match(candidate))
+            .any(|text| globs_may_meet(&path, &components(text)))
     }
 
     fn matches_exactly(&self, path: &str) -> bool {
@@ -155,6 +175,196 @@ impl PathMatcher {
             && self.include.is_match(path)
             && !self.exclude.as_ref().is_some_and(|e| e.is_match(path))
     }
+}
+
+/// A glob's brace groups spelled out (`a/{b,c}` is `a/b` and `a/c`), for the comparisons
+/// that go component by component. Bounded: a glob with too many stays as written.
+fn expand_braces(text: &str) -> Vec<String> {
+    const MOST: usize = 64;
+    let mut done = Vec::new();
+    let mut pending = vec![text.to_owned()];
+    while let Some(glob) = pending.pop() {
+        let group = glob.find('{').and_then(|open| {
+            let close = open + glob[open..].find('}')?;
+            Some((open, close))
+        });
+        match group {
+            Some((open, close)) if done.len() + pending.len() < MOST => {
+                for choice in glob[open + 1..close].split(',') {
+                    pending.push(format!("{}{choice}{}", &glob[..open], &glob[close + 1..]));
+                }
+            }
+            _ => done.push(glob),
+        }
+    }
+    done
+}
+
+/// A path's components, `/` standing for the root itself.
+fn components(path: &str) -> Vec<&str> {
+    let mut parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    if path.starts_with('/') {
+        parts.insert(0, "/");
+    }
+    parts
+}
+
+/// Whether some path matches both component lists; `**` in `glob` spans any number of
+/// components. A table over positions, so hostile input costs at most their product.
+fn globs_may_meet(path: &[&str], glob: &[&str]) -> bool {
+    if path.len() > 64 || glob.len() > 64 {
+        return true;
+    }
+    // meets[i][j]: path[i..] and glob[j..] may match the same components.
+    let mut meets = vec![vec![false; glob.len() + 1]; path.len() + 1];
+    meets[path.len()][glob.len()] = true;
+    for i in (0..=path.len()).rev() {
+        for j in (0..glob.len()).rev() {
+            meets[i][j] = if glob[j] == "**" {
+                meets[i][j + 1] || i < path.len() && meets[i + 1][j]
+            } else {
+                i < path.len() && component_may_match(glob[j], path[i]) && meets[i + 1][j + 1]
+            };
+        }
+    }
+    meets[0][0]
+}
+
+/// Whether a directory whose components are `root` is, or is above, something `glob`
+/// (split into components) matches. A `**` in the glob reaches any depth.
+fn holds_from(root: &[&str], glob: &[&str]) -> bool {
+    // The glob's own match is `is_match`'s to find, with the list's exceptions.
+    if root.len() >= glob.len() && !glob.contains(&"**") {
+        return false;
+    }
+    for (index, part) in root.iter().enumerate() {
+        let Some(pattern) = glob.get(index) else {
+            // The directory is below what the glob names.
+            return false;
+        };
+        if *pattern == "**" {
+            return true;
+        }
+        if !component_may_match(pattern, part) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Whether one path component may match one glob component; either may hold wildcards.
+/// Brackets and braces are taken to match: this errs towards holding.
+fn component_may_match(pattern: &str, part: &str) -> bool {
+    if pattern == part {
+        return true;
+    }
+    // The shell's `*`, `?` and `[...]` never match a leading dot: `src/*/*.rs` cannot
+    // reach `.ssh`, `~/.*/credentials` can.
+    if pattern.starts_with('.') && part.starts_with(['*', '?', '[']) {
+        return false;
+    }
+    let (pattern, part) = (simple_wildcards(pattern), simple_wildcards(part));
+    wildcard_match(pattern.as_bytes(), part.as_bytes())
+        || wildcard_match(part.as_bytes(), pattern.as_bytes())
+}
+
+/// A glob component with only `*` and `?` left: a bracket expression is one character (`?`),
+/// a brace group any text (`*`), an escaped character itself. Wider than the glob, never
+/// narrower.
+fn simple_wildcards(component: &str) -> std::borrow::Cow<'_, str> {
+    if !component.contains(['[', '{', '\\']) {
+        return component.into();
+    }
+    let mut out = String::with_capacity(component.len());
+    let mut chars = component.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some((_, escaped)) = chars.next() {
+                    out.push(escaped);
+                }
+            }
+            '[' | '{' => {
+                let close = if c == '[' { ']' } else { '}' };
+                // `{}` and `{x}` are literal to bash; only `{a,b}` and `{1..3}` expand.
+                if c == '{'
+                    && !component[at..]
+                        .split('}')
+                        .next()
+                        .is_some_and(|group| group.contains(',') || group.contains(".."))
+                {
+                    out.push(c);
+                    continue;
+                }
+                // The first `]` right after `[` (or `[!`) belongs to the set.
+                let search_from = at + 1 + usize::from(component[at + 1..].starts_with(['!', '^']));
+                let first = search_from + usize::from(c == '[' && component[search_from..].starts_with(']'));
+                match component[first..].find(close) {
+                    Some(end) => {
+                        out.push(if c == '[' { '?' } else { '*' });
+                        let stop = first + end;
+                        while chars.peek().is_some_and(|(i, _)| *i <= stop) {
+                            chars.next();
+                        }
+                    }
+                    None => out.push(c),
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// `*` and `?` over bytes, iteratively (no recursion on hostile input).
+fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match backtrack {
+                Some((star, from)) => {
+                    p = star + 1;
+                    t = from + 1;
+                    backtrack = Some((star, from + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
+}
+
+/// A path as the shell would glob it: an unclosed `[` or `{` is a literal character.
+fn shell_glob(path: &str) -> std::borrow::Cow<'_, str> {
+    let unclosed = |open: char, close: char| {
+        path.match_indices(open)
+            .any(|(at, _)| !path[at + 1..].contains(close))
+    };
+    if !unclosed('[', ']') && !unclosed('{', '}') {
+        return path.into();
+    }
+    let mut out = String::with_capacity(path.len() + 4);
+    for (at, c) in path.char_indices() {
+        let literal = match c {
+            '[' => !path[at + 1..].contains(']'),
+            '{' => !path[at + 1..].contains('}'),
+            _ => false,
+        };
+        if literal {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.into()
 }
 
 fn trim_trailing_slashes(path: &str) -> &str {
@@ -264,6 +474,132 @@ mod tests {
         assert!(!broad(&["/etc/shadow"]).is_match("/var/*.log"));
         // Allow rules are not broadened: `/srv/*` may hold more than `/srv/app`.
         assert!(!matcher(&["/srv/app/**"]).is_match("/srv/*"));
+    }
+
+    #[test]
+    fn globs_under_home_match_in_every_home() {
+        let keys = matcher(&["~/.aws/credentials", "!~/.aws/skip"]);
+        assert!(keys.is_match("~/.aws/credentials"));
+        assert!(keys.is_match("/home/alice/.aws/credentials"));
+        assert!(keys.is_match("/root/.aws/credentials"));
+        assert!(!keys.is_match("/srv/alice/.aws/credentials"));
+        assert!(!matcher(&["~/.aws/**", "!~/.aws/config"]).is_match("/home/bob/.aws/config"));
+    }
+
+    #[test]
+    fn directories_that_may_hold_a_match() {
+        let stores = matcher(&[
+            "**/.ssh/*",
+            "!*.pub",
+            "**/.aws/credentials",
+            "~/.config/gcloud/**",
+            "/etc/shadow",
+            ".env",
+        ])
+        .overlapping(true);
+        let table: &[(&str, bool)] = &[
+            ("~", true),
+            ("~/", true),
+            ("$HOME", true),
+            ("/", true),
+            ("/home", true),
+            ("/home/alice", true),
+            ("/root", true),
+            ("~/.ssh", true),
+            ("/home/alice/.ssh", true),
+            ("~/.aws", true),
+            ("~/.config", true),
+            ("~/.config/gcloud/legacy_credentials", true),
+            ("/etc", true),
+            ("..", true),
+            ("../..", true),
+            ("~/..", true),
+            // A project holds files named anywhere (`.env`), but is not searched for them.
+            ("src", false),
+            (".", false),
+            ("~/src/app", false),
+            ("/srv/app", false),
+            ("/etc/nginx", false),
+            ("/home/alice/project", false),
+            ("../sibling", false),
+            ("~/.config/nvim", false),
+        ];
+        for (directory, holds) in table {
+            assert_eq!(
+                stores.is_match_or_holds(directory),
+                *holds,
+                "{directory:?} holds a credential store"
+            );
+        }
+        // Allow rules name only what they say.
+        assert!(!matcher(&["**/.ssh/*"]).is_match_or_holds("~"));
+    }
+
+    #[test]
+    fn globbed_paths_meet_globs_component_by_component() {
+        let stores = matcher(&["**/.ssh/*", "!*.pub", "**/.aws/credentials", "/etc/shadow"])
+            .overlapping(true);
+        for (path, meets) in [
+            ("~/.ss?/id_*", true),
+            ("~/.[s]sh/id_rsa", true),
+            ("/home/*/.aws/*", true),
+            ("~/.*/credentials", true),
+            ("/etc/sha*", true),
+            ("/e*/shadow", true),
+            ("~/.ssh/*.pub", false),
+            ("notes[*", false),
+            ("src/*.rs", false),
+            ("*.md", false),
+            ("/var/log/*.log", false),
+            ("src/**/*.rs", false),
+            ("src/*/*.rs", false),
+            ("/sys/class/net/*/address", false),
+            ("{}", false),
+        ] {
+            assert_eq!(stores.is_match(path), meets, "{path:?}");
+        }
+    }
+
+    #[test]
+    fn unclosed_brackets_are_literal() {
+        assert_eq!(shell_glob("notes[*"), "notes\\[*");
+        assert_eq!(shell_glob("a[bc]*"), "a[bc]*");
+        assert_eq!(shell_glob("x{y"), "x\\{y");
+    }
+
+    #[test]
+    fn components_reduce_to_simple_wildcards() {
+        for (component, simple) in [
+            ("[s]sh", "?sh"),
+            ("id_{rsa,dsa}", "id_*"),
+            ("notes\\[*", "notes[*"),
+            ("notes[*", "notes[*"),
+            ("[]x]y", "?y"),
+            ("[!a]b", "?b"),
+            ("plain", "plain"),
+            ("{}", "{}"),
+            ("x{y}", "x{y}"),
+        ] {
+            assert_eq!(simple_wildcards(component), simple, "{component:?}");
+        }
+    }
+
+    #[test]
+    fn wildcards_match_within_a_component() {
+        for (pattern, text, expect) in [
+            ("*", "", true),
+            ("id_*", "id_rsa", true),
+            ("?sh", "ssh", true),
+            ("a*b*c", "aXbYc", true),
+            ("a*b", "ac", false),
+            ("**", "x", true),
+        ] {
+            assert_eq!(
+                wildcard_match(pattern.as_bytes(), text.as_bytes()),
+                expect,
+                "{pattern} {text}"
+            );
+        }
     }
 
     #[test]

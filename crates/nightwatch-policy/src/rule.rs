@@ -23,6 +23,11 @@ pub(crate) struct Rule {
     pub deletes: Option<PathMatcher>,
     pub effects_any: Option<EffectFlags>,
     pub effects_all: Option<EffectFlags>,
+    /// Globs over the environment variables an invocation sets (`LD_PRELOAD=x cmd`).
+    pub sets_env: Option<LazyGlobSet>,
+    /// Globs over the variables whose values an invocation prints, writes or sends; a dump of
+    /// the whole environment reveals every one.
+    pub reveals_env: Option<LazyGlobSet>,
     pub actor_kinds: Option<Vec<ActorKind>>,
     pub actor_ids: Option<LazyGlobSet>,
     pub tiers: Option<LazyGlobSet>,
@@ -99,6 +104,8 @@ impl Presence {
     const WRITES: u16 = 1 << 9;
     const DELETES: u16 = 1 << 10;
     const PATHS: u16 = 1 << 11;
+    const SETS_ENV: u16 = 1 << 12;
+    const REVEALS_ENV: u16 = 1 << 13;
 
     /// The needs of a rule with these matchers. `effects:` (any of) is not a need of any one
     /// flag, so only `effects_all:` counts.
@@ -108,6 +115,8 @@ impl Presence {
         deletes: bool,
         paths: bool,
         effects_all: Option<EffectFlags>,
+        sets_env: bool,
+        reveals_env: bool,
     ) -> Presence {
         let mut bits = u16::from(effects_all.map_or(0, |flags| flags.0));
         for (given, bit) in [
@@ -115,6 +124,8 @@ impl Presence {
             (writes, Presence::WRITES),
             (deletes, Presence::DELETES),
             (paths, Presence::PATHS),
+            (sets_env, Presence::SETS_ENV),
+            (reveals_env, Presence::REVEALS_ENV),
         ] {
             if given {
                 bits |= bit;
@@ -124,21 +135,35 @@ impl Presence {
     }
 
     pub fn of(subject: &Subject<'_>) -> Presence {
-        let (flags, reads, writes, deletes) = match &subject.target {
+        let none = (false, false);
+        let (flags, reads, writes, deletes, (sets_env, reveals_env)) = match &subject.target {
             Target::Invocation { invocation, .. } => {
                 let effects = &invocation.effects;
                 (
                     EffectFlags::of(effects),
-                    !effects.reads.is_empty(),
+                    !effects.reads.is_empty() || !effects.searches.is_empty(),
                     !effects.writes.is_empty(),
                     !effects.deletes.is_empty(),
+                    (
+                        !effects.sets_env.is_empty(),
+                        !effects.reveals_env.is_empty(),
+                    ),
                 )
             }
             Target::Tool(tool) => match tool {
-                Tool::Read { .. } => (EffectFlags::NONE, true, false, false),
-                Tool::Write { .. } | Tool::Edit { .. } => (EffectFlags::NONE, false, true, false),
-                Tool::Fetch { .. } => (EffectFlags::NETWORK, false, false, false),
-                _ => (EffectFlags::NONE, false, false, false),
+                Tool::Read { .. } => (EffectFlags::NONE, true, false, false, none),
+                Tool::Write { .. } | Tool::Edit { .. } => {
+                    (EffectFlags::NONE, false, true, false, none)
+                }
+                Tool::Fetch { .. } => (EffectFlags::NETWORK, false, false, false, none),
+                Tool::Mcp {
+                    tool: name, paths, ..
+                } if !paths.is_empty() => match mcp_path_use(name) {
+                    PathUse::Read => (EffectFlags::NONE, true, false, false, none),
+                    PathUse::Write => (EffectFlags::NONE, false, true, false, none),
+                    PathUse::Delete => (EffectFlags::NONE, false, true, true, none),
+                },
+                _ => (EffectFlags::NONE, false, false, false, none),
             },
         };
         Presence::needed_by(
@@ -147,6 +172,8 @@ impl Presence {
             deletes,
             reads || writes || deletes,
             Some(flags),
+            sets_env,
+            reveals_env,
         )
     }
 
@@ -226,6 +253,7 @@ impl Rule {
             && seen(self.match_read_only(subject))
             && seen(self.match_actor(subject.actor))
             && seen(self.match_effects(subject))
+            && seen(self.match_environment(subject))
             && seen(self.match_paths(subject))
             && seen(self.match_context(subject));
         holds && (!unknown || self.verdict != Verdict::Allow)
@@ -317,25 +345,65 @@ impl Rule {
             Target::Invocation { invocation, .. } => {
                 let effects = &invocation.effects;
                 let strings = |paths: &'a [String]| paths.iter().map(String::as_str);
-                any_path(&self.paths, effects.paths().map(|(_, path)| path))
-                    && any_path(&self.reads, strings(&effects.reads))
-                    && any_path(&self.writes, strings(&effects.writes))
-                    && any_path(&self.deletes, strings(&effects.deletes))
+                // A searched or removed directory reaches everything below it.
+                let reads = |m: &PathMatcher| {
+                    strings(&effects.reads).any(|p| m.is_match(p))
+                        || strings(&effects.searches).any(|p| m.is_match_or_holds(p))
+                };
+                let writes = |m: &PathMatcher| strings(&effects.writes).any(|p| m.is_match(p));
+                let deletes =
+                    |m: &PathMatcher| strings(&effects.deletes).any(|p| m.is_match_or_holds(p));
+                self.paths
+                    .as_ref()
+                    .is_none_or(|m| reads(m) || writes(m) || deletes(m))
+                    && self.reads.as_ref().is_none_or(reads)
+                    && self.writes.as_ref().is_none_or(writes)
+                    && self.deletes.as_ref().is_none_or(deletes)
             }
-            Target::Tool(tool) => match file_use(tool) {
-                Some((used, path)) => {
-                    let check = |matcher: &Option<PathMatcher>, applies: bool| {
-                        matcher.as_ref().is_none_or(|m| applies && m.is_match(path))
-                    };
-                    check(&self.paths, true)
-                        && check(&self.reads, used == PathUse::Read)
-                        && check(&self.writes, used == PathUse::Write)
-                        && check(&self.deletes, used == PathUse::Delete)
+            Target::Tool(tool) => {
+                let uses = file_uses(tool);
+                if uses.is_empty() {
+                    return Seen::No;
                 }
-                None => false,
-            },
+                let check = |matcher: &Option<PathMatcher>, wanted: Option<PathUse>| {
+                    matcher.as_ref().is_none_or(|m| {
+                        uses.iter().any(|(used, path)| {
+                            // A read or a removal of a directory reaches what it holds.
+                            let holds = |p: &str| match used {
+                                PathUse::Read | PathUse::Delete => m.is_match_or_holds(p),
+                                PathUse::Write => m.is_match(p),
+                            };
+                            wanted.is_none_or(|w| w == *used) && holds(path)
+                        })
+                    })
+                };
+                check(&self.paths, None)
+                    && check(&self.reads, Some(PathUse::Read))
+                    && check(&self.writes, Some(PathUse::Write))
+                    && check(&self.deletes, Some(PathUse::Delete))
+            }
         };
         Seen::from(holds)
+    }
+
+    /// Variables set and revealed: only invocations carry them.
+    fn match_environment(&self, subject: &Subject<'_>) -> Seen {
+        if self.sets_env.is_none() && self.reveals_env.is_none() {
+            return Seen::Yes;
+        }
+        let Target::Invocation { invocation, .. } = &subject.target else {
+            return Seen::No;
+        };
+        let effects = &invocation.effects;
+        let sets = self
+            .sets_env
+            .as_ref()
+            .is_none_or(|globs| any_name(globs, &effects.sets_env));
+        let reveals = self.reveals_env.as_ref().is_none_or(|globs| {
+            // A dump of the whole environment prints every secret in it.
+            effects.reveals_env.iter().any(|name| name == "*") || any_name(globs, &effects.reveals_env)
+        });
+        Seen::from(sets && reveals)
     }
 
     /// Tier, host and time: facts an action may not carry.
@@ -370,11 +438,52 @@ impl Rule {
     }
 }
 
-/// Whether some path matches, or true when the matcher is not given.
-fn any_path<'p>(matcher: &Option<PathMatcher>, mut paths: impl Iterator<Item = &'p str>) -> bool {
-    matcher
-        .as_ref()
-        .is_none_or(|m| paths.any(|path| m.is_match(path)))
+/// Whether some variable name matches. Names are compared as written and in upper case
+/// (`github_token` is `GITHUB_TOKEN` to a reader).
+fn any_name(globs: &LazyGlobSet, names: &[String]) -> bool {
+    names.iter().any(|name| {
+        globs.is_match(name)
+            || name.bytes().any(|b| b.is_ascii_lowercase())
+                && globs.is_match(&name.to_ascii_uppercase())
+    })
+}
+
+/// How an MCP tool uses the paths among its arguments, from its name: reading tools read,
+/// removing and moving tools also delete, everything else writes.
+pub(crate) fn mcp_path_use(tool: &str) -> PathUse {
+    // Words of the name: `read_text_file`, `readTextFile` and `read-text-file` are
+    // read, text, file.
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for c in tool.chars() {
+        if !c.is_ascii_alphanumeric() || c.is_ascii_uppercase() && !word.is_empty() {
+            if !word.is_empty() {
+                words.push(std::mem::take(&mut word));
+            }
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let has = |verbs: &[&str]| words.iter().any(|w| verbs.contains(&w.as_str()));
+    if has(&["delete", "remove", "rm", "move", "mv", "rename", "unlink", "rmdir", "trash"]) {
+        PathUse::Delete
+    } else if has(&[
+        "write", "edit", "create", "update", "patch", "append", "replace", "save", "put",
+        "upload", "copy", "cp", "mkdir", "chmod", "chown", "set", "insert", "modify", "touch",
+    ]) {
+        PathUse::Write
+    } else if has(&[
+        "read", "get", "list", "ls", "search", "view", "find", "stat", "info", "cat", "tree",
+        "glob", "grep", "head", "tail", "open", "show", "download", "fetch", "describe", "diff",
+    ]) {
+        PathUse::Read
+    } else {
+        PathUse::Write
+    }
 }
 
 /// The remote target when the invocation runs elsewhere, else the action's host.
@@ -395,12 +504,24 @@ fn host_matches(hosts: &LazyGlobSet, host: &str) -> bool {
             .is_some_and(|(_, bare)| hosts.is_match(bare))
 }
 
-/// The path a file tool uses, and how.
-fn file_use(tool: &Tool) -> Option<(PathUse, &str)> {
+/// The paths a file tool (or an MCP tool with path arguments) uses, and how. A removing
+/// MCP tool's paths are both written and deleted.
+fn file_uses(tool: &Tool) -> Vec<(PathUse, &str)> {
     match tool {
-        Tool::Read { path } => Some((PathUse::Read, path)),
-        Tool::Write { path } | Tool::Edit { path } => Some((PathUse::Write, path)),
-        _ => None,
+        Tool::Read { path } => vec![(PathUse::Read, path)],
+        Tool::Write { path } | Tool::Edit { path } => vec![(PathUse::Write, path)],
+        Tool::Mcp {
+            tool: name, paths, ..
+        } => {
+            let used = mcp_path_use(name);
+            let mut uses: Vec<(PathUse, &str)> =
+                paths.iter().map(|p| (used, p.as_str())).collect();
+            if used == PathUse::Delete {
+                uses.extend(paths.iter().map(|p| (PathUse::Write, p.as_str())));
+            }
+            uses
+        }
+        _ => Vec::new(),
     }
 }
 

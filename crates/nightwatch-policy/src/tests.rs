@@ -603,6 +603,11 @@ fn builtin_rules_decide_hand_built_invocations() {
         ),
         (
             with_effects(invocation("cat ~/.kube/config"), reads(&["~/.kube/config"])),
+            Verdict::Deny,
+            Some("no-reading-secrets"),
+        ),
+        (
+            with_effects(invocation("cat tls/server.pem"), reads(&["tls/server.pem"])),
             Verdict::Ask,
             Some("may-hold-secrets"),
         ),
@@ -658,6 +663,10 @@ fn builtin_file_tools() {
     );
     assert_eq!(
         decide(read("/home/a/.kube/config")),
+        (Verdict::Deny, rule("no-reading-secrets"))
+    );
+    assert_eq!(
+        decide(read("/srv/tls/server.pem")),
         (Verdict::Ask, rule("may-hold-secrets"))
     );
     assert_eq!(
@@ -675,7 +684,8 @@ fn builtin_file_tools() {
     assert_eq!(
         decide(Tool::Mcp {
             server: "github".into(),
-            tool: "create_issue".into()
+            tool: "create_issue".into(),
+            paths: vec![],
         }),
         (Verdict::Ask, None)
     );
@@ -1298,6 +1308,7 @@ fn tool_globs_pick_tools_and_keep_rules_off_exec() {
     let mcp = Tool::Mcp {
         server: "s".into(),
         tool: "t".into(),
+        paths: vec![],
     };
     assert_eq!(
         policy
@@ -1501,12 +1512,20 @@ mod properties {
             reads in paths(),
             writes in paths(),
             deletes in paths(),
+            searches in paths(),
+            sets_env in paths(),
+            reveals_env in paths(),
+            hosts in paths(),
             flags in proptest::array::uniform5(any::<bool>()),
         ) -> Effects {
             Effects {
                 reads,
                 writes,
                 deletes,
+                searches,
+                sets_env,
+                reveals_env,
+                hosts,
                 network: flags[0],
                 privilege: flags[1],
                 process_control: flags[2],
@@ -1680,4 +1699,153 @@ fn the_builtin_policy_has_no_safeguards_but_the_defaults() {
     let policy = Policy::builtin();
     assert!(policy.safeguards().checks.is_empty());
     assert_eq!(policy.safeguards().trust.tiers.len(), 4);
+}
+
+#[test]
+fn environment_matchers_see_variables_set_and_revealed() {
+    let policy = policy(
+        "rules:\n  - id: loader\n    verdict: deny\n    sets_env: [LD_PRELOAD, \"DYLD_*\"]\n  - id: secrets\n    verdict: deny\n    reveals_env: [\"*TOKEN*\"]\n  - id: rest\n    verdict: allow\n",
+    );
+    let with = |sets: &[&str], reveals: &[&str]| {
+        with_effects(
+            invocation("git status"),
+            Effects {
+                sets_env: sets.iter().map(|s| (*s).to_owned()).collect(),
+                reveals_env: reveals.iter().map(|s| (*s).to_owned()).collect(),
+                ..Effects::default()
+            },
+        )
+    };
+    let table: &[(&[&str], &[&str], Verdict, Option<&str>)] = &[
+        (&["LD_PRELOAD"], &[], Verdict::Deny, Some("loader")),
+        (&["DYLD_INSERT_LIBRARIES"], &[], Verdict::Deny, Some("loader")),
+        (&["LANG"], &[], Verdict::Allow, Some("rest")),
+        // `sudo -E` keeps the environment without naming a variable.
+        (&["*"], &[], Verdict::Allow, Some("rest")),
+        (&[], &["GITHUB_TOKEN"], Verdict::Deny, Some("secrets")),
+        (&[], &["github_token"], Verdict::Deny, Some("secrets")),
+        (&[], &["HOME"], Verdict::Allow, Some("rest")),
+        // A dump of the whole environment reveals every secret in it.
+        (&[], &["*"], Verdict::Deny, Some("secrets")),
+    ];
+    for (sets, reveals, verdict, by) in table {
+        assert_eq!(
+            judge_one(&policy, with(sets, reveals)),
+            (*verdict, by.map(str::to_owned)),
+            "sets {sets:?} reveals {reveals:?}"
+        );
+    }
+    // Other tools carry no environment.
+    let read = Action::new(
+        Actor::new(ActorKind::Agent, "agent"),
+        Tool::Read { path: "x".into() },
+    );
+    assert_eq!(policy.decide(&read).rule.as_deref(), Some("rest"));
+}
+
+#[test]
+fn egress_limits_network_effects_to_the_allowed_hosts() {
+    let policy = policy(
+        "egress:\n  allow: [github.com, \"*.internal\", 10.0.0.0/8]\n  otherwise: deny\nrules:\n  - id: net\n    verdict: allow\n    effects: [network]\n  - id: strict\n    verdict: halt\n    command: \"curl -x\"\n",
+    );
+    let net = |hosts: &[&str]| {
+        with_effects(
+            invocation("curl https://x/"),
+            Effects {
+                network: true,
+                hosts: hosts.iter().map(|s| (*s).to_owned()).collect(),
+                ..Effects::default()
+            },
+        )
+    };
+    assert_eq!(judge_one(&policy, net(&["github.com"])), (Verdict::Allow, rule("net")));
+    assert_eq!(judge_one(&policy, net(&["db.internal", "10.2.3.4"])), (Verdict::Allow, rule("net")));
+    assert_eq!(judge_one(&policy, net(&["evil.example"])), (Verdict::Deny, rule("egress")));
+    // No host known from the text: outside the list.
+    assert_eq!(judge_one(&policy, net(&[])), (Verdict::Deny, rule("egress")));
+    // Without a network effect, egress says nothing.
+    assert_eq!(
+        judge_one(&policy, invocation("ls")),
+        (Verdict::Ask, None)
+    );
+    let fetch = |url: &str| {
+        policy
+            .decide(&Action::new(
+                Actor::new(ActorKind::Agent, "agent"),
+                Tool::Fetch { url: url.into() },
+            ))
+            .rule
+    };
+    assert_eq!(fetch("https://github.com/x").as_deref(), Some("net"));
+    assert_eq!(fetch("https://evil.example/x").as_deref(), Some("egress"));
+
+    // The built-in policy asks about every host, as before.
+    let builtin = Policy::builtin();
+    assert_eq!(judge_one(&builtin, net(&["github.com"])).0, Verdict::Ask);
+    // A bad entry is refused where it is written.
+    let message = error("egress:\n  allow: [10.0.0.0/40]\n  otherwise: deny\n");
+    assert!(message.starts_with("2:"), "{message}");
+}
+
+#[test]
+fn mcp_tools_are_judged_by_their_path_arguments() {
+    let policy = Policy::builtin();
+    let mcp = |tool: &str, path: &str| {
+        policy
+            .decide(&Action::new(
+                Actor::new(ActorKind::Agent, "agent"),
+                Tool::Mcp {
+                    server: "filesystem".into(),
+                    tool: tool.into(),
+                    paths: vec![path.into()],
+                },
+            ))
+            .verdict
+    };
+    assert_eq!(mcp("read_file", "/home/a/.ssh/id_rsa"), Verdict::Deny);
+    assert_eq!(mcp("read_text_file", "/srv/app/README.md"), Verdict::Ask);
+    assert_eq!(mcp("write_file", "/var/lib/nightwatch/policy.yaml"), Verdict::Deny);
+    assert_eq!(mcp("move_file", "/home/a/.claude/settings.json"), Verdict::Ask);
+    assert_eq!(mcp("search_files", "/home/a"), Verdict::Deny);
+    assert_eq!(rule::mcp_path_use("delete_file"), nightwatch_core::PathUse::Delete);
+    assert_eq!(rule::mcp_path_use("list_directory"), nightwatch_core::PathUse::Read);
+    assert_eq!(rule::mcp_path_use("readTextFile"), nightwatch_core::PathUse::Read);
+    assert_eq!(rule::mcp_path_use("allocate"), nightwatch_core::PathUse::Write);
+}
+
+/// Facts for tests: each path's other names from a table.
+struct Table(&'static [(&'static str, &'static str)]);
+
+impl PathFacts for Table {
+    fn aliases(&self, path: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(from, _)| *from == path)
+            .map(|(_, to)| (*to).to_owned())
+            .collect()
+    }
+}
+
+#[test]
+fn paths_are_judged_by_every_name_they_go_by() {
+    let policy = Policy::builtin();
+    let facts = Table(&[
+        ("s/deploy", "/home/alice/.ssh/deploy"),
+        ("notes.txt", "/srv/app/notes.txt"),
+    ]);
+    let exec = Action::exec("cat s/deploy");
+    assert_eq!(policy.decide(&exec).verdict, Verdict::Allow);
+    assert_eq!(policy.decide_with(&exec, &facts).verdict, Verdict::Deny);
+    assert_eq!(
+        policy.decide_with(&Action::exec("cat notes.txt"), &facts).verdict,
+        Verdict::Allow
+    );
+    let read = Action::new(
+        Actor::new(ActorKind::Agent, "agent"),
+        Tool::Read {
+            path: "s/deploy".into(),
+        },
+    );
+    assert_eq!(policy.decide_with(&read, &facts).verdict, Verdict::Deny);
+    assert_eq!(policy.decide_with(&read, &NoFacts).verdict, Verdict::Allow);
 }
