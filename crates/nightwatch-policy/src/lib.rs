@@ -408,12 +408,10 @@ impl Policy {
         }
     }
 
-    /// Decides an action; exec lines are analysed with `nightwatch_shell::analyse`.
+    /// Decides an action; exec lines are analysed with `nightwatch_shell::analyse`. A file
+    /// tool's path is judged as written and as its lexical normal form (`//etc/./shadow`).
     pub fn decide(&self, action: &Action) -> Decision {
-        match &action.tool {
-            Tool::Exec { line } => self.decide_exec(action, nightwatch_shell::analyse(line)),
-            _ => self.decide_tool(action),
-        }
+        self.decide_with(action, &NoFacts)
     }
 
     /// Decides an action as [`Policy::decide`] does, judging every path both as written and by
@@ -708,6 +706,22 @@ pub trait PathFacts {
     fn aliases(&self, path: &str) -> Vec<String>;
 }
 
+/// The facts, plus each path's lexical normal form when it differs from the path as written
+/// (file tools' paths come from the agent, not from the shell analysis, which normalises).
+struct Normalised<'a>(&'a dyn PathFacts);
+
+impl PathFacts for Normalised<'_> {
+    fn aliases(&self, path: &str) -> Vec<String> {
+        let mut aliases = self.0.aliases(path);
+        let normal = nightwatch_shell::normalise_path(path);
+        if normal != path && !aliases.contains(&normal) {
+            aliases.extend(self.0.aliases(&normal));
+            aliases.push(normal);
+        }
+        aliases
+    }
+}
+
 /// No facts: every path is judged as written.
 pub struct NoFacts;
 
@@ -739,6 +753,7 @@ fn add_aliases(effects: &mut nightwatch_core::Effects, facts: &dyn PathFacts) {
 
 /// The same tool aimed at each other name of its path(s).
 fn tool_aliases(tool: &Tool, facts: &dyn PathFacts) -> Vec<Tool> {
+    let facts = &Normalised(facts);
     match tool {
         Tool::Read { path } => facts
             .aliases(path)

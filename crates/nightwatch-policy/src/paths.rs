@@ -65,7 +65,7 @@ pub(crate) struct PathMatcher {
     include: LazyGlobSet,
     exclude: Option<LazyGlobSet>,
     /// The positive globs as text, for [`PathMatcher::may_overlap`].
-    include_texts: Vec<String>,
+    include_parts: Vec<GlobParts>,
     /// Whether a globbed path that may name a matching file counts as a match.
     overlapping: bool,
 }
@@ -74,14 +74,14 @@ impl PathMatcher {
     pub(crate) fn new(globs: Vec<PathGlob>) -> Result<PathMatcher, String> {
         let mut include = Vec::new();
         let mut exclude = Vec::new();
-        let mut include_texts = Vec::new();
+        let mut include_parts = Vec::new();
         for glob in globs {
             let all = std::iter::once(glob.glob).chain(glob.homes);
             if glob.negated {
                 exclude.extend(all);
             } else {
                 for one in all {
-                    include_texts.extend(expand_braces(one.text()));
+                    include_parts.extend(expand_braces(one.text()).iter().map(|t| GlobParts::of(t)));
                     include.push(one);
                 }
             }
@@ -92,7 +92,7 @@ impl PathMatcher {
         Ok(PathMatcher {
             include: LazyGlobSet::new(include),
             exclude: (!exclude.is_empty()).then(|| LazyGlobSet::new(exclude)),
-            include_texts,
+            include_parts,
             overlapping: false,
         })
     }
@@ -120,6 +120,9 @@ impl PathMatcher {
     }
 
     fn may_hold(&self, directory: &str) -> bool {
+        if self.exclude.as_ref().is_some_and(|e| e.is_match(directory)) {
+            return false;
+        }
         let directory = match directory.strip_prefix("~/..") {
             // The parent of home is where homes are.
             Some(rest) if rest.is_empty() || rest.starts_with('/') => format!("/home{rest}"),
@@ -131,26 +134,22 @@ impl PathMatcher {
             return true;
         }
         let root: Vec<&str> = components(&directory);
-        self.include_texts.iter().any(|text| {
-            let (anywhere, glob) = match text.strip_prefix("**/") {
-                Some(rest) => (true, rest),
-                None => (false, text.as_str()),
-            };
-            let glob: Vec<&str> = components(glob);
-            if anywhere {
+        self.include_parts.iter().any(|glob| {
+            let parts: Vec<&str> = glob.parts.iter().map(String::as_str).collect();
+            if glob.anywhere {
                 // A file named anywhere counts from inside its own directory (a search of
                 // `~/.ssh` reaches `**/.ssh/id_*`) and from above a home, where such files
                 // live (`~`, `/home`, `/`); a search of `src` reaches neither.
-                let inside = (1..glob.len())
-                    .any(|k| k <= root.len() && holds_from(&root[root.len() - k..], &glob));
+                let inside = (1..parts.len())
+                    .any(|k| k <= root.len() && holds_from(&root[root.len() - k..], &parts));
                 inside
                     || HOME_COMPONENTS.iter().any(|home| {
                         let mut anchored = home.to_vec();
-                        anchored.extend(&glob);
+                        anchored.extend(&parts);
                         holds_from(&root, &anchored)
                     })
             } else {
-                holds_from(&root, &glob)
+                holds_from(&root, &parts)
             }
         })
     }
@@ -160,14 +159,23 @@ impl PathMatcher {
     /// (`~/.ss?/id_*` against `**/.ssh/*`). A path whose own text an exception matches
     /// (`~/.ssh/*.pub` against `!*.pub`) expands only to exceptions. This errs towards a match.
     fn may_overlap(&self, path: &str) -> bool {
-        let path = shell_glob(path);
-        if self.exclude.as_ref().is_some_and(|e| e.is_match(&path)) {
+        // A malformed glob (an unclosed bracket) is not a wildcard over secrets: it is judged
+        // as the text it is.
+        if shell_glob(path) != path {
             return false;
         }
-        let path = components(&path);
-        self.include_texts
-            .iter()
-            .any(|text| globs_may_meet(&path, &components(text)))
+        if self.exclude.as_ref().is_some_and(|e| e.is_match(path)) {
+            return false;
+        }
+        let path = components(path);
+        self.include_parts.iter().any(|glob| {
+            let mut parts: Vec<&str> = Vec::with_capacity(glob.parts.len() + 1);
+            if glob.anywhere {
+                parts.push("**");
+            }
+            parts.extend(glob.parts.iter().map(String::as_str));
+            globs_may_meet(&path, &parts)
+        })
     }
 
     fn matches_exactly(&self, path: &str) -> bool {
@@ -198,6 +206,27 @@ fn expand_braces(text: &str) -> Vec<String> {
         }
     }
     done
+}
+
+/// A positive glob split into components once, for the comparisons that go component by
+/// component. `anywhere` is a leading `**/`, kept apart from the rest.
+#[derive(Clone, Debug)]
+struct GlobParts {
+    anywhere: bool,
+    parts: Vec<String>,
+}
+
+impl GlobParts {
+    fn of(text: &str) -> GlobParts {
+        let (anywhere, rest) = match text.strip_prefix("**/") {
+            Some(rest) => (true, rest),
+            None => (false, text),
+        };
+        GlobParts {
+            anywhere,
+            parts: components(rest).into_iter().map(str::to_owned).collect(),
+        }
+    }
 }
 
 /// A path's components, `/` standing for the root itself.
@@ -264,8 +293,7 @@ fn component_may_match(pattern: &str, part: &str) -> bool {
         return false;
     }
     let (pattern, part) = (simple_wildcards(pattern), simple_wildcards(part));
-    wildcard_match(pattern.as_bytes(), part.as_bytes())
-        || wildcard_match(part.as_bytes(), pattern.as_bytes())
+    wildcards_meet(pattern.as_bytes(), part.as_bytes())
 }
 
 /// A glob component with only `*` and `?` left: a bracket expression is one character (`?`),
@@ -316,31 +344,32 @@ fn simple_wildcards(component: &str) -> std::borrow::Cow<'_, str> {
     out.into()
 }
 
-/// `*` and `?` over bytes, iteratively (no recursion on hostile input).
-fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
-    let (mut p, mut t) = (0, 0);
-    let mut backtrack: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pattern.get(p) {
-            Some(b'*') => {
-                backtrack = Some((p, t));
-                p += 1;
-            }
-            Some(&c) if c == b'?' || c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match backtrack {
-                Some((star, from)) => {
-                    p = star + 1;
-                    t = from + 1;
-                    backtrack = Some((star, from + 1));
-                }
-                None => return false,
-            },
+/// Whether some text matches both `*`/`?` patterns (`.bash_hist*` and `.*_history` both
+/// match `.bash_history`). A table over positions, so hostile input costs at most the product
+/// of the lengths.
+fn wildcards_meet(a: &[u8], b: &[u8]) -> bool {
+    if a.len() > 256 || b.len() > 256 {
+        return true;
+    }
+    // meets[i][j]: a[i..] and b[j..] match some common text.
+    let mut meets = vec![vec![false; b.len() + 1]; a.len() + 1];
+    for i in (0..=a.len()).rev() {
+        for j in (0..=b.len()).rev() {
+            meets[i][j] = if i == a.len() && j == b.len() {
+                true
+            } else if i < a.len() && a[i] == b'*' {
+                meets[i + 1][j] || j < b.len() && meets[i][j + 1]
+            } else if j < b.len() && b[j] == b'*' {
+                meets[i][j + 1] || i < a.len() && meets[i + 1][j]
+            } else {
+                i < a.len()
+                    && j < b.len()
+                    && (a[i] == b[j] || a[i] == b'?' || b[j] == b'?')
+                    && meets[i + 1][j + 1]
+            };
         }
     }
-    pattern[p..].iter().all(|&c| c == b'*')
+    meets[0][0]
 }
 
 /// A path as the shell would glob it: an unclosed `[` or `{` is a literal character.
@@ -537,8 +566,15 @@ mod tests {
 
     #[test]
     fn globbed_paths_meet_globs_component_by_component() {
-        let stores = matcher(&["**/.ssh/*", "!*.pub", "**/.aws/credentials", "/etc/shadow"])
-            .overlapping(true);
+        let stores = matcher(&[
+            "**/.ssh/*",
+            "!*.pub",
+            "**/.aws/credentials",
+            "/etc/shadow",
+            ".*_history",
+            "*.key",
+        ])
+        .overlapping(true);
         for (path, meets) in [
             ("~/.ss?/id_*", true),
             ("~/.[s]sh/id_rsa", true),
@@ -548,6 +584,7 @@ mod tests {
             ("/e*/shadow", true),
             ("~/.ssh/*.pub", false),
             ("notes[*", false),
+            ("notes{*", false),
             ("src/*.rs", false),
             ("*.md", false),
             ("/var/log/*.log", false),
@@ -555,6 +592,7 @@ mod tests {
             ("src/*/*.rs", false),
             ("/sys/class/net/*/address", false),
             ("{}", false),
+            ("~/.bash_hist*", true),
         ] {
             assert_eq!(stores.is_match(path), meets, "{path:?}");
         }
@@ -585,20 +623,22 @@ mod tests {
     }
 
     #[test]
-    fn wildcards_match_within_a_component() {
-        for (pattern, text, expect) in [
+    fn wildcards_meet_when_some_text_matches_both() {
+        for (a, b, expect) in [
             ("*", "", true),
             ("id_*", "id_rsa", true),
             ("?sh", "ssh", true),
             ("a*b*c", "aXbYc", true),
             ("a*b", "ac", false),
             ("**", "x", true),
+            (".bash_hist*", ".*_history", true),
+            ("*.md", "*.rs", false),
+            ("*.json", "config*", true),
+            ("id_*", "*.pub", true),
+            ("x?", "xyz", false),
         ] {
-            assert_eq!(
-                wildcard_match(pattern.as_bytes(), text.as_bytes()),
-                expect,
-                "{pattern} {text}"
-            );
+            assert_eq!(wildcards_meet(a.as_bytes(), b.as_bytes()), expect, "{a} {b}");
+            assert_eq!(wildcards_meet(b.as_bytes(), a.as_bytes()), expect, "{b} {a}");
         }
     }
 

@@ -456,10 +456,9 @@ pub(crate) fn mcp_path_use(tool: &str) -> PathUse {
     let mut words: Vec<String> = Vec::new();
     let mut word = String::new();
     for c in tool.chars() {
-        if !c.is_ascii_alphanumeric() || c.is_ascii_uppercase() && !word.is_empty() {
-            if !word.is_empty() {
-                words.push(std::mem::take(&mut word));
-            }
+        let boundary = !c.is_ascii_alphanumeric() || c.is_ascii_uppercase();
+        if boundary && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
         }
         if c.is_ascii_alphanumeric() {
             word.push(c.to_ascii_lowercase());

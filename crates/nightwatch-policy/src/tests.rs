@@ -1716,7 +1716,8 @@ fn environment_matchers_see_variables_set_and_revealed() {
             },
         )
     };
-    let table: &[(&[&str], &[&str], Verdict, Option<&str>)] = &[
+    type Row<'a> = (&'a [&'a str], &'a [&'a str], Verdict, Option<&'a str>);
+    let table: &[Row<'_>] = &[
         (&["LD_PRELOAD"], &[], Verdict::Deny, Some("loader")),
         (&["DYLD_INSERT_LIBRARIES"], &[], Verdict::Deny, Some("loader")),
         (&["LANG"], &[], Verdict::Allow, Some("rest")),
