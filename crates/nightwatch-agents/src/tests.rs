@@ -14,7 +14,20 @@ fn show(result: Result<Tool, HookError>) -> String {
         Ok(Tool::Write { path }) => format!("write: {path}"),
         Ok(Tool::Edit { path }) => format!("edit: {path}"),
         Ok(Tool::Fetch { url }) => format!("fetch: {url}"),
-        Ok(Tool::Mcp { server, tool }) => format!("mcp: {server}/{tool}"),
+        Ok(Tool::Mcp {
+            server,
+            tool,
+            paths,
+        }) if paths.is_empty() => format!("mcp: {server}/{tool}"),
+        // Sorted: the order of an object's keys is not the agent's to keep.
+        Ok(Tool::Mcp {
+            server,
+            tool,
+            mut paths,
+        }) => {
+            paths.sort();
+            format!("mcp: {server}/{tool} {}", paths.join(" "))
+        }
         Ok(Tool::Named { name }) => format!("named: {name}"),
         Err(err) => format!("error: {err}"),
     }
@@ -46,9 +59,12 @@ fn claude_tools_map_to_core_tools() {
                 r#"{"command": ["ls"]}"#,
                 "error: hook input for tool Bash has no tool_input.command",
             ),
+            // Present but blank: a line that runs nothing, decided as `nightwatch check ''`.
+            ("Bash", r#"{"command": "  "}"#, "exec:   "),
+            ("Bash", r#"{"command": ""}"#, "exec: "),
             (
                 "Bash",
-                r#"{"command": "  "}"#,
+                r#"{"command": null}"#,
                 "error: hook input for tool Bash has no tool_input.command",
             ),
             (
@@ -149,9 +165,11 @@ fn codex_tools_map_to_core_tools() {
                 r#"{"cmd": "rm -rf /tmp/x"}"#,
                 "exec: rm -rf /tmp/x",
             ),
+            ("shell", r#"{"command": []}"#, "exec: "),
+            ("shell", r#"{"command": " "}"#, "exec:  "),
             (
                 "shell",
-                r#"{"command": []}"#,
+                r#"{"command": {}}"#,
                 "error: hook input for tool shell has no tool_input.command",
             ),
             (
@@ -215,6 +233,7 @@ fn gemini_tools_map_to_core_tools() {
                 r#"{}"#,
                 "error: hook input for tool run_shell_command has no tool_input.command",
             ),
+            ("run_shell_command", r#"{"command": "\t"}"#, "exec: \t"),
             (
                 "write_file",
                 r#"{"file_path": "/etc/hosts", "content": ""}"#,
@@ -308,6 +327,70 @@ fn gemini_tools_map_to_core_tools() {
             ("save_memory", r#"{"fact": "x"}"#, "named: save_memory"),
             ("Bash", r#"{"command": "ls"}"#, "named: Bash"),
         ],
+    );
+}
+
+/// MCP tools' path arguments: the keys that name a path (any case, `_` or `-`), lists, one
+/// level of nesting, `file://` URLs; other URLs and other keys are not paths.
+#[test]
+fn mcp_tools_carry_the_paths_among_their_inputs() {
+    check(
+        Agent::Claude,
+        &[
+            (
+                "mcp__filesystem__write_file",
+                r#"{"path": "/home/u/.claude/settings.json", "content": "{}"}"#,
+                "mcp: filesystem/write_file /home/u/.claude/settings.json",
+            ),
+            (
+                "mcp__filesystem__read_multiple_files",
+                r#"{"paths": ["a.txt", "~/.ssh/id_rsa", 3, "a.txt"]}"#,
+                "mcp: filesystem/read_multiple_files a.txt ~/.ssh/id_rsa",
+            ),
+            (
+                "mcp__filesystem__move_file",
+                r#"{"source": "s/id_rsa", "destination": "/tmp/k"}"#,
+                "mcp: filesystem/move_file /tmp/k s/id_rsa",
+            ),
+            (
+                "mcp__fs__edit",
+                r#"{"filePath": "a", "File-Name": "b", "notebook_path": "c.ipynb", "absolute_path": "/d"}"#,
+                "mcp: fs/edit /d a b c.ipynb",
+            ),
+            (
+                "mcp__fs__apply",
+                r#"{"edits": [{"path": "x.rs", "old": "a"}, {"new_path": "y.rs"}], "options": {"cwd": "/srv"}}"#,
+                "mcp: fs/apply /srv x.rs y.rs",
+            ),
+            (
+                "mcp__fs__deep",
+                r#"{"a": {"b": {"path": "/too/deep"}}}"#,
+                "mcp: fs/deep",
+            ),
+            (
+                "mcp__web__fetch",
+                r#"{"source": "https://example.com/x", "target": "file:///etc/passwd", "src": "git+ssh://h/r"}"#,
+                "mcp: web/fetch /etc/passwd",
+            ),
+            (
+                "mcp__fs__copy",
+                r#"{"src": " ", "dst": "", "files": ["b", {"path": "c"}], "dir": 7}"#,
+                "mcp: fs/copy b c",
+            ),
+            (
+                "mcp__postgres__query",
+                r#"{"sql": "select '/etc/passwd'", "pathology": "/x"}"#,
+                "mcp: postgres/query",
+            ),
+        ],
+    );
+    check(
+        Agent::Gemini,
+        &[(
+            "mcp__filesystem__write_file",
+            r#"{"path": "~/.gemini/settings.json"}"#,
+            "mcp: filesystem/write_file ~/.gemini/settings.json",
+        )],
     );
 }
 

@@ -24,14 +24,14 @@ pub(crate) fn map_tool(
         Agent::Codex => codex(&input)?,
         Agent::Gemini => gemini(&input)?,
     };
-    Ok(mapped.unwrap_or_else(|| mcp(name).unwrap_or_else(|| named(name))))
+    Ok(mapped.unwrap_or_else(|| mcp(name, inputs).unwrap_or_else(|| named(name))))
 }
 
 /// Claude Code's built-in tools.
 fn claude(input: &Inputs<'_>) -> Result<Option<Tool>, HookError> {
     Ok(Some(match input.tool {
         "Bash" => Tool::Exec {
-            line: input.required("command")?,
+            line: input.line("command")?,
         },
         "Write" => Tool::Write {
             path: input.required("file_path")?,
@@ -82,7 +82,7 @@ fn codex(input: &Inputs<'_>) -> Result<Option<Tool>, HookError> {
 fn gemini(input: &Inputs<'_>) -> Result<Option<Tool>, HookError> {
     Ok(Some(match input.tool {
         "run_shell_command" => Tool::Exec {
-            line: input.required("command")?,
+            line: input.line("command")?,
         },
         "write_file" => Tool::Write {
             path: input.required("file_path")?,
@@ -137,14 +137,102 @@ fn gemini(input: &Inputs<'_>) -> Result<Option<Tool>, HookError> {
 }
 
 /// `mcp__server__tool`: split on the first `__` after the prefix, so server names may hold
-/// single underscores. Anything else is not an MCP name.
-pub(crate) fn mcp(name: &str) -> Option<Tool> {
+/// single underscores. Anything else is not an MCP name. Its paths are the file paths among
+/// its inputs ([`mcp_paths`]).
+pub(crate) fn mcp(name: &str, inputs: &Value) -> Option<Tool> {
     let rest = name.strip_prefix("mcp__")?;
     let (server, tool) = rest.split_once("__")?;
     (!server.is_empty() && !tool.is_empty()).then(|| Tool::Mcp {
         server: server.to_string(),
         tool: tool.to_string(),
+        paths: mcp_paths(inputs),
     })
+}
+
+/// Input keys that name one path (or a list of them), compared without case, `_` or `-`
+/// (`file_path`, `filePath`, `FilePath`).
+const PATH_KEYS: &[&str] = &[
+    "path",
+    "filepath",
+    "filename",
+    "file",
+    "source",
+    "destination",
+    "target",
+    "dir",
+    "directory",
+    "dirpath",
+    "absolutepath",
+    "notebookpath",
+    "root",
+    "cwd",
+    "oldpath",
+    "newpath",
+    "src",
+    "dst",
+];
+/// Input keys that hold a list of paths.
+const PATH_LIST_KEYS: &[&str] = &["paths", "files", "sources"];
+
+/// The file paths among an MCP tool's inputs: the strings under keys that name a path, at the
+/// top level and in objects one level down (`{"edits": [{"path": ...}]}`), in order, once
+/// each. A `file://` URL is its path; other URLs are not paths.
+pub(crate) fn mcp_paths(inputs: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    let Some(top) = inputs.as_object() else {
+        return paths;
+    };
+    collect_paths(top, &mut paths);
+    for value in top.values() {
+        match value {
+            Value::Object(nested) => collect_paths(nested, &mut paths),
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(nested) = item {
+                        collect_paths(nested, &mut paths);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    paths
+}
+
+/// `https`, `s3`, `git+ssh`: a URL's scheme, not a directory name.
+fn is_scheme(text: &str) -> bool {
+    text.starts_with(|c: char| c.is_ascii_alphabetic())
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+}
+
+fn collect_paths(fields: &serde_json::Map<String, Value>, paths: &mut Vec<String>) {
+    for (key, value) in fields {
+        let key: String = key
+            .chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect();
+        if !PATH_KEYS.contains(&key.as_str()) && !PATH_LIST_KEYS.contains(&key.as_str()) {
+            continue;
+        }
+        let strings: Vec<&str> = match value {
+            Value::String(one) => vec![one.as_str()],
+            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for text in strings {
+            let path = match text.split_once("://") {
+                Some((scheme, rest)) if scheme.eq_ignore_ascii_case("file") => rest,
+                Some((scheme, _)) if is_scheme(scheme) => continue,
+                _ => text,
+            };
+            if !path.trim().is_empty() && !paths.iter().any(|known| known == path) {
+                paths.push(path.to_string());
+            }
+        }
+    }
 }
 
 fn named(name: &str) -> Tool {
@@ -237,6 +325,14 @@ impl<'a> Inputs<'a> {
         }
     }
 
+    /// A shell line: present is enough, a blank one is a line that runs nothing (policy
+    /// decides it as `nightwatch check ''` does); absent is an error.
+    fn line(&self, key: &'static str) -> Result<String, HookError> {
+        self.string(key)
+            .map(str::to_string)
+            .ok_or_else(|| self.missing(key))
+    }
+
     fn required(&self, key: &'static str) -> Result<String, HookError> {
         match self.string(key) {
             Some(text) if !text.trim().is_empty() => Ok(text.to_string()),
@@ -256,29 +352,26 @@ impl<'a> Inputs<'a> {
             .ok_or_else(|| self.missing(keys.first().copied().unwrap_or("path")))
     }
 
-    /// A shell tool's command: a line, or argv joined with shell quoting.
+    /// A shell tool's command: a line, or argv joined with shell quoting. A blank line or an
+    /// empty argv runs nothing and is decided as such; no command at all is an error.
     fn command_line(&self) -> Result<String, HookError> {
         let command = self
             .inputs
             .get("command")
             .or_else(|| self.inputs.get("cmd"));
-        let line = match command {
-            Some(Value::String(line)) => line.clone(),
+        match command {
+            Some(Value::String(line)) => Ok(line.clone()),
             Some(Value::Array(argv)) => {
                 let words: Option<Vec<&str>> = argv.iter().map(Value::as_str).collect();
-                words
+                Ok(words
                     .ok_or_else(|| self.missing("command"))?
                     .into_iter()
                     .map(shell_quote)
                     .collect::<Vec<_>>()
-                    .join(" ")
+                    .join(" "))
             }
-            _ => String::new(),
-        };
-        if line.trim().is_empty() {
-            return Err(self.missing("command"));
+            _ => Err(self.missing("command")),
         }
-        Ok(line)
     }
 }
 

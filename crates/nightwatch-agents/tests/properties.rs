@@ -28,6 +28,8 @@ fn json_value() -> impl Strategy<Value = Value> {
         ".{0,40}".prop_map(Value::String),
         Just(json!("*** Add File: a\n*** Update File: b")),
         Just(json!("see https://example.com and http://x")),
+        Just(json!("file:///etc/passwd")),
+        Just(json!("://")),
     ];
     leaf.prop_recursive(4, 32, 6, |inner| {
         prop_oneof![
@@ -49,6 +51,10 @@ fn field_name() -> impl Strategy<Value = String> {
             "notebook_path",
             "path",
             "paths",
+            "filePath",
+            "source",
+            "files",
+            "edits",
             "include",
             "pattern",
             "url",

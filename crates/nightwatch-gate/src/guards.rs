@@ -1,12 +1,15 @@
-//! What the gate asks of the world beside the ledger: probing it before an action (pre-flight
+//! What the gate asks of the world beside the ledger: what the paths an action names are
+//! called here (symlinks, protected locations), probing it before an action (pre-flight
 //! checks) and keeping a way back from it (backups). A trait, so the pipeline's tests need no
 //! processes or files; [`LiveGuards`] is the real thing.
 
+use crate::facts::{LiveFacts, Places};
 use nightwatch_backup::{BackupStore, Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History, Probe};
 use nightwatch_ledger::{Filter, Ledger, event};
+use nightwatch_policy::{NoFacts, PathFacts};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 /// The actor and action a set of checks is about.
 pub struct CheckSubject<'a> {
@@ -18,6 +21,13 @@ pub struct CheckSubject<'a> {
 }
 
 pub trait Guards {
+    /// What the paths of a call made in `cwd` are called here, for policy to judge every name
+    /// (see [`LiveFacts`]). Without facts each path is judged as written.
+    fn path_facts(&self, cwd: Option<&str>) -> Box<dyn PathFacts + '_> {
+        let _ = cwd;
+        Box::new(NoFacts)
+    }
+
     /// Runs the checks, one finding each; a check that cannot run is a finding too.
     fn run_checks(
         &self,
@@ -33,18 +43,40 @@ pub trait Guards {
     fn observe(&self, paths: &[PathBuf], limits: &Limits) -> Observation;
 }
 
-/// Checks against this machine, backups in the data directory's `backups/` (opened on first
-/// use: most actions write nothing).
+/// Paths resolved on this filesystem for the caller's [`Places`], checks against this
+/// machine, backups in the data directory's `backups/` (opened on first use: most actions
+/// write nothing).
+#[derive(Clone)]
 pub struct LiveGuards {
     backups: PathBuf,
-    store: OnceLock<Result<BackupStore, String>>,
+    store: Arc<OnceLock<Result<BackupStore, String>>>,
+    places: Arc<Places>,
 }
 
 impl LiveGuards {
+    /// Guards whose only known place is the data directory itself (`$NIGHTWATCH_HOME`); the
+    /// edges give the caller's with [`LiveGuards::with_places`].
     pub fn new(data_dir: &Path) -> LiveGuards {
         LiveGuards {
             backups: data_dir.join("backups"),
-            store: OnceLock::new(),
+            store: Arc::new(OnceLock::new()),
+            places: Arc::new(Places {
+                named: vec![crate::facts::Named {
+                    path: data_dir.to_path_buf(),
+                    name: "$NIGHTWATCH_HOME".to_owned(),
+                    tree: true,
+                }],
+                ..Places::default()
+            }),
+        }
+    }
+
+    /// The same guards (one backup store) resolving paths for a caller at `places`: a
+    /// resident gate answers hooks of many environments.
+    pub fn with_places(&self, places: Places) -> LiveGuards {
+        LiveGuards {
+            places: Arc::new(places),
+            ..self.clone()
         }
     }
 
@@ -61,6 +93,10 @@ impl LiveGuards {
 }
 
 impl Guards for LiveGuards {
+    fn path_facts(&self, cwd: Option<&str>) -> Box<dyn PathFacts + '_> {
+        Box::new(LiveFacts::new(&self.places, cwd))
+    }
+
     fn run_checks(
         &self,
         checks: &[(&str, &CheckSpec)],

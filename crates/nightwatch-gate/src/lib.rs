@@ -2,7 +2,8 @@
 //!
 //! Every actor's proposal goes through [`Gate::propose`]:
 //!
-//! 1. policy decides;
+//! 1. policy decides, judging each path by every name it has here (the guards' path facts:
+//!    absolute, through symlinks, a protected location's symbolic name);
 //! 2. an ask that a human approved for this actor and this exact call goes through, once;
 //! 3. the pre-flight checks the deciding rules attach run, unless the verdict is already deny,
 //!    and can only make it stricter (a check that cannot tell counts as one that found);
@@ -21,14 +22,16 @@
 //! the world is reached through [`Guards`].
 
 mod approvals;
+mod facts;
 mod guards;
 mod written;
 
 pub use approvals::{LONGEST_APPROVAL_MS, usable_approval};
+pub use facts::{LiveFacts, Named, Places};
 pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
 pub use written::{Written, written_paths};
 
-use nightwatch_core::{Action, Actor, Verdict};
+use nightwatch_core::{Action, Actor, Tool, Verdict};
 use nightwatch_ledger::{
     Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, event,
 };
@@ -92,7 +95,8 @@ impl<'a> Gate<'a> {
     /// the caller must refuse the action.
     pub fn propose(&self, proposal: Proposal) -> Result<Ruling, LedgerError> {
         let action = &proposal.action;
-        let mut decision = self.policy.decide(action);
+        let facts = self.guards.path_facts(proposal.cwd.as_deref());
+        let mut decision = self.policy.decide_with(action, facts.as_ref());
         let mut safeguards = serde_json::Map::new();
         let mut reasons = vec![decision.reason.clone()];
         let fingerprint = nightwatch_checks::fingerprint(&action.tool.name(), &proposal.inputs);
@@ -251,7 +255,24 @@ impl<'a> Gate<'a> {
         safeguards: &mut serde_json::Map<String, Value>,
         proposal: &Proposal,
     ) {
-        let written = written_paths(&proposal.action, decision, proposal.cwd.as_deref());
+        let action = &proposal.action;
+        // Policy judged every other name of each path too; the backup wants the paths as the
+        // line names them, once each (an allowed line that writes nothing needs neither).
+        let writes = |d: &Decision| {
+            d.invocations.iter().any(|judged| {
+                let effects = &judged.invocation.effects;
+                !effects.writes.is_empty() || !effects.deletes.is_empty()
+            })
+        };
+        let as_written;
+        let judged = match &action.tool {
+            Tool::Exec { .. } if writes(decision) => {
+                as_written = self.policy.decide(action);
+                &as_written
+            }
+            _ => &*decision,
+        };
+        let written = written_paths(action, judged, proposal.cwd.as_deref());
         if written.paths.is_empty() && written.not_backed_up.is_empty() {
             return;
         }
@@ -434,3 +455,6 @@ fn record_context(context: &nightwatch_core::Context) -> RecordContext {
         task: context.task.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -438,7 +438,11 @@ impl Policy {
                         ..action.clone()
                     };
                     let decision = self.decide_tool(&aliased);
-                    if decision.verdict > strictest.verdict {
+                    // Stricter wins; at the same verdict, a rule's reason beats the default's.
+                    let named = decision.verdict == strictest.verdict
+                        && strictest.rule.is_none()
+                        && decision.rule.is_some();
+                    if decision.verdict > strictest.verdict || named {
                         strictest = decision;
                     }
                 }

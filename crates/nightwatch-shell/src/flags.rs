@@ -949,6 +949,21 @@ static SPELLINGS: &[Spelling] = &[
         ..spelling(&["journalctl"])
     },
     Spelling {
+        valued: &["-F"],
+        longs: "--alias --all-fqdns --boot --domain --fqdn --long --file= --ip-address \
+            --all-ip-addresses --short --yp --nis --help --version --verbose",
+        ..spelling(&["hostname"])
+    },
+    Spelling {
+        valued: &["-N", "-f", "-A", "-F"],
+        longs: "--kill --numeric --resolve --all --listening --options --extended --memory \
+            --processes --threads --info --tos --cgroup --tipcinfo --summary --events --bpf \
+            --context --contexts --net= --ipv4 --ipv6 --packet --tcp --udp --dccp --raw --unix \
+            --sctp --vsock --xdp --mptcp --inet-sockets --family= --query= --socket= --diag= \
+            --filter= --no-header --oneline --help --version",
+        ..spelling(&["ss"])
+    },
+    Spelling {
         valued: &[
             "-H",
             "-c",

@@ -5,8 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-/// Every variable that changes what a hook call decides or records.
-const READ: [&str; 13] = [
+/// Every variable that changes what a hook call decides or records (the agents' config-dir
+/// variables say where their hook settings live, which policy protects).
+const READ: [&str; 18] = [
     "NIGHTWATCH_HOME",
     "NIGHTWATCH_POLICY",
     "NIGHTWATCH_NOW",
@@ -20,11 +21,20 @@ const READ: [&str; 13] = [
     "XDG_STATE_HOME",
     "HOME",
     "USER",
+    "CLAUDE_CONFIG_DIR",
+    "CODEX_HOME",
+    "GEMINI_CLI_HOME",
+    "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+    "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
 ];
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Environment {
     vars: BTreeMap<String, String>,
+    /// The process's working directory: where a call that names none was made. Not a
+    /// variable, so never passed on as one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
 }
 
 impl Environment {
@@ -34,7 +44,15 @@ impl Environment {
                 .iter()
                 .filter_map(|key| Some((key.to_string(), std::env::var(key).ok()?)))
                 .collect(),
+            cwd: std::env::current_dir()
+                .ok()
+                .and_then(|dir| dir.to_str().map(str::to_owned)),
         }
+    }
+
+    /// The working directory the variables were captured in.
+    pub fn cwd(&self) -> Option<&str> {
+        self.cwd.as_deref()
     }
 
     /// The variable's value, when it is set and not blank.

@@ -63,7 +63,8 @@ fn exec_runs_what_is_allowed_and_records_its_result() {
 #[test]
 fn exec_refuses_with_the_reason_and_runs_nothing() {
     let home = scratch("exec-deny");
-    let marker = home.join("ran");
+    // Outside the data directory, where writes are refused outright.
+    let marker = scratch("exec-deny-marker").join("ran");
     let script = format!("touch {}", marker.display());
     // `sh -c` with a literal script is judged inside; the default policy asks for touch.
     let output = nightwatch(&home, &["exec", "--", "sh", "-c", &script], &[]);

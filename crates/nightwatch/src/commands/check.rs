@@ -4,7 +4,11 @@ use nightwatch_core::{Action, Verdict};
 
 pub fn run(args: CheckArgs) -> anyhow::Result<u8> {
     let (policy, origin) = super::load_policy(&args.source)?;
-    let decision = policy.decide(&Action::exec(args.line.clone()));
+    // The paths' other names as a hook in this directory and environment would see them, so
+    // that `check` and the hook agree.
+    let places = crate::paths::places(&crate::environment::Environment::of_process());
+    let facts = nightwatch_gate::LiveFacts::new(&places, None);
+    let decision = policy.decide_with(&Action::exec(args.line.clone()), &facts);
     if args.json {
         println!("{}", report::decision_json(&args.line, &decision, &origin)?);
     } else {

@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use nightwatch_agents::{
     Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
 };
-use nightwatch_gate::{Failure, Gate, Guards, Proposal, Report};
+use nightwatch_gate::{Failure, Gate, Proposal, Report};
 use nightwatch_ledger::{Ledger, Outputs};
 use nightwatch_policy::Policy;
 use std::io::{Read, Write};
@@ -29,7 +29,9 @@ static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
 pub trait World: Sync {
     fn ledger(&self) -> anyhow::Result<&dyn Ledger>;
     fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>>;
-    fn guards(&self) -> &dyn Guards;
+    /// The guards for a call from `env`: paths are resolved with its home, directory and the
+    /// agents' config directories, not the answering process's.
+    fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards;
     /// Sends a halt's or ask's escalation without holding up the answer.
     fn escalate(&self, record_id: &str, env: &Environment);
 }
@@ -58,8 +60,8 @@ impl World for Local {
         Ok(Arc::new(policy))
     }
 
-    fn guards(&self) -> &dyn Guards {
-        &self.guards
+    fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {
+        self.guards.with_places(crate::paths::places(env))
     }
 
     fn escalate(&self, record_id: &str, env: &Environment) {
@@ -228,7 +230,8 @@ fn handle(
     match event {
         HookEvent::BeforeTool { tool, inputs, .. } => {
             let policy = world.policy(env)?;
-            let gate = Gate::new(&policy, ledger, world.guards());
+            let guards = world.guards(env);
+            let gate = Gate::new(&policy, ledger, &guards);
             let mut actor = actor;
             super::place_in_tier(&mut actor, ledger, &policy)?;
             let action = nightwatch_core::Action {
@@ -264,7 +267,7 @@ fn handle(
         } => {
             nightwatch_gate::report(
                 ledger,
-                world.guards(),
+                &world.guards(env),
                 Report {
                     actor,
                     tool: tool.name().into_owned(),

@@ -112,9 +112,12 @@ pub fn place_in_tier(
     Ok(())
 }
 
-/// Checks against this machine, backups in the data directory.
+/// Checks against this machine, backups in the data directory, paths resolved for this
+/// process's environment and directory.
 pub fn live_guards() -> nightwatch_gate::LiveGuards {
-    nightwatch_gate::LiveGuards::new(&home::data_dir())
+    let env = crate::environment::Environment::of_process();
+    nightwatch_gate::LiveGuards::new(&home::data_dir_in(&env))
+        .with_places(crate::paths::places(&env))
 }
 
 /// Sends a halt's or an ask's escalation from a process of its own (`nightwatch escalate`), so

@@ -17,7 +17,6 @@ use crate::commands::hook::{MAX_INPUT, World, answer};
 use crate::environment::Environment;
 use anyhow::{Context as _, bail};
 use nightwatch_agents::{Agent, Reply, reply_to_failure};
-use nightwatch_gate::Guards;
 use nightwatch_ledger::{Ledger, SqliteLedger};
 use nightwatch_policy::Policy;
 use serde::{Deserialize, Serialize};
@@ -217,8 +216,9 @@ impl World for Resident {
         Ok(policy)
     }
 
-    fn guards(&self) -> &dyn Guards {
-        &self.guards
+    fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {
+        // One backup store for every call; the paths are the hook's.
+        self.guards.with_places(crate::paths::places(env))
     }
 
     fn escalate(&self, record_id: &str, env: &Environment) {
