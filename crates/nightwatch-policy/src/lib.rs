@@ -567,6 +567,12 @@ impl Policy {
         let deciding =
             self.strictest_match(InFileOrder::new(indexed, &self.exec_unindexed), &subject);
         let (mut verdict, mut rule, mut reason, mut instead) = self.explain(deciding);
+        // `X=1` alone runs nothing: unless a rule says otherwise (`LD_PRELOAD=...`), it is not
+        // the default's to ask about; what uses the variable is judged on its own.
+        if deciding.is_none() && only_sets_variables(&invocation) {
+            verdict = Verdict::Allow;
+            reason = "sets shell variables and runs nothing".to_owned();
+        }
         let (checks, notify) =
             deciding.map_or_else(Default::default, |r| (r.checks.clone(), r.notify.clone()));
         // What cannot be read is never allowed, whatever allowed it.
@@ -837,6 +843,24 @@ impl Iterator for InFileOrder<'_> {
             (None, None) => None,
         }
     }
+}
+
+/// An assignment without a command (`X=1;`): variables set, nothing run, read or written.
+fn only_sets_variables(invocation: &Invocation) -> bool {
+    let effects = &invocation.effects;
+    invocation.argv.is_empty()
+        && invocation.opaque.is_none()
+        && !effects.sets_env.is_empty()
+        && effects.reads.is_empty()
+        && effects.writes.is_empty()
+        && effects.deletes.is_empty()
+        && effects.searches.is_empty()
+        && effects.reveals_env.is_empty()
+        && !effects.network
+        && !effects.privilege
+        && !effects.process_control
+        && !effects.service_control
+        && !effects.runs_code
 }
 
 /// `` `rm -rf /` (via sudo) ``: an invocation as a reason names it.

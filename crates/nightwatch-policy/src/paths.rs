@@ -34,8 +34,8 @@ impl PathGlob {
         if pattern.is_empty() {
             return Err(format!("empty path glob {text:?}"));
         }
-        // A pattern without `/` names a file anywhere (`.env`, `*.pem`).
-        let anchored = if pattern.contains('/') {
+        // A pattern without `/` names a file anywhere (`.env`, `*.pem`); `~` is home itself.
+        let anchored = if pattern.contains('/') || pattern == "~" {
             pattern.to_owned()
         } else {
             format!("**/{pattern}")

@@ -1,6 +1,7 @@
 //! What a command does to the world, as far as its text shows.
 
-use crate::paths::normalise_path;
+use crate::flags::{normalise_flag, takes_value};
+use crate::paths::{is_relative, normalise_path};
 use nightwatch_core::{Arg, Effects};
 
 /// Commands whose positionals are names, not contents: listing or naming a file is not reading it.
@@ -53,15 +54,28 @@ const NAMES_ONLY: &[&str] = &[
     "false",
     ":",
     "export",
+    "declare",
+    "typeset",
+    "local",
+    "readonly",
+    "printenv",
     "unset",
     "alias",
     "set",
 ];
 /// Commands whose first positional is a pattern or program, not a file.
 const PATTERN_FIRST: &[&str] = &[
-    "grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "sed", "gsed", "awk", "gawk", "mawk",
-    "nawk", "jq", "yq", "xmllint",
+    "grep", "egrep", "fgrep", "zgrep", "rg", "ag", "ack", "pt", "sed", "gsed", "awk", "gawk",
+    "mawk", "nawk", "jq", "yq", "xmllint",
 ];
+/// Searchers that always walk the directories they are given (the working directory when none).
+const TREE_SEARCHERS: &[&str] = &["rg", "ag", "ack", "pt"];
+/// Options of `zip` that take the next word, and those that take every word up to the next
+/// option (`-x '*.o' '*.a'`).
+const ZIP_VALUED: &[&str] = &[
+    "-b", "-n", "-t", "-tt", "-P", "-Z", "-s", "-O", "-TT", "-ll",
+];
+const ZIP_LISTS: &[&str] = &["-x", "-i", "--exclude", "--include"];
 const NETWORK: &[&str] = &[
     "curl",
     "wget",
@@ -205,6 +219,80 @@ pub fn reads_program_from_stdin(name: &str, args: &[Arg]) -> bool {
     !inline && !program_file
 }
 
+/// True for a program that runs code in another language (`python3`, `node`, `perl`...).
+pub fn is_interpreter(name: &str) -> bool {
+    INTERPRETERS.iter().any(|(n, _)| *n == name)
+}
+
+/// The program of an `awk` given inline (not with `-f`).
+pub fn awk_program<'a>(name: &str, args: &'a [Arg]) -> Option<&'a str> {
+    if !matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
+        return None;
+    }
+    let mut positionals = args.iter().filter_map(|a| match a {
+        Arg::Positional(p) => Some(p.as_str()),
+        Arg::Flag { .. } => None,
+    });
+    let from_file = args
+        .iter()
+        .any(|a| matches!(a, Arg::Flag { name, .. } if name == "-f"));
+    if from_file { None } else { positionals.next() }
+}
+
+/// Paths an inline program names in its string literals (`open("/home/a/.ssh/id_rsa")`,
+/// `File.read('.env')`): whatever it does with them, a careful guard assumes it reads them.
+pub fn code_paths(code: &str, reads: &mut Vec<String>) {
+    let mut rest = code;
+    while let Some(open) = rest.find(['"', '\'']) {
+        let quote = rest.as_bytes()[open] as char;
+        let inside = &rest[open + 1..];
+        let Some(close) = inside.find(quote) else {
+            break;
+        };
+        let literal = &inside[..close];
+        rest = &inside[close + 1..];
+        let path_like = !literal.is_empty()
+            && !literal.contains(char::is_whitespace)
+            && !literal.contains("://")
+            && (literal.starts_with(['/', '~'])
+                || literal.contains('/')
+                || literal.starts_with('.')
+                    && literal[1..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '.'));
+        if path_like {
+            let path = normalise_path(literal);
+            if !reads.contains(&path) {
+                reads.push(path);
+            }
+        }
+    }
+}
+
+/// The inline programs an interpreter is handed (`python3 -c CODE`, `perl -e A -e B`,
+/// `node -p CODE`), empty when it runs none.
+pub fn inline_code<'a>(name: &str, args: &'a [Arg]) -> Vec<&'a str> {
+    let Some((_, inline_flags)) = INTERPRETERS.iter().find(|(n, _)| *n == name) else {
+        return Vec::new();
+    };
+    let mut code: Vec<&str> = args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Flag {
+                name,
+                value: Some(v),
+            } if inline_flags.contains(&name.as_str()) => Some(v.as_str()),
+            _ => None,
+        })
+        .collect();
+    // `deno eval CODE`.
+    if inline_flags.contains(&"eval")
+        && let [Arg::Positional(verb), Arg::Positional(program), ..] = args
+        && verb == "eval"
+    {
+        code.push(program);
+    }
+    code
+}
+
 /// The effects of one command, from its name and normalised arguments.
 pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
     let mut effects = Effects::default();
@@ -246,6 +334,19 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             if name == "rsync" && (flag("--delete") || flag("--remove-source-files")) {
                 effects.deletes = all(&destination);
             }
+            let recursive = match name {
+                "cp" => flag("-r") || flag("-R") || flag("-a") || flag("--recursive"),
+                "rsync" => flag("-r") || flag("-a") || flag("--recursive") || flag("--archive"),
+                "scp" => flag("-r"),
+                _ => false,
+            };
+            if recursive {
+                effects.searches = all(&sources
+                    .iter()
+                    .copied()
+                    .filter(|p| !is_remote_path(p))
+                    .collect::<Vec<_>>());
+            }
         }
         "mv" => {
             let (sources, destination) = sources_and_destination(&positionals, value("-t"));
@@ -253,7 +354,13 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             effects.writes = all(&destination);
         }
         "chmod" | "chown" | "chgrp" | "chattr" | "setfacl" | "chcon" => {
-            let targets = if flag("--reference") || value("--reference").is_some() {
+            // `chmod -x FILE`: a mode that removes permissions reads as flags.
+            let mode_as_flags = name == "chmod"
+                && ["-r", "-w", "-x", "-X", "-s", "-t"]
+                    .iter()
+                    .any(|mode| flag(mode));
+            let targets = if mode_as_flags || flag("--reference") || value("--reference").is_some()
+            {
                 &positionals[..]
             } else {
                 positionals.get(1..).unwrap_or(&[])
@@ -313,6 +420,10 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             };
             effects.reads = all(files);
             effects.runs_code = program_given || program.is_some_and(awk_program_acts);
+            // gawk's `/inet/tcp/0/HOST/PORT` special files are sockets.
+            effects.network |= program.is_some_and(|p| {
+                p.contains("/inet/") || p.contains("/inet4/") || p.contains("/inet6/")
+            });
         }
         "sort" => {
             effects.reads = all(&positionals);
@@ -326,10 +437,34 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         }
         "find" => find_effects(args, &positionals, &mut effects),
         "tar" => {
+            let old_style = tar_old_style(args);
+            let args = old_style.as_deref().unwrap_or(args);
+            let flag = |wanted: &str| {
+                args.iter()
+                    .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
+            };
+            let value = |wanted: &str| {
+                args.iter().find_map(|a| match a {
+                    Arg::Flag { name, value } if name == wanted => value.as_deref(),
+                    _ => None,
+                })
+            };
             let archive = value("-f").map(normalise_path);
             if flag("-c") || flag("-r") || flag("-u") {
                 effects.writes.extend(archive);
-                effects.reads = all(&positionals);
+                // Sources are relative to `-C DIR` when it is given.
+                let sources: Vec<String> = args
+                    .iter()
+                    .filter_map(|a| match a {
+                        Arg::Positional(p) => Some(match value("-C") {
+                            Some(dir) if is_relative(p) => normalise_path(&format!("{dir}/{p}")),
+                            _ => normalise_path(p),
+                        }),
+                        Arg::Flag { .. } => None,
+                    })
+                    .collect();
+                effects.reads = sources.clone();
+                effects.searches = sources;
             } else if flag("-x") {
                 effects.reads.extend(archive);
                 effects.writes.push(
@@ -352,9 +487,31 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
                 }
             }
             for arg in args {
-                if let Arg::Flag { value: Some(v), .. } = arg
-                    && let Some(file) = v.strip_prefix('@').or_else(|| v.strip_prefix('<'))
-                {
+                let Arg::Flag {
+                    name: flag_name,
+                    value: Some(v),
+                } = arg
+                else {
+                    continue;
+                };
+                let file = match flag_name.as_str() {
+                    // `-F name=@file;type=x`, `-F name=<file`.
+                    "-F" | "--form" => v
+                        .split_once('=')
+                        .and_then(|(_, content)| {
+                            content
+                                .strip_prefix('@')
+                                .or_else(|| content.strip_prefix('<'))
+                        })
+                        .map(|file| file.split(';').next().unwrap_or(file)),
+                    // `--data-urlencode name@file`.
+                    "--data-urlencode" => v
+                        .split_once('@')
+                        .filter(|(name, _)| !name.contains('='))
+                        .map(|(_, file)| file),
+                    _ => v.strip_prefix('@').or_else(|| v.strip_prefix('<')),
+                };
+                if let Some(file) = file.filter(|f| !f.is_empty() && *f != "-") {
                     effects.reads.push(normalise_path(file));
                 }
             }
@@ -366,6 +523,52 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
             }
         }
         "git" => git_effects(args, &positionals, &mut effects),
+        "http" | "https" | "xh" | "xhs" => {
+            // Every word may be a file, as for unknown commands; the uploads are the paths
+            // after `@` in `field@file`, `field=@file` and `field:=@file`.
+            effects.reads = all(&positionals);
+            for item in &positionals {
+                // Not a URL's `user@`: its key has a scheme or a slash.
+                if let Some((key, file)) = item.split_once('@')
+                    && !key.is_empty()
+                    && (key.ends_with(":=") || !key.contains(['/', ':']))
+                    && !file.is_empty()
+                {
+                    effects.reads.push(normalise_path(file));
+                }
+            }
+        }
+        "zip" => zip_effects(args, &mut effects),
+        "7z" | "7za" | "7zr" => {
+            let operands: Vec<&str> = positionals
+                .iter()
+                .copied()
+                .filter(|p| !p.starts_with('@'))
+                .collect();
+            match operands.as_slice() {
+                ["a" | "u", archive, sources @ ..] => {
+                    effects.writes.push(normalise_path(archive));
+                    // With no sources, 7z adds the working directory.
+                    let sources = if sources.is_empty() {
+                        &["."][..]
+                    } else {
+                        sources
+                    };
+                    effects.reads = all(sources);
+                    effects.searches = all(sources);
+                }
+                ["x" | "e", archive, ..] => {
+                    effects.reads.push(normalise_path(archive));
+                    effects.writes.push(
+                        value("-o")
+                            .map(normalise_path)
+                            .unwrap_or_else(|| ".".into()),
+                    );
+                }
+                [_, archive, ..] => effects.reads.push(normalise_path(archive)),
+                _ => {}
+            }
+        }
         "systemctl" => {
             let verb = positionals.first().copied().unwrap_or("status");
             if !SYSTEMCTL_READ.contains(&verb) {
@@ -436,17 +639,37 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         {
             effects.writes = all(positionals.last().map(std::slice::from_ref).unwrap_or(&[]));
         }
+        // `tree -o FILE` writes its listing to FILE.
+        "tree" => effects.writes.extend(value("-o").map(normalise_path)),
         _ if NAMES_ONLY.contains(&name) => {}
         _ if PATTERN_FIRST.contains(&name) => {
-            let pattern_given = flag("-e") || flag("-f");
+            // `rg --files DIR` and `ack -f DIR` list files: there is no pattern.
+            let lists_files =
+                TREE_SEARCHERS.contains(&name) && (flag("--files") || name == "ack" && flag("-f"));
+            let pattern_given = flag("-e") || flag("-f") || flag("--regexp") || lists_files;
             let files = if pattern_given {
                 &positionals[..]
             } else {
                 positionals.get(1..).unwrap_or(&[])
             };
             effects.reads = all(files);
-            if let Some(file) = value("-f") {
+            if let Some(file) = value("-f").filter(|_| !(name == "ack" && lists_files)) {
                 effects.reads.push(normalise_path(file));
+            }
+            let recursive = TREE_SEARCHERS.contains(&name)
+                || matches!(name, "grep" | "egrep" | "fgrep" | "zgrep")
+                    && (flag("-r")
+                        || flag("-R")
+                        || flag("--recursive")
+                        || flag("--dereference-recursive")
+                        || value("-d") == Some("recurse")
+                        || value("--directories") == Some("recurse"));
+            if recursive {
+                effects.searches = if files.is_empty() {
+                    vec![".".to_owned()]
+                } else {
+                    all(files)
+                };
             }
         }
         _ => {
@@ -485,7 +708,73 @@ fn sources_and_destination<'a>(
     }
 }
 
-fn is_remote_path(path: &str) -> bool {
+/// `tar czf out.tgz dir`: a first word without a dash is a bundle of option letters whose
+/// values follow in order. The arguments as if written `tar -c -z -f out.tgz dir`.
+fn tar_old_style(args: &[Arg]) -> Option<Vec<Arg>> {
+    let Some(Arg::Positional(bundle)) = args.first() else {
+        return None;
+    };
+    if bundle.is_empty()
+        || !bundle.bytes().all(|b| b.is_ascii_alphabetic())
+        || !bundle.contains(['c', 'x', 't', 'r', 'u', 'A', 'd'])
+    {
+        return None;
+    }
+    let mut rest: Vec<Arg> = args[1..].to_vec();
+    let mut flags = Vec::new();
+    for letter in bundle.chars() {
+        let name = normalise_flag("tar", &format!("-{letter}")).into_owned();
+        let value = if takes_value("tar", &name) {
+            rest.iter()
+                .position(|a| matches!(a, Arg::Positional(_)))
+                .and_then(|at| match rest.remove(at) {
+                    Arg::Positional(value) => Some(value),
+                    Arg::Flag { .. } => None,
+                })
+        } else {
+            None
+        };
+        flags.push(Arg::Flag { name, value });
+    }
+    flags.extend(rest);
+    Some(flags)
+}
+
+/// `zip [-r] ARCHIVE SOURCE...`: the archive is written, the sources read, and with `-r` (or
+/// `-R`) their whole trees. zip's options are read here, not by the flag tables, because `-x`
+/// and `-i` take lists.
+fn zip_effects(args: &[Arg], effects: &mut Effects) {
+    let mut operands: Vec<&str> = Vec::new();
+    let mut recursive = false;
+    let mut in_list = false;
+    let mut skip_next = false;
+    for arg in args {
+        match arg {
+            Arg::Flag { name, value } => {
+                // A value the flag tables already attached is not the next word.
+                in_list = ZIP_LISTS.contains(&name.as_str());
+                skip_next = value.is_none() && ZIP_VALUED.contains(&name.as_str());
+                recursive |= matches!(
+                    name.as_str(),
+                    "-r" | "-R" | "--recurse-paths" | "--recurse-patterns"
+                );
+            }
+            Arg::Positional(_) if skip_next => skip_next = false,
+            Arg::Positional(_) if in_list => {}
+            Arg::Positional(p) => operands.push(p),
+        }
+    }
+    let Some((archive, sources)) = operands.split_first() else {
+        return;
+    };
+    effects.writes.push(normalise_path(archive));
+    effects.reads = sources.iter().map(|p| normalise_path(p)).collect();
+    if recursive {
+        effects.searches = effects.reads.clone();
+    }
+}
+
+pub(crate) fn is_remote_path(path: &str) -> bool {
     match path.split_once(':') {
         Some((host, _)) => !host.is_empty() && !host.contains('/'),
         None => false,
@@ -509,6 +798,13 @@ fn find_effects(args: &[Arg], positionals: &[&str], effects: &mut Effects) {
     } else {
         starts.iter().map(|p| normalise_path(p)).collect()
     };
+    // An action run on every file found reads the whole tree.
+    if args.iter().any(|a| {
+        matches!(a, Arg::Flag { name, .. }
+            if matches!(name.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir"))
+    }) {
+        effects.searches.extend(roots.iter().cloned());
+    }
     for arg in args {
         if let Arg::Flag { name, value } = arg {
             match name.as_str() {

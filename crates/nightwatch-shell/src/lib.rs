@@ -5,15 +5,19 @@
 //! the line, command and process substitutions, expansions hidden in words and here-documents. It
 //! unwraps wrappers (`sudo`, `env`, `xargs`, `find -exec`, `bash -c`, `ssh HOST CMD`, ...) and keeps
 //! both the wrapper and what it runs. Each [`Invocation`] carries normalised argv and flags and the
-//! [`Effects`](nightwatch_core::Effects) its text reveals.
+//! [`Effects`](nightwatch_core::Effects) its text reveals: paths read, written, deleted and
+//! searched whole, environment variables set and revealed (printed, written or sent), and network
+//! destinations, whichever way the line spells them.
 //!
 //! The analysis is pure and total: no I/O, no clock, and no input makes it panic or abort. What
 //! cannot be judged from the text (a command name computed at runtime, a script piped from the
 //! network, a parse error, a limit hit) comes back as an *opaque* invocation with the reason.
 
 mod effects;
+mod environment;
 mod flags;
 mod limits;
+mod network;
 mod paths;
 mod walk;
 mod word;

@@ -1,12 +1,17 @@
 //! The walk from a parsed line to its invocations.
 
-use crate::effects::{CODE_VARIABLES, effects_of, reads_program_from_stdin};
+use crate::effects::{
+    CODE_VARIABLES, awk_program, code_paths, effects_of, inline_code, is_interpreter,
+    reads_program_from_stdin,
+};
+use crate::environment::{self, code_reads_env, environment_effects};
 use crate::flags::split_args;
 use crate::limits::{
     MAX_INPUT_BYTES, MAX_INVOCATIONS, MAX_NESTING, MAX_PAREN_NESTING, MAX_SCRIPT_DEPTH,
     nesting_bound, paren_bound,
 };
-use crate::paths::normalise_path;
+use crate::network::{host_of, network_effects};
+use crate::paths::{is_relative, normalise_path};
 use crate::word::{self, Field, Substitution};
 use crate::wrappers::{Inner, SHELLS, unwrap};
 use brush_parser::ast;
@@ -43,6 +48,9 @@ enum Stdin {
     Network,
     /// Produced at runtime (a file, a decoder, an expanding here-document).
     Unknown,
+    /// A here-string or here-document that expands these variables: a command that prints
+    /// its input reveals them.
+    Expanded(Vec<String>),
 }
 
 /// What a pipeline stage hands the next one.
@@ -50,7 +58,20 @@ enum Stdin {
 struct StageOutput {
     literal_text: Option<String>,
     network: bool,
+    /// The variables printed into the pipe (`echo "$P" | docker login --password-stdin`): the
+    /// next command reveals them only if it prints or sends its input.
+    names: Vec<String>,
 }
+
+/// A `for` loop over at most this many listed values is walked once per value; a longer list
+/// leaves its variable unbound.
+const MAX_LOOP_VALUES: usize = 8;
+/// Most bytes of a `for` loop walked once per value.
+const MAX_ITERATED_LOOP: usize = 2048;
+/// Most extra walks of loop bodies in one line.
+const MAX_LOOP_WALKS: usize = 32;
+/// Most variables one variable is recorded to carry; past it, it may carry any (`*`).
+const MAX_CARRIED: usize = 32;
 
 /// The context commands run in.
 #[derive(Clone, Debug, Default)]
@@ -88,6 +109,16 @@ struct Walker {
     functions: HashMap<String, ast::FunctionBody>,
     calling: Vec<String>,
     exhausted: bool,
+    /// The value of each enclosing `for` loop's variable in the iteration being walked, when
+    /// the text lists them: `for f in ~/.aws/*; do cat "$f"; done` reads `~/.aws/*`.
+    loop_values: HashMap<String, Field>,
+    /// Extra loop-body walks spent so far, against [`MAX_LOOP_WALKS`].
+    loop_walks: usize,
+    /// Set while the next simple command is a pipeline stage whose output feeds another.
+    stage_piped: bool,
+    /// The variables each shell variable was given the value of (`T=$GITHUB_TOKEN`,
+    /// `read x <<< "$K"`): revealing it reveals them.
+    carried: HashMap<String, Vec<String>>,
 }
 
 impl Walker {
@@ -119,12 +150,30 @@ impl Walker {
     fn pipeline(&mut self, pipeline: &ast::Pipeline, frame: &Frame, stdin: &Stdin) {
         let mut input = stdin.clone();
         let mut network_upstream = false;
-        for command in &pipeline.seq {
+        let mut finder: Option<usize> = None;
+        for (stage, command) in pipeline.seq.iter().enumerate() {
+            let start = self.out.len();
+            self.stage_piped = stage + 1 < pipeline.seq.len();
             let output = self.command(command, frame, &input);
+            self.stage_piped = false;
+            // `find DIR ... | xargs CMD` runs CMD on every file found: DIR's tree is read.
+            if let Some(find) = finder
+                && stage_command(&self.out, start, &frame.via, "xargs").is_some()
+            {
+                let roots = self.out[find].effects.reads.clone();
+                let searches = &mut self.out[find].effects.searches;
+                for root in roots {
+                    if !searches.contains(&root) {
+                        searches.push(root);
+                    }
+                }
+            }
+            finder = stage_command(&self.out, start, &frame.via, "find");
             network_upstream |= output.network;
             input = match (network_upstream, output.literal_text) {
                 (true, _) => Stdin::Network,
                 (false, Some(text)) => Stdin::Literal(text),
+                (false, None) if !output.names.is_empty() => Stdin::Expanded(output.names),
                 (false, None) => Stdin::Unknown,
             };
         }
@@ -176,10 +225,10 @@ impl Walker {
         output
     }
 
-    /// Adds a redirection's effects to every invocation from `start` on, or records them on their
-    /// own when nothing ran (`{ :; } > x` still truncates x).
+    /// Adds a redirection's (or a prefix assignment's) effects to every invocation from `start`
+    /// on, or records them on their own when nothing ran (`{ :; } > x` still truncates x).
     fn spread_effects(&mut self, start: usize, effects: &Effects, frame: &Frame) {
-        if effects.reads.is_empty() && effects.writes.is_empty() {
+        if *effects == Effects::default() {
             return;
         }
         if self.out.len() == start {
@@ -192,14 +241,7 @@ impl Walker {
             return;
         }
         for invocation in &mut self.out[start..] {
-            invocation
-                .effects
-                .reads
-                .extend(effects.reads.iter().cloned());
-            invocation
-                .effects
-                .writes
-                .extend(effects.writes.iter().cloned());
+            merge(&mut invocation.effects, effects);
         }
     }
 
@@ -239,11 +281,34 @@ impl Walker {
             }
             ast::CompoundCommand::ForClause(clause) => {
                 let mut found = Vec::new();
+                let mut values = Vec::new();
                 for value in clause.values.iter().flatten() {
-                    word::resolve(&value.value, &mut found);
+                    values.extend(word::resolve(&value.value, &mut found));
                 }
                 self.substitutions(found, frame);
-                self.compound_list(&clause.body.list, frame, stdin);
+                // The body runs once per listed value, seeing it where it expands the
+                // variable. Without a list (`for f; do`), with a long one or past the budget,
+                // it is walked once with the variable unknown.
+                let name = &clause.variable_name;
+                let size = clause.loc.end.index.saturating_sub(clause.loc.start.index);
+                let iterate = clause.values.is_some()
+                    && (1..=MAX_LOOP_VALUES).contains(&values.len())
+                    && size <= MAX_ITERATED_LOOP
+                    && self.loop_walks + values.len() <= MAX_LOOP_WALKS + 1;
+                let outer = self.loop_values.remove(name);
+                if iterate {
+                    self.loop_walks += values.len() - 1;
+                    for value in values {
+                        self.loop_values.insert(name.clone(), value);
+                        self.compound_list(&clause.body.list, frame, stdin);
+                    }
+                    self.loop_values.remove(name);
+                } else {
+                    self.compound_list(&clause.body.list, frame, stdin);
+                }
+                if let Some(value) = outer {
+                    self.loop_values.insert(name.clone(), value);
+                }
             }
             ast::CompoundCommand::CaseClause(clause) => {
                 let mut found = Vec::new();
@@ -306,6 +371,82 @@ impl Walker {
         self.substitutions(found, frame);
     }
 
+    /// `field` with the values of the loop variables it expands (`"$f"`, `${f}`, `"$d/x"`,
+    /// `$a$b`), into `out`.
+    fn bind_loop_values(&self, field: Field, out: &mut Vec<Field>) {
+        let bindable = !self.loop_values.is_empty()
+            && !field.names.is_empty()
+            && field.names.iter().all(|n| self.loop_values.contains_key(n))
+            // Only a word where nothing else expands (no other variable, no substitution).
+            && !field
+                .names
+                .iter()
+                .fold(field.text.clone(), |text, name| substitute(&text, name, ""))
+                .contains(['$', '`']);
+        if !bindable {
+            out.push(field);
+            return;
+        }
+        let mut bound = Field {
+            text: field.text.clone(),
+            literal: true,
+            names: Vec::new(),
+            quoted_tilde: false,
+        };
+        for name in &field.names {
+            let Some(value) = self.loop_values.get(name) else {
+                continue;
+            };
+            if [format!("${name}"), format!("${{{name}}}")]
+                .iter()
+                .any(|lead| bound.text.starts_with(lead.as_str()))
+            {
+                bound.quoted_tilde = value.quoted_tilde;
+            }
+            bound.text = substitute(&bound.text, name, &value.text);
+            bound.literal &= value.literal;
+            add_names(&mut bound.names, &value.names);
+        }
+        out.push(bound);
+    }
+
+    /// Records that `name` now holds the values of `from` (and of what they hold); an
+    /// assignment of known text clears it.
+    fn carry(&mut self, name: &str, from: Vec<String>) {
+        if from.is_empty() {
+            if !self.carried.is_empty() {
+                self.carried.remove(name);
+            }
+            return;
+        }
+        let mut all = Vec::new();
+        for source in &from {
+            add_names(&mut all, std::slice::from_ref(source));
+            if let Some(deeper) = self.carried.get(source) {
+                add_names(&mut all, deeper);
+            }
+            if all.len() > MAX_CARRIED {
+                all = vec![environment::ALL.to_owned()];
+                break;
+            }
+        }
+        self.carried.insert(name.to_owned(), all);
+    }
+
+    /// Adds to `revealed` the variables its variables were given the values of.
+    fn reveal_carried(&self, revealed: &mut Vec<String>) {
+        if self.carried.is_empty() {
+            return;
+        }
+        let mut more = Vec::new();
+        for name in revealed.iter() {
+            if let Some(sources) = self.carried.get(name) {
+                add_names(&mut more, sources);
+            }
+        }
+        add_names(revealed, &more);
+    }
+
     fn substitutions(&mut self, found: Vec<Substitution>, frame: &Frame) {
         for substitution in found {
             self.script(&substitution.script, &frame.deeper(), Stdin::Terminal);
@@ -322,55 +463,38 @@ impl Walker {
     ) {
         match redirect {
             ast::IoRedirect::File(fd, kind, target) => {
-                let path = match target {
-                    ast::IoFileRedirectTarget::Filename(word) => word::resolve(&word.value, found)
+                let field = match target {
+                    ast::IoFileRedirectTarget::Filename(word) => {
+                        word::resolve(&word.value, found).into_iter().next()
+                    }
+                    ast::IoFileRedirectTarget::Duplicate(word) => word::resolve(&word.value, found)
                         .into_iter()
                         .next()
-                        .map(|f| f.text),
-                    ast::IoFileRedirectTarget::Duplicate(word) => {
-                        let text = word::resolve(&word.value, found)
-                            .into_iter()
-                            .next()
-                            .map(|f| f.text);
-                        text.filter(|t| !t.bytes().all(|b| b.is_ascii_digit() || b == b'-'))
-                    }
+                        .filter(|f| !f.text.bytes().all(|b| b.is_ascii_digit() || b == b'-')),
                     ast::IoFileRedirectTarget::ProcessSubstitution(_, subshell) => {
                         self.compound_list(&subshell.list, frame, &Stdin::Unknown);
                         None
                     }
                     ast::IoFileRedirectTarget::Fd(_) => None,
                 };
-                let Some(path) = path else { return };
-                match kind {
-                    ast::IoFileRedirectKind::Read => {
-                        effects.reads.push(normalise_path(&path));
-                        if fd.is_none_or(|fd| fd == 0) {
-                            *stdin = Some(Stdin::Unknown);
-                        }
-                    }
-                    ast::IoFileRedirectKind::ReadAndWrite => {
-                        effects.reads.push(normalise_path(&path));
-                        record_write(effects, &path);
-                    }
-                    ast::IoFileRedirectKind::Write
-                    | ast::IoFileRedirectKind::Append
-                    | ast::IoFileRedirectKind::Clobber
-                    | ast::IoFileRedirectKind::DuplicateOutput => record_write(effects, &path),
-                    ast::IoFileRedirectKind::DuplicateInput => {
-                        effects.reads.push(normalise_path(&path))
-                    }
+                let Some(field) = field else { return };
+                let mut targets = Vec::new();
+                self.bind_loop_values(field, &mut targets);
+                for target in targets {
+                    let path = path_text(&target);
+                    redirect_to(*fd, kind, &path, effects, stdin);
                 }
             }
             ast::IoRedirect::HereDocument(_, heredoc) => {
-                let literal = if heredoc.requires_expansion {
+                let (literal, names) = if heredoc.requires_expansion {
                     word::substitutions_in_heredoc(&heredoc.doc.value, found)
                 } else {
-                    true
+                    (true, Vec::new())
                 };
-                *stdin = Some(if literal {
-                    Stdin::Literal(heredoc.doc.value.clone())
-                } else {
-                    Stdin::Unknown
+                *stdin = Some(match (literal, names.is_empty()) {
+                    (true, _) => Stdin::Literal(heredoc.doc.value.clone()),
+                    (false, true) => Stdin::Unknown,
+                    (false, false) => Stdin::Expanded(names),
                 });
             }
             ast::IoRedirect::HereString(_, word) => {
@@ -380,10 +504,18 @@ impl Walker {
                     .map(|f| f.text.as_str())
                     .collect::<Vec<_>>()
                     .join(" ");
+                let mut names: Vec<String> = Vec::new();
+                for name in fields.iter().flat_map(|f| &f.names) {
+                    if !names.contains(name) {
+                        names.push(name.clone());
+                    }
+                }
                 *stdin = Some(if fields.iter().all(|f| f.literal) {
                     Stdin::Literal(format!("{text}\n"))
-                } else {
+                } else if names.is_empty() {
                     Stdin::Unknown
+                } else {
+                    Stdin::Expanded(names)
                 });
             }
             ast::IoRedirect::OutputAndError(word, _) => {
@@ -395,6 +527,7 @@ impl Walker {
     }
 
     fn simple(&mut self, simple: &ast::SimpleCommand, frame: &Frame, stdin: &Stdin) -> StageOutput {
+        let piped = std::mem::take(&mut self.stage_piped);
         let mut fields: Vec<Field> = Vec::new();
         let mut found: Vec<Substitution> = Vec::new();
         let mut effects = Effects::default();
@@ -416,30 +549,42 @@ impl Walker {
                 }
                 ast::CommandPrefixOrSuffixItem::Word(word) => {
                     seen_command_word = true;
-                    fields.extend(word::resolve(&word.value, &mut found));
+                    for field in word::resolve(&word.value, &mut found) {
+                        self.bind_loop_values(field, &mut fields);
+                    }
                 }
                 ast::CommandPrefixOrSuffixItem::AssignmentWord(assignment, word) => {
-                    if seen_command_word {
-                        // `export X=$(...)`, `declare -x Y=...`: an argument like any other.
-                        fields.extend(word::resolve(&word.value, &mut found));
-                        continue;
-                    }
                     let (ast::AssignmentName::VariableName(name)
                     | ast::AssignmentName::ArrayElementName(name, _)) = &assignment.name;
+                    let mut carried: Vec<String> = Vec::new();
+                    if seen_command_word {
+                        // `export X=$(...)`, `declare -x Y=...`: an argument like any other.
+                        for field in word::resolve(&word.value, &mut found) {
+                            add_names(&mut carried, &field.names);
+                            fields.push(field);
+                        }
+                        self.carry(name, carried);
+                        continue;
+                    }
                     assigned.push(name.clone());
                     match &assignment.value {
                         ast::AssignmentValue::Scalar(value) => {
-                            word::resolve(&value.value, &mut found);
+                            for field in word::resolve(&value.value, &mut found) {
+                                add_names(&mut carried, &field.names);
+                            }
                         }
                         ast::AssignmentValue::Array(values) => {
                             for (key, value) in values {
                                 if let Some(key) = key {
                                     word::resolve(&key.value, &mut found);
                                 }
-                                word::resolve(&value.value, &mut found);
+                                for field in word::resolve(&value.value, &mut found) {
+                                    add_names(&mut carried, &field.names);
+                                }
                             }
                         }
                     }
+                    self.carry(name, carried);
                 }
                 ast::CommandPrefixOrSuffixItem::ProcessSubstitution(kind, subshell) => {
                     let start = self.out.len();
@@ -452,6 +597,8 @@ impl Walker {
                     fields.push(Field {
                         text: format!("{sigil}(...)"),
                         literal: false,
+                        names: Vec::new(),
+                        quoted_tilde: false,
                     });
                 }
             }
@@ -466,9 +613,16 @@ impl Walker {
         {
             effects.runs_code = true;
         }
+        // `VAR=x cmd` sets VAR for cmd; a bare `VAR=x` for what follows (exported by `set -a`
+        // or an earlier `export VAR`).
+        for name in assigned {
+            if !effects.sets_env.contains(&name) {
+                effects.sets_env.push(name);
+            }
+        }
         let stdin = own_stdin.unwrap_or_else(|| stdin.clone());
         if fields.is_empty() {
-            if !effects.writes.is_empty() || !effects.reads.is_empty() || effects.runs_code {
+            if effects != Effects::default() {
                 self.push(Invocation {
                     via: frame.via.clone(),
                     remote: frame.remote.clone(),
@@ -478,7 +632,19 @@ impl Walker {
             }
             return StageOutput::default();
         }
-        self.run_fields(fields, frame, &stdin, effects, network_fed_substitution)
+        let start = self.out.len();
+        let mut output = self.run_fields(fields, frame, &stdin, effects, network_fed_substitution);
+        // `echo "$P" | docker login --password-stdin` prints into the pipe, as a here-string
+        // would: what the variables reveal is decided by the command that reads them.
+        if piped
+            && !redirects_stdout(simple)
+            && let Some(printer) = self.out.get_mut(start)
+            && matches!(printer.name(), "echo" | "printf" | "print")
+            && printer.via == frame.via
+        {
+            output.names = std::mem::take(&mut printer.effects.reveals_env);
+        }
+        output
     }
 
     /// Judges one command given as words, then whatever it runs.
@@ -533,31 +699,85 @@ impl Walker {
         let mut normalised = argv.clone();
         normalised[0] = name.clone();
         let args = split_args(&name, &normalised[1..]);
-        let mut effects = effects_of(&name, &args);
-        effects.reads.extend(extra.reads);
-        effects.writes.extend(extra.writes);
-        effects.runs_code |= extra.runs_code;
-
+        let mut effects = if fields.iter().any(|f| f.quoted_tilde) {
+            // Paths are judged with a quoted `~` as the file it names here (`rm -rf '~'`).
+            let paths: Vec<String> = fields[1..].iter().map(path_text).collect();
+            effects_of(&name, &split_args(&name, &paths))
+        } else {
+            effects_of(&name, &args)
+        };
         let inners = unwrap(&name, &fields);
         if !inners.is_empty() && name != "find" {
             // A wrapper's words are the wrapped command's: its reads are reported there.
             effects.reads.clear();
         }
+        // The line's own redirections and assignments stay with the wrapper (`timeout 5 cat <
+        // key` reads key).
+        merge(&mut effects, &extra);
         let is_shell = SHELLS.contains(&name.as_str());
-        let reads_script_from_stdin = inners
-            .iter()
-            .any(|inner| matches!(inner, Inner::ScriptFromStdin { .. }))
-            || !is_shell && reads_program_from_stdin(&name, &args);
+        let reads_program = !is_shell && reads_program_from_stdin(&name, &args);
+        let reads_script_from_stdin = reads_program
+            || inners
+                .iter()
+                .any(|inner| matches!(inner, Inner::ScriptFromStdin { .. }));
         if reads_script_from_stdin {
             match stdin {
                 Stdin::Network => {
                     effects.network = true;
                     effects.runs_code = true;
                 }
-                Stdin::Unknown => effects.runs_code = true,
+                Stdin::Unknown | Stdin::Expanded(_) => effects.runs_code = true,
+                // A shell's literal script is judged command by command; another
+                // interpreter's is code like `python3 -c` (scanned below).
+                Stdin::Literal(_) if reads_program => effects.runs_code = true,
                 Stdin::Literal(_) | Stdin::Terminal => {}
             }
         }
+        // `python3 <(curl ...)`, `source <(curl ...)`: a program from the network.
+        if network_fed_substitution
+            && (is_interpreter(&name) || matches!(name.as_str(), "source" | "."))
+        {
+            effects.network = true;
+            effects.runs_code = true;
+        }
+        // Inline programs, and a program handed to an interpreter as known text on stdin.
+        let mut code = inline_code(&name, &args);
+        if reads_program && let Stdin::Literal(program) = stdin {
+            code.push(program);
+        }
+        for program in &code {
+            code_paths(program, &mut effects.reads);
+        }
+        if let Some(program) = awk_program(&name, &args) {
+            code_reads_env(program, &mut effects.reveals_env);
+        }
+        let stdin_names = match stdin {
+            Stdin::Expanded(names) => names.as_slice(),
+            _ => &[],
+        };
+        environment_effects(&name, &args, &fields, stdin_names, &mut effects);
+        for program in &code {
+            code_reads_env(program, &mut effects.reveals_env);
+        }
+        // An inline program or xargs does what it likes with its input, printing included.
+        if !code.is_empty() || name == "xargs" {
+            add_names(&mut effects.reveals_env, stdin_names);
+        }
+        // `read x <<< "$K"`, `... | while read x`: x now holds K.
+        if name == "read" && !stdin_names.is_empty() {
+            let targets: Vec<String> = args
+                .iter()
+                .filter_map(|a| match a {
+                    nightwatch_core::Arg::Positional(p) => Some(p.clone()),
+                    nightwatch_core::Arg::Flag { .. } => None,
+                })
+                .collect();
+            for target in targets {
+                self.carry(&target, stdin_names.to_vec());
+            }
+        }
+        self.reveal_carried(&mut effects.reveals_env);
+        network_effects(&name, &normalised, &args, &code, &mut effects);
         for inner in &inners {
             if let Inner::ScriptFile { path, .. } = inner {
                 effects.runs_code = true;
@@ -593,6 +813,21 @@ impl Walker {
             },
             _ => None,
         };
+        // `env -C DIR cmd`, `sudo -D DIR cmd`: the wrapped command runs in DIR.
+        let chdir = match name.as_str() {
+            "env" => Some("-C"),
+            "sudo" => Some("-D"),
+            _ => None,
+        }
+        .and_then(|option| {
+            args.iter().find_map(|a| match a {
+                nightwatch_core::Arg::Flag {
+                    name,
+                    value: Some(dir),
+                } if name == option => Some(directory(self.cwd.as_deref(), dir)),
+                _ => None,
+            })
+        });
         let network = effects.network;
         self.push(Invocation {
             argv: normalised,
@@ -623,6 +858,9 @@ impl Walker {
                     } else {
                         stdin.clone()
                     };
+                    let outer_cwd = chdir
+                        .as_ref()
+                        .map(|dir| std::mem::replace(&mut self.cwd, dir.clone()));
                     self.run_fields(
                         fields,
                         &inner_frame,
@@ -630,6 +868,9 @@ impl Walker {
                         Effects::default(),
                         false,
                     );
+                    if let Some(outer) = outer_cwd {
+                        self.cwd = outer;
+                    }
                 }
                 Inner::Script {
                     text,
@@ -642,9 +883,11 @@ impl Walker {
                     } else {
                         let reason =
                             format!("`{label}` runs a script built at runtime: {}", text.text);
+                        // The expanded values become code, which may well print them.
                         let effects = Effects {
                             runs_code: true,
                             network: network_fed_substitution,
+                            reveals_env: text.names,
                             ..Effects::default()
                         };
                         self.push_opaque(&inner_frame, vec![text.text], reason, effects);
@@ -665,7 +908,7 @@ impl Walker {
                             let reason = format!("`{label}` runs a script piped from the network");
                             self.push_opaque(&inner_frame, vec![], reason, effects);
                         }
-                        Stdin::Unknown => {
+                        Stdin::Unknown | Stdin::Expanded(_) => {
                             let effects = Effects {
                                 runs_code: true,
                                 ..Effects::default()
@@ -684,6 +927,7 @@ impl Walker {
         StageOutput {
             literal_text,
             network: network || inner_network,
+            names: Vec::new(),
         }
     }
 
@@ -715,11 +959,19 @@ impl Walker {
                 .iter_mut()
                 .chain(&mut effects.writes)
                 .chain(&mut effects.deletes)
+                .chain(&mut effects.searches)
             {
                 if is_relative(path) {
                     *path = normalise_path(&format!("{cwd}/{path}"));
                 }
             }
+        }
+        // Any process's environment, read as a file, is the whole environment revealed.
+        let effects = &mut invocation.effects;
+        if effects.reads.iter().any(|p| is_process_environment(p))
+            && !effects.reveals_env.iter().any(|n| n == environment::ALL)
+        {
+            effects.reveals_env.push(environment::ALL.to_owned());
         }
         if invocation.name() == "cd" && invocation.remote.is_none() {
             self.cwd = next_directory(self.cwd.as_deref(), &invocation);
@@ -738,19 +990,167 @@ impl Walker {
     }
 }
 
-fn is_relative(path: &str) -> bool {
-    !(path.starts_with('/') || path.starts_with('~') || path.starts_with('$'))
+/// The effects of redirecting `fd` to or from `path`.
+fn redirect_to(
+    fd: Option<ast::IoFd>,
+    kind: &ast::IoFileRedirectKind,
+    path: &str,
+    effects: &mut Effects,
+    stdin: &mut Option<Stdin>,
+) {
+    // bash opens a connection for these; no file is involved.
+    if let Some(socket) = path
+        .strip_prefix("/dev/tcp/")
+        .or_else(|| path.strip_prefix("/dev/udp/"))
+    {
+        effects.network = true;
+        let host = socket.split('/').next().and_then(host_of);
+        if let Some(host) = host.filter(|h| !effects.hosts.contains(h)) {
+            effects.hosts.push(host);
+        }
+        if matches!(kind, ast::IoFileRedirectKind::Read) && fd.is_none_or(|fd| fd == 0) {
+            *stdin = Some(Stdin::Network);
+        }
+        return;
+    }
+    match kind {
+        ast::IoFileRedirectKind::Read => {
+            effects.reads.push(normalise_path(path));
+            if fd.is_none_or(|fd| fd == 0) {
+                *stdin = Some(Stdin::Unknown);
+            }
+        }
+        ast::IoFileRedirectKind::ReadAndWrite => {
+            effects.reads.push(normalise_path(path));
+            record_write(effects, path);
+        }
+        ast::IoFileRedirectKind::Write
+        | ast::IoFileRedirectKind::Append
+        | ast::IoFileRedirectKind::Clobber
+        | ast::IoFileRedirectKind::DuplicateOutput => record_write(effects, path),
+        ast::IoFileRedirectKind::DuplicateInput => effects.reads.push(normalise_path(path)),
+    }
+}
+
+/// Where a pipeline stage that began at `start` ran `name` itself (not in a substitution or
+/// through a wrapper).
+fn stage_command(out: &[Invocation], start: usize, via: &[String], name: &str) -> Option<usize> {
+    out.get(start..)?
+        .iter()
+        .position(|i| i.via == via && i.name() == name)
+        .map(|at| start + at)
+}
+
+/// `text` with every `${name}` and `$name` (not `$names`) replaced by `value`.
+fn substitute(text: &str, name: &str, value: &str) -> String {
+    let text = text.replace(&format!("${{{name}}}"), value);
+    let bare = format!("${name}");
+    let mut replaced = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(&bare) {
+        let after = &rest[at + bare.len()..];
+        replaced.push_str(&rest[..at]);
+        if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+            replaced.push_str(&bare);
+        } else {
+            replaced.push_str(value);
+        }
+        rest = after;
+    }
+    replaced.push_str(rest);
+    replaced
+}
+
+/// A word as a path: a quoted `~` at its start is a file named `~` here.
+fn path_text(field: &Field) -> String {
+    if field.quoted_tilde {
+        format!("./{}", field.text)
+    } else {
+        field.text.clone()
+    }
+}
+
+/// True when a simple command sends its standard output somewhere else than the pipe.
+fn redirects_stdout(simple: &ast::SimpleCommand) -> bool {
+    let items = simple.prefix.iter().flat_map(|p| p.0.iter());
+    let items = items.chain(simple.suffix.iter().flat_map(|s| s.0.iter()));
+    items.into_iter().any(|item| match item {
+        ast::CommandPrefixOrSuffixItem::IoRedirect(ast::IoRedirect::File(fd, kind, _)) => {
+            fd.is_none_or(|fd| fd == 1)
+                && matches!(
+                    kind,
+                    ast::IoFileRedirectKind::Write
+                        | ast::IoFileRedirectKind::Append
+                        | ast::IoFileRedirectKind::Clobber
+                        | ast::IoFileRedirectKind::DuplicateOutput
+                        | ast::IoFileRedirectKind::ReadAndWrite
+                )
+        }
+        ast::CommandPrefixOrSuffixItem::IoRedirect(ast::IoRedirect::OutputAndError(..)) => true,
+        _ => false,
+    })
+}
+
+/// Adds each of `names` to `into` that is not there yet.
+fn add_names(into: &mut Vec<String>, names: &[String]) {
+    for name in names {
+        if !into.contains(name) {
+            into.push(name.clone());
+        }
+    }
+}
+
+/// `/proc/self/environ`, `/proc/$$/environ`, `/proc/*/environ`, `/proc/1/task/1/environ`.
+fn is_process_environment(path: &str) -> bool {
+    path.starts_with("/proc/") && path.ends_with("/environ")
+}
+
+/// Adds `extra` (a redirection's, an assignment's effects) to an invocation's own.
+fn merge(effects: &mut Effects, extra: &Effects) {
+    effects.reads.extend(extra.reads.iter().cloned());
+    effects.writes.extend(extra.writes.iter().cloned());
+    effects.deletes.extend(extra.deletes.iter().cloned());
+    effects.searches.extend(extra.searches.iter().cloned());
+    for (into, from) in [
+        (&mut effects.sets_env, &extra.sets_env),
+        (&mut effects.reveals_env, &extra.reveals_env),
+        (&mut effects.hosts, &extra.hosts),
+    ] {
+        for item in from {
+            if !into.contains(item) {
+                into.push(item.clone());
+            }
+        }
+    }
+    effects.network |= extra.network;
+    effects.privilege |= extra.privilege;
+    effects.process_control |= extra.process_control;
+    effects.service_control |= extra.service_control;
+    effects.runs_code |= extra.runs_code;
 }
 
 /// Where `cd` leaves the shell, when its text says: `None` when it cannot be told.
 fn next_directory(cwd: Option<&str>, cd: &Invocation) -> Option<String> {
-    let target = cd.positionals().next();
-    match target {
+    match cd.positionals().next() {
         None => Some("~".to_owned()),
         Some("-") => None,
-        Some(path) if path.contains(['$', '`', '*', '?']) => None,
-        Some(path) if !is_relative(path) => Some(normalise_path(path)),
-        Some(path) => cwd.map(|cwd| normalise_path(&format!("{cwd}/{path}"))),
+        Some(path) => directory(cwd, path),
+    }
+}
+
+/// The directory `path` names from `cwd`, when the text tells (`$HOME/.aws` is `~/.aws`). A
+/// globbed directory stays globbed (`cd ~/.a*` then `cat credentials` may read
+/// `~/.aws/credentials`, and policy judges globs by what they may name); from an unknown
+/// directory a relative one stays relative, for the edge to resolve against the call's.
+fn directory(cwd: Option<&str>, path: &str) -> Option<String> {
+    let path = normalise_path(path);
+    match path {
+        _ if path.contains(['$', '`']) => None,
+        _ if !is_relative(&path) => Some(path),
+        _ => Some(match cwd {
+            Some(cwd) => normalise_path(&format!("{cwd}/{path}")),
+            None => path,
+        }),
     }
 }
 

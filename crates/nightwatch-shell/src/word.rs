@@ -19,12 +19,19 @@ const MAX_BRACES: usize = 6;
 const MAX_WORD_DEPTH: usize = 32;
 
 /// One word as the command would receive it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Field {
     /// The value when literal, the source text otherwise.
     pub text: String,
     /// True when the value is known from the text.
     pub literal: bool,
+    /// The variables whose values the word carries (`"$TOKEN"`, `${KEY:0:4}`), in order, each
+    /// once; `*` when an indirect expansion (`${!X}`) may carry any. Not a length (`${#X}`),
+    /// not quoted or escaped text, not positional or special parameters.
+    pub names: Vec<String>,
+    /// The word starts with a `~` that bash does not expand (`'~'`, `"~/x"`, `\~`): as a path
+    /// it is a file named `~` here, not the home directory.
+    pub quoted_tilde: bool,
 }
 
 impl Field {
@@ -32,6 +39,8 @@ impl Field {
         Field {
             text: text.into(),
             literal: true,
+            names: Vec::new(),
+            quoted_tilde: false,
         }
     }
 }
@@ -65,17 +74,17 @@ pub fn resolve(raw: &str, found: &mut Vec<Substitution>) -> Vec<Field> {
 }
 
 /// Finds substitutions in text that is expanded like the inside of double quotes (an expanding
-/// here-document body).
-pub fn substitutions_in_heredoc(body: &str, found: &mut Vec<Substitution>) -> bool {
+/// here-document body). Returns whether the body is literal and the variables it expands.
+pub fn substitutions_in_heredoc(body: &str, found: &mut Vec<Substitution>) -> (bool, Vec<String>) {
     match brush_parser::word::parse_heredoc(body, &parser_options()) {
         Ok(pieces) => {
             let mut value = Value::default();
             fold_pieces(&pieces, body, true, &mut value, found, 0);
-            value.literal
+            (value.literal, value.names)
         }
         Err(_) => {
             found_opaque_fallback(body, found);
-            false
+            (false, vec!["*".to_owned()])
         }
     }
 }
@@ -88,6 +97,8 @@ fn resolve_one(raw: &str, options: &ParserOptions, found: &mut Vec<Substitution>
             Field {
                 text: value.text,
                 literal: value.literal,
+                names: value.names,
+                quoted_tilde: value.quoted_tilde,
             }
         }
         Err(_) => {
@@ -95,6 +106,8 @@ fn resolve_one(raw: &str, options: &ParserOptions, found: &mut Vec<Substitution>
             Field {
                 text: raw.to_owned(),
                 literal: false,
+                names: names_unparsed(raw),
+                quoted_tilde: false,
             }
         }
     }
@@ -115,6 +128,33 @@ struct Value {
     text: String,
     literal: bool,
     started: bool,
+    names: Vec<String>,
+    quoted_tilde: bool,
+}
+
+impl Value {
+    /// Text bash takes as written; a leading `~` in it is not the home directory.
+    fn push_quoted(&mut self, text: &str) {
+        if self.text.is_empty() && text.starts_with('~') {
+            self.quoted_tilde = true;
+        }
+        self.text.push_str(text);
+    }
+
+    fn name(&mut self, name: &str) {
+        if !self.names.iter().any(|n| n == name) {
+            self.names.push(name.to_owned());
+        }
+    }
+}
+
+/// A word brush cannot parse may still expand variables: assume any (fail safe) when it has a `$`.
+fn names_unparsed(raw: &str) -> Vec<String> {
+    if raw.contains('$') {
+        vec!["*".to_owned()]
+    } else {
+        Vec::new()
+    }
 }
 
 fn fold_pieces(
@@ -132,6 +172,9 @@ fn fold_pieces(
     if depth > MAX_WORD_DEPTH {
         value.literal = false;
         found_opaque_fallback(source, found);
+        for name in names_unparsed(source) {
+            value.name(&name);
+        }
         return;
     }
     for piece in pieces {
@@ -140,11 +183,15 @@ fn fold_pieces(
                 if !quoted && has_glob(text) {
                     value.literal = false;
                 }
-                value.text.push_str(text);
+                if quoted {
+                    value.push_quoted(text);
+                } else {
+                    value.text.push_str(text);
+                }
             }
-            WordPiece::SingleQuotedText(text) => value.text.push_str(text),
-            WordPiece::AnsiCQuotedText(text) => value.text.push_str(&decode_ansi_c(text)),
-            WordPiece::EscapeSequence(text) => value.text.push_str(text.get(1..).unwrap_or("")),
+            WordPiece::SingleQuotedText(text) => value.push_quoted(text),
+            WordPiece::AnsiCQuotedText(text) => value.push_quoted(&decode_ansi_c(text)),
+            WordPiece::EscapeSequence(text) => value.push_quoted(text.get(1..).unwrap_or("")),
             WordPiece::DoubleQuotedSequence(inner)
             | WordPiece::GettextDoubleQuotedSequence(inner) => {
                 fold_pieces(inner, source, true, value, found, depth + 1)
@@ -153,11 +200,12 @@ fn fold_pieces(
             WordPiece::ParameterExpansion(expr) => {
                 value.literal = false;
                 value.text.push_str(source_of(piece, source));
+                expanded_names(expr, value);
                 if let Some(index) = parameter_index(expr) {
-                    scan_nested(index, found, depth + 1);
+                    scan_nested(index, found, value, depth + 1);
                 }
                 for inner in parameter_words(expr) {
-                    scan_nested(inner, found, depth + 1);
+                    scan_nested(inner, found, value, depth + 1);
                 }
             }
             WordPiece::CommandSubstitution(script)
@@ -171,7 +219,7 @@ fn fold_pieces(
             WordPiece::ArithmeticExpression(expr) => {
                 value.literal = false;
                 value.text.push_str(source_of(piece, source));
-                scan_nested(&expr.value, found, depth + 1);
+                scan_nested(&expr.value, found, value, depth + 1);
             }
         }
     }
@@ -184,9 +232,9 @@ fn source_of<'a>(piece: &WordPieceWithSource, source: &'a str) -> &'a str {
         .unwrap_or("$?")
 }
 
-/// Finds substitutions inside text that is itself expanded (a `${x:-...}` default, an
-/// arithmetic expression).
-fn scan_nested(text: &str, found: &mut Vec<Substitution>, depth: usize) {
+/// Finds substitutions and expanded variables inside text that is itself expanded (a
+/// `${x:-...}` default, an arithmetic expression); the variables are added to `outer`.
+fn scan_nested(text: &str, found: &mut Vec<Substitution>, outer: &mut Value, depth: usize) {
     if !text.contains('$') && !text.contains('`') {
         return;
     }
@@ -194,8 +242,117 @@ fn scan_nested(text: &str, found: &mut Vec<Substitution>, depth: usize) {
         Ok(pieces) => {
             let mut value = Value::default();
             fold_pieces(&pieces, text, false, &mut value, found, depth);
+            for name in &value.names {
+                outer.name(name);
+            }
         }
-        Err(_) => found_opaque_fallback(text, found),
+        Err(_) => {
+            found_opaque_fallback(text, found);
+            for name in names_unparsed(text) {
+                outer.name(&name);
+            }
+        }
+    }
+}
+
+/// The variable whose value an expansion yields: `$X`, `${X:-d}`, `${X%.*}`, `${X:0:4}`,
+/// `${X/a/b}`, `${X[0]}`, and `*` besides for `${!X}`, whose value names another variable.
+/// A length (`${#X}`), an alternative (`${X:+set}`) and the names listed by `${!PREFIX*}` or
+/// `${!A[@]}` carry no value.
+fn expanded_names(expr: &ParameterExpr, value: &mut Value) {
+    use brush_parser::word::Parameter;
+    let (parameter, indirect) = match expr {
+        ParameterExpr::Parameter {
+            parameter,
+            indirect,
+        }
+        | ParameterExpr::UseDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::AssignDefaultValues {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::IndicateErrorIfNullOrUnset {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::RemoveSmallestSuffixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::RemoveLargestSuffixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::RemoveSmallestPrefixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::RemoveLargestPrefixPattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::Substring {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::Transform {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::UppercaseFirstChar {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::UppercasePattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::LowercaseFirstChar {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::LowercasePattern {
+            parameter,
+            indirect,
+            ..
+        }
+        | ParameterExpr::ReplaceSubstring {
+            parameter,
+            indirect,
+            ..
+        } => (parameter, *indirect),
+        // `${X:+word}` yields `word`, never X's value.
+        ParameterExpr::ParameterLength { .. }
+        | ParameterExpr::UseAlternativeValue { .. }
+        | ParameterExpr::VariableNames { .. }
+        | ParameterExpr::MemberKeys { .. } => return,
+    };
+    let name = match parameter {
+        Parameter::Named(name)
+        | Parameter::NamedWithIndex { name, .. }
+        | Parameter::NamedWithAllIndices { name, .. } => Some(name.as_str()),
+        Parameter::Positional(_) | Parameter::Special(_) => None,
+    };
+    if let Some(name) = name {
+        value.name(name);
+    }
+    if indirect {
+        value.name("*");
     }
 }
 

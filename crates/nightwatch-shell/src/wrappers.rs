@@ -57,8 +57,7 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
     };
     match name {
         "sudo" => {
-            let start = skip_options(argv, 1, name);
-            let start = skip_assignments(argv, start);
+            let start = command_start(name, argv);
             let shell_flag = argv[1..start]
                 .iter()
                 .any(|f| matches!(f.text.as_str(), "-s" | "-i" | "--shell" | "--login"));
@@ -98,8 +97,7 @@ pub fn unwrap(name: &str, argv: &[Field]) -> Vec<Inner> {
                     remote: None,
                 }];
             }
-            let start = skip_options(argv, 1, name);
-            argv_inner(skip_assignments(argv, start), label)
+            argv_inner(command_start(name, argv), label)
         }
         "nice" => {
             let start = skip_options(argv, 1, name);
@@ -393,6 +391,8 @@ fn editor_commands(name: &str, argv: &[Field]) -> Vec<Inner> {
                     text: Field {
                         text: shell.to_owned(),
                         literal: argv.iter().all(|f| f.literal),
+                        names: Vec::new(),
+                        quoted_tilde: false,
                     },
                     label: format!("{name} -c !"),
                     remote: None,
@@ -437,23 +437,53 @@ fn skip_options(argv: &[Field], start: usize, program: &str) -> usize {
     index.min(argv.len())
 }
 
-fn skip_assignments(argv: &[Field], start: usize) -> usize {
-    let mut index = start;
-    while index < argv.len() && is_assignment(&argv[index].text) {
-        index += 1;
-    }
-    index
+/// Where the command `env` or `sudo` runs begins: after their options, `env`'s lone `-`
+/// (`-i`), and every `NAME=VALUE`. Both take any word with a `=` past its first character as an
+/// assignment (`env A-B=1 rm x` runs `rm`), so the same test is used here.
+fn command_start(name: &str, argv: &[Field]) -> usize {
+    assignments(name, argv).end
 }
 
-pub fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-        }
-        None => false,
+/// The indices of the `NAME=VALUE` words of `env` or `sudo`.
+fn assignments(name: &str, argv: &[Field]) -> std::ops::Range<usize> {
+    let mut start = skip_options(argv, 1, name);
+    if name == "env" && argv.get(start).is_some_and(|f| f.text == "-") {
+        start += 1;
     }
+    let mut end = start;
+    while argv
+        .get(end)
+        .is_some_and(|f| assigned_name(&f.text).is_some())
+    {
+        end += 1;
+    }
+    start.min(end)..end
+}
+
+/// The variable `NAME=VALUE` sets for the command after `env` or `sudo`.
+fn assigned_name(word: &str) -> Option<&str> {
+    match word.split_once('=') {
+        Some((name, _)) if !name.is_empty() => Some(name),
+        _ => None,
+    }
+}
+
+/// What `env` or `sudo` sets in the environment of the command it runs (`env A=1 cmd`,
+/// `sudo A=1 cmd`): the names, and whether a command follows at all (`env` alone prints the
+/// environment). `None` for other commands.
+pub fn wrapper_assignments(name: &str, argv: &[Field]) -> Option<(Vec<String>, bool)> {
+    if name != "env" && name != "sudo" {
+        return None;
+    }
+    let words = assignments(name, argv);
+    let names = argv
+        .get(words.clone())
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(|f| assigned_name(&f.text))
+        .map(str::to_owned)
+        .collect();
+    Some((names, words.end < argv.len()))
 }
 
 /// The value of the first of `names` in `argv`: `-c VALUE`, `--command=VALUE`, or a short bundle
@@ -476,6 +506,8 @@ fn option_value(argv: &[Field], names: &[&str]) -> Option<Field> {
                 return Some(Field {
                     text: value.to_owned(),
                     literal: argv[index].literal,
+                    names: argv[index].names.clone(),
+                    quoted_tilde: false,
                 });
             }
             if let Some(short) = name.strip_prefix('-')
@@ -495,6 +527,12 @@ fn option_value(argv: &[Field], names: &[&str]) -> Option<Field> {
 
 /// Words joined with spaces, as `eval`, `ssh` and `watch` do before parsing them again.
 fn join(fields: &[Field]) -> Field {
+    let mut names: Vec<String> = Vec::new();
+    for name in fields.iter().flat_map(|f| &f.names) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
     Field {
         text: fields
             .iter()
@@ -502,5 +540,7 @@ fn join(fields: &[Field]) -> Field {
             .collect::<Vec<_>>()
             .join(" "),
         literal: fields.iter().all(|f| f.literal),
+        names,
+        quoted_tilde: false,
     }
 }

