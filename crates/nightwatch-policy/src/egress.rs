@@ -123,7 +123,13 @@ mod tests {
 
     #[test]
     fn hosts_inside_and_outside_the_allow_list() {
-        let e = egress(&["github.com", "*.github.com", "10.0.0.0/8", "::1", "fd00::/8"]);
+        let e = egress(&[
+            "github.com",
+            "*.github.com",
+            "10.0.0.0/8",
+            "::1",
+            "fd00::/8",
+        ]);
         let table: &[(&[&str], bool)] = &[
             (&["github.com"], true),
             (&["api.github.com"], true),
@@ -154,7 +160,11 @@ mod tests {
             HostPattern::parse("0.0.0.0/0"),
             Ok(HostPattern::Block { prefix: 0, .. })
         ));
-        assert!(egress(&["0.0.0.0/0"]).outside(&["8.8.8.8".into()]).is_none());
+        assert!(
+            egress(&["0.0.0.0/0"])
+                .outside(&["8.8.8.8".into()])
+                .is_none()
+        );
     }
 
     #[test]

@@ -81,7 +81,8 @@ impl PathMatcher {
                 exclude.extend(all);
             } else {
                 for one in all {
-                    include_parts.extend(expand_braces(one.text()).iter().map(|t| GlobParts::of(t)));
+                    include_parts
+                        .extend(expand_braces(one.text()).iter().map(|t| GlobParts::of(t)));
                     include.push(one);
                 }
             }
@@ -326,7 +327,8 @@ fn simple_wildcards(component: &str) -> std::borrow::Cow<'_, str> {
                 }
                 // The first `]` right after `[` (or `[!`) belongs to the set.
                 let search_from = at + 1 + usize::from(component[at + 1..].starts_with(['!', '^']));
-                let first = search_from + usize::from(c == '[' && component[search_from..].starts_with(']'));
+                let first = search_from
+                    + usize::from(c == '[' && component[search_from..].starts_with(']'));
                 match component[first..].find(close) {
                     Some(end) => {
                         out.push(if c == '[' { '?' } else { '*' });
@@ -637,8 +639,16 @@ mod tests {
             ("id_*", "*.pub", true),
             ("x?", "xyz", false),
         ] {
-            assert_eq!(wildcards_meet(a.as_bytes(), b.as_bytes()), expect, "{a} {b}");
-            assert_eq!(wildcards_meet(b.as_bytes(), a.as_bytes()), expect, "{b} {a}");
+            assert_eq!(
+                wildcards_meet(a.as_bytes(), b.as_bytes()),
+                expect,
+                "{a} {b}"
+            );
+            assert_eq!(
+                wildcards_meet(b.as_bytes(), a.as_bytes()),
+                expect,
+                "{b} {a}"
+            );
         }
     }
 

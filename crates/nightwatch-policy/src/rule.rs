@@ -401,7 +401,8 @@ impl Rule {
             .is_none_or(|globs| any_name(globs, &effects.sets_env));
         let reveals = self.reveals_env.as_ref().is_none_or(|globs| {
             // A dump of the whole environment prints every secret in it.
-            effects.reveals_env.iter().any(|name| name == "*") || any_name(globs, &effects.reveals_env)
+            effects.reveals_env.iter().any(|name| name == "*")
+                || any_name(globs, &effects.reveals_env)
         });
         Seen::from(sets && reveals)
     }
@@ -468,11 +469,13 @@ pub(crate) fn mcp_path_use(tool: &str) -> PathUse {
         words.push(word);
     }
     let has = |verbs: &[&str]| words.iter().any(|w| verbs.contains(&w.as_str()));
-    if has(&["delete", "remove", "rm", "move", "mv", "rename", "unlink", "rmdir", "trash"]) {
+    if has(&[
+        "delete", "remove", "rm", "move", "mv", "rename", "unlink", "rmdir", "trash",
+    ]) {
         PathUse::Delete
     } else if has(&[
-        "write", "edit", "create", "update", "patch", "append", "replace", "save", "put",
-        "upload", "copy", "cp", "mkdir", "chmod", "chown", "set", "insert", "modify", "touch",
+        "write", "edit", "create", "update", "patch", "append", "replace", "save", "put", "upload",
+        "copy", "cp", "mkdir", "chmod", "chown", "set", "insert", "modify", "touch",
     ]) {
         PathUse::Write
     } else if has(&[
@@ -513,8 +516,7 @@ fn file_uses(tool: &Tool) -> Vec<(PathUse, &str)> {
             tool: name, paths, ..
         } => {
             let used = mcp_path_use(name);
-            let mut uses: Vec<(PathUse, &str)> =
-                paths.iter().map(|p| (used, p.as_str())).collect();
+            let mut uses: Vec<(PathUse, &str)> = paths.iter().map(|p| (used, p.as_str())).collect();
             if used == PathUse::Delete {
                 uses.extend(paths.iter().map(|p| (PathUse::Write, p.as_str())));
             }

@@ -1719,7 +1719,12 @@ fn environment_matchers_see_variables_set_and_revealed() {
     type Row<'a> = (&'a [&'a str], &'a [&'a str], Verdict, Option<&'a str>);
     let table: &[Row<'_>] = &[
         (&["LD_PRELOAD"], &[], Verdict::Deny, Some("loader")),
-        (&["DYLD_INSERT_LIBRARIES"], &[], Verdict::Deny, Some("loader")),
+        (
+            &["DYLD_INSERT_LIBRARIES"],
+            &[],
+            Verdict::Deny,
+            Some("loader"),
+        ),
         (&["LANG"], &[], Verdict::Allow, Some("rest")),
         // `sudo -E` keeps the environment without naming a variable.
         (&["*"], &[], Verdict::Allow, Some("rest")),
@@ -1759,16 +1764,25 @@ fn egress_limits_network_effects_to_the_allowed_hosts() {
             },
         )
     };
-    assert_eq!(judge_one(&policy, net(&["github.com"])), (Verdict::Allow, rule("net")));
-    assert_eq!(judge_one(&policy, net(&["db.internal", "10.2.3.4"])), (Verdict::Allow, rule("net")));
-    assert_eq!(judge_one(&policy, net(&["evil.example"])), (Verdict::Deny, rule("egress")));
-    // No host known from the text: outside the list.
-    assert_eq!(judge_one(&policy, net(&[])), (Verdict::Deny, rule("egress")));
-    // Without a network effect, egress says nothing.
     assert_eq!(
-        judge_one(&policy, invocation("ls")),
-        (Verdict::Ask, None)
+        judge_one(&policy, net(&["github.com"])),
+        (Verdict::Allow, rule("net"))
     );
+    assert_eq!(
+        judge_one(&policy, net(&["db.internal", "10.2.3.4"])),
+        (Verdict::Allow, rule("net"))
+    );
+    assert_eq!(
+        judge_one(&policy, net(&["evil.example"])),
+        (Verdict::Deny, rule("egress"))
+    );
+    // No host known from the text: outside the list.
+    assert_eq!(
+        judge_one(&policy, net(&[])),
+        (Verdict::Deny, rule("egress"))
+    );
+    // Without a network effect, egress says nothing.
+    assert_eq!(judge_one(&policy, invocation("ls")), (Verdict::Ask, None));
     let fetch = |url: &str| {
         policy
             .decide(&Action::new(
@@ -1805,13 +1819,31 @@ fn mcp_tools_are_judged_by_their_path_arguments() {
     };
     assert_eq!(mcp("read_file", "/home/a/.ssh/id_rsa"), Verdict::Deny);
     assert_eq!(mcp("read_text_file", "/srv/app/README.md"), Verdict::Ask);
-    assert_eq!(mcp("write_file", "/var/lib/nightwatch/policy.yaml"), Verdict::Deny);
-    assert_eq!(mcp("move_file", "/home/a/.claude/settings.json"), Verdict::Ask);
+    assert_eq!(
+        mcp("write_file", "/var/lib/nightwatch/policy.yaml"),
+        Verdict::Deny
+    );
+    assert_eq!(
+        mcp("move_file", "/home/a/.claude/settings.json"),
+        Verdict::Ask
+    );
     assert_eq!(mcp("search_files", "/home/a"), Verdict::Deny);
-    assert_eq!(rule::mcp_path_use("delete_file"), nightwatch_core::PathUse::Delete);
-    assert_eq!(rule::mcp_path_use("list_directory"), nightwatch_core::PathUse::Read);
-    assert_eq!(rule::mcp_path_use("readTextFile"), nightwatch_core::PathUse::Read);
-    assert_eq!(rule::mcp_path_use("allocate"), nightwatch_core::PathUse::Write);
+    assert_eq!(
+        rule::mcp_path_use("delete_file"),
+        nightwatch_core::PathUse::Delete
+    );
+    assert_eq!(
+        rule::mcp_path_use("list_directory"),
+        nightwatch_core::PathUse::Read
+    );
+    assert_eq!(
+        rule::mcp_path_use("readTextFile"),
+        nightwatch_core::PathUse::Read
+    );
+    assert_eq!(
+        rule::mcp_path_use("allocate"),
+        nightwatch_core::PathUse::Write
+    );
 }
 
 /// Facts for tests: each path's other names from a table.
@@ -1838,7 +1870,9 @@ fn paths_are_judged_by_every_name_they_go_by() {
     assert_eq!(policy.decide(&exec).verdict, Verdict::Allow);
     assert_eq!(policy.decide_with(&exec, &facts).verdict, Verdict::Deny);
     assert_eq!(
-        policy.decide_with(&Action::exec("cat notes.txt"), &facts).verdict,
+        policy
+            .decide_with(&Action::exec("cat notes.txt"), &facts)
+            .verdict,
         Verdict::Allow
     );
     let read = Action::new(

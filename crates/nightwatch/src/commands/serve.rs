@@ -122,8 +122,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         clock,
         source: args.source,
         data_dir: data_dir.clone(),
-        guards: nightwatch_gate::LiveGuards::new(&data_dir)
-            .with_places(crate::paths::places(&env)),
+        guards: nightwatch_gate::LiveGuards::new(&data_dir).with_places(crate::paths::places(&env)),
         host: crate::context::from_env(&env).host,
         env,
     };
