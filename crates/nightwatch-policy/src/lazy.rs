@@ -45,11 +45,13 @@ pub(crate) enum Separator {
 pub(crate) struct LazyGlob {
     text: String,
     separator: Separator,
-    prefix: String,
-    suffix: String,
+    /// The frame as byte ranges of `text` (`text[..prefix_end]`, `text[suffix_start..]`):
+    /// a policy holds hundreds of globs, and loading it should not allocate for each twice.
+    prefix_end: usize,
+    suffix_start: usize,
     /// Literal runs every match contains, in this order (`.ssh/authorized_keys` in
-    /// `**/.ssh/authorized_keys*`).
-    inner: Vec<String>,
+    /// `**/.ssh/authorized_keys*`); found on first need.
+    inner: OnceLock<Vec<String>>,
     shape: Shape,
     /// None when the glob did not build: only possible for a trusted glob, which the tests
     /// rule out; it then counts as matching, since a rule that cannot tell must not be skipped.
@@ -69,9 +71,9 @@ impl LazyGlob {
         Ok(LazyGlob {
             text: text.to_owned(),
             separator,
-            prefix: prefix.to_owned(),
-            suffix: suffix.to_owned(),
-            inner: inner_runs(text),
+            prefix_end: prefix.len(),
+            suffix_start: text.len() - suffix.len(),
+            inner: OnceLock::new(),
             shape: Shape::of(text, separator),
             matcher: OnceLock::new(),
         })
@@ -82,14 +84,24 @@ impl LazyGlob {
         &self.text
     }
 
+    /// The literal text every match ends with.
+    pub(crate) fn suffix(&self) -> &str {
+        self.text.get(self.suffix_start..).unwrap_or("")
+    }
+
+    fn prefix(&self) -> &str {
+        self.text.get(..self.prefix_end).unwrap_or("")
+    }
+
     pub(crate) fn is_match(&self, text: &str) -> bool {
-        if !(text.starts_with(&self.prefix)
-            && text.ends_with(&self.suffix)
-            && contains_in_order(text, &self.inner))
+        let (prefix, suffix) = (self.prefix(), self.suffix());
+        if !(text.starts_with(prefix)
+            && text.ends_with(suffix)
+            && contains_in_order(text, self.inner.get_or_init(|| inner_runs(&self.text))))
         {
             return false;
         }
-        if let Some(matched) = self.shape.is_match(&self.prefix, &self.suffix, text) {
+        if let Some(matched) = self.shape.is_match(prefix, suffix, text) {
             return matched;
         }
         let matcher = self.matcher.get_or_init(|| {
@@ -103,18 +115,61 @@ impl LazyGlob {
 }
 
 /// Several globs: a text matches when any one does.
+///
+/// A long list (the built-in policy's credential stores are well over a hundred globs) is
+/// indexed by the last byte of each glob's literal suffix: a text is tried only against the
+/// globs that can end the way it ends, plus those whose suffix is empty (`dir/**`).
 #[derive(Clone, Debug)]
 pub(crate) struct LazyGlobSet {
     globs: Vec<LazyGlob>,
+    /// Positions in `globs` by the last byte of their suffix; None for short lists.
+    by_last_byte: Option<Box<[Vec<u32>; 256]>>,
+    /// Globs with an empty suffix, which any text may match.
+    open_ended: Vec<u32>,
 }
+
+/// Lists shorter than this are scanned whole: the index would not pay for itself.
+const INDEXED_FROM: usize = 16;
 
 impl LazyGlobSet {
     pub(crate) fn new(globs: Vec<LazyGlob>) -> LazyGlobSet {
-        LazyGlobSet { globs }
+        let mut open_ended = Vec::new();
+        let by_last_byte = (globs.len() >= INDEXED_FROM).then(|| {
+            let mut buckets: Box<[Vec<u32>; 256]> = Box::new(std::array::from_fn(|_| Vec::new()));
+            for (index, glob) in globs.iter().enumerate() {
+                let index = u32::try_from(index).unwrap_or(u32::MAX);
+                match glob.suffix().as_bytes().last() {
+                    Some(&last) => buckets[usize::from(last)].push(index),
+                    None => open_ended.push(index),
+                }
+            }
+            buckets
+        });
+        LazyGlobSet {
+            globs,
+            by_last_byte,
+            open_ended,
+        }
+    }
+
+    /// The globs as written.
+    pub(crate) fn texts(&self) -> impl Iterator<Item = &str> {
+        self.globs.iter().map(LazyGlob::text)
     }
 
     pub(crate) fn is_match(&self, text: &str) -> bool {
-        self.globs.iter().any(|glob| glob.is_match(text))
+        let Some(buckets) = &self.by_last_byte else {
+            return self.globs.iter().any(|glob| glob.is_match(text));
+        };
+        let ending = text
+            .as_bytes()
+            .last()
+            .map_or(&[][..], |&last| buckets[usize::from(last)].as_slice());
+        ending.iter().chain(&self.open_ended).any(|&index| {
+            self.globs
+                .get(index as usize)
+                .is_some_and(|g| g.is_match(text))
+        })
     }
 }
 

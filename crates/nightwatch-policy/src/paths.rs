@@ -64,8 +64,9 @@ impl PathGlob {
 pub(crate) struct PathMatcher {
     include: LazyGlobSet,
     exclude: Option<LazyGlobSet>,
-    /// The positive globs as text, for [`PathMatcher::may_overlap`].
-    include_parts: Vec<GlobParts>,
+    /// The positive globs in components, for [`PathMatcher::may_overlap`] and
+    /// [`PathMatcher::may_hold`]; made on first use (most hook calls never need them).
+    include_parts: std::sync::OnceLock<Vec<GlobParts>>,
     /// Whether a globbed path that may name a matching file counts as a match.
     overlapping: bool,
 }
@@ -74,17 +75,12 @@ impl PathMatcher {
     pub(crate) fn new(globs: Vec<PathGlob>) -> Result<PathMatcher, String> {
         let mut include = Vec::new();
         let mut exclude = Vec::new();
-        let mut include_parts = Vec::new();
         for glob in globs {
             let all = std::iter::once(glob.glob).chain(glob.homes);
             if glob.negated {
                 exclude.extend(all);
             } else {
-                for one in all {
-                    include_parts
-                        .extend(expand_braces(one.text()).iter().map(|t| GlobParts::of(t)));
-                    include.push(one);
-                }
+                include.extend(all);
             }
         }
         if include.is_empty() {
@@ -93,8 +89,18 @@ impl PathMatcher {
         Ok(PathMatcher {
             include: LazyGlobSet::new(include),
             exclude: (!exclude.is_empty()).then(|| LazyGlobSet::new(exclude)),
-            include_parts,
+            include_parts: std::sync::OnceLock::new(),
             overlapping: false,
+        })
+    }
+
+    fn include_parts(&self) -> &[GlobParts] {
+        self.include_parts.get_or_init(|| {
+            self.include
+                .texts()
+                .flat_map(expand_braces)
+                .map(|text| GlobParts::of(&text))
+                .collect()
         })
     }
 
@@ -135,22 +141,20 @@ impl PathMatcher {
             return true;
         }
         let root: Vec<&str> = components(&directory);
-        self.include_parts.iter().any(|glob| {
-            let parts: Vec<&str> = glob.parts.iter().map(String::as_str).collect();
+        self.include_parts().iter().any(|glob| {
+            let parts = &glob.parts;
             if glob.anywhere {
                 // A file named anywhere counts from inside its own directory (a search of
                 // `~/.ssh` reaches `**/.ssh/id_*`) and from above a home, where such files
                 // live (`~`, `/home`, `/`); a search of `src` reaches neither.
                 let inside = (1..parts.len())
-                    .any(|k| k <= root.len() && holds_from(&root[root.len() - k..], &parts));
+                    .any(|k| k <= root.len() && holds_from(&root[root.len() - k..], &[], parts));
                 inside
-                    || HOME_COMPONENTS.iter().any(|home| {
-                        let mut anchored = home.to_vec();
-                        anchored.extend(&parts);
-                        holds_from(&root, &anchored)
-                    })
+                    || HOME_COMPONENTS
+                        .iter()
+                        .any(|home| holds_from(&root, home, parts))
             } else {
-                holds_from(&root, &parts)
+                holds_from(&root, &[], parts)
             }
         })
     }
@@ -169,8 +173,22 @@ impl PathMatcher {
             return false;
         }
         let path = components(path);
-        self.include_parts.iter().any(|glob| {
-            let mut parts: Vec<&str> = Vec::with_capacity(glob.parts.len() + 1);
+        let Some(last) = path.last() else {
+            return false;
+        };
+        let mut parts: Vec<&str> = Vec::new();
+        self.include_parts().iter().any(|glob| {
+            // Most globs are turned away by their last component alone.
+            let ends_open = glob.parts.last().is_none_or(|p| p == "**");
+            if !ends_open
+                && !glob
+                    .parts
+                    .last()
+                    .is_some_and(|p| component_may_match(p, last))
+            {
+                return false;
+            }
+            parts.clear();
             if glob.anywhere {
                 parts.push("**");
             }
@@ -245,34 +263,42 @@ fn globs_may_meet(path: &[&str], glob: &[&str]) -> bool {
     if path.len() > 64 || glob.len() > 64 {
         return true;
     }
-    // meets[i][j]: path[i..] and glob[j..] may match the same components.
-    let mut meets = vec![vec![false; glob.len() + 1]; path.len() + 1];
-    meets[path.len()][glob.len()] = true;
+    // meets[i * width + j]: path[i..] and glob[j..] may match the same components.
+    let width = glob.len() + 1;
+    let mut meets = vec![false; (path.len() + 1) * width];
+    meets[path.len() * width + glob.len()] = true;
     for i in (0..=path.len()).rev() {
         for j in (0..glob.len()).rev() {
-            meets[i][j] = if glob[j] == "**" {
-                meets[i][j + 1] || i < path.len() && meets[i + 1][j]
+            meets[i * width + j] = if glob[j] == "**" {
+                meets[i * width + j + 1] || i < path.len() && meets[(i + 1) * width + j]
             } else {
-                i < path.len() && component_may_match(glob[j], path[i]) && meets[i + 1][j + 1]
+                i < path.len()
+                    && meets[(i + 1) * width + j + 1]
+                    && component_may_match(glob[j], path[i])
             };
         }
     }
-    meets[0][0]
+    meets[0]
 }
 
-/// Whether a directory whose components are `root` is, or is above, something `glob`
-/// (split into components) matches. A `**` in the glob reaches any depth.
-fn holds_from(root: &[&str], glob: &[&str]) -> bool {
+/// Whether a directory whose components are `root` is, or is above, something the glob
+/// `prefix` followed by `glob` (split into components) matches. A `**` reaches any depth.
+fn holds_from(root: &[&str], prefix: &[&str], glob: &[String]) -> bool {
+    let length = prefix.len() + glob.len();
     // The glob's own match is `is_match`'s to find, with the list's exceptions.
-    if root.len() >= glob.len() && !glob.contains(&"**") {
+    if root.len() >= length && !glob.iter().any(|p| p == "**") {
         return false;
     }
-    for (index, part) in root.iter().enumerate() {
-        let Some(pattern) = glob.get(index) else {
+    let mut patterns = prefix
+        .iter()
+        .copied()
+        .chain(glob.iter().map(String::as_str));
+    for part in root {
+        let Some(pattern) = patterns.next() else {
             // The directory is below what the glob names.
             return false;
         };
-        if *pattern == "**" {
+        if pattern == "**" {
             return true;
         }
         if !component_may_match(pattern, part) {
@@ -350,28 +376,64 @@ fn simple_wildcards(component: &str) -> std::borrow::Cow<'_, str> {
 /// match `.bash_history`). A table over positions, so hostile input costs at most the product
 /// of the lengths.
 fn wildcards_meet(a: &[u8], b: &[u8]) -> bool {
+    let wild = |text: &[u8]| text.iter().any(|&c| c == b'*' || c == b'?');
+    // The common cases need no table: one side plain text.
+    match (wild(a), wild(b)) {
+        (false, false) => return a == b,
+        (true, false) => return wildcard_match(a, b),
+        (false, true) => return wildcard_match(b, a),
+        (true, true) => {}
+    }
     if a.len() > 256 || b.len() > 256 {
         return true;
     }
-    // meets[i][j]: a[i..] and b[j..] match some common text.
-    let mut meets = vec![vec![false; b.len() + 1]; a.len() + 1];
+    // meets[i * width + j]: a[i..] and b[j..] match some common text.
+    let width = b.len() + 1;
+    let mut meets = vec![false; (a.len() + 1) * width];
     for i in (0..=a.len()).rev() {
         for j in (0..=b.len()).rev() {
-            meets[i][j] = if i == a.len() && j == b.len() {
+            meets[i * width + j] = if i == a.len() && j == b.len() {
                 true
             } else if i < a.len() && a[i] == b'*' {
-                meets[i + 1][j] || j < b.len() && meets[i][j + 1]
+                meets[(i + 1) * width + j] || j < b.len() && meets[i * width + j + 1]
             } else if j < b.len() && b[j] == b'*' {
-                meets[i][j + 1] || i < a.len() && meets[i + 1][j]
+                meets[i * width + j + 1] || i < a.len() && meets[(i + 1) * width + j]
             } else {
                 i < a.len()
                     && j < b.len()
                     && (a[i] == b[j] || a[i] == b'?' || b[j] == b'?')
-                    && meets[i + 1][j + 1]
+                    && meets[(i + 1) * width + j + 1]
             };
         }
     }
-    meets[0][0]
+    meets[0]
+}
+
+/// `*` and `?` in `pattern` over plain `text`, iteratively (no recursion on hostile input).
+fn wildcard_match(pattern: &[u8], text: &[u8]) -> bool {
+    let (mut p, mut t) = (0, 0);
+    let mut backtrack: Option<(usize, usize)> = None;
+    while t < text.len() {
+        match pattern.get(p) {
+            Some(b'*') => {
+                backtrack = Some((p, t));
+                p += 1;
+            }
+            Some(&c) if c == b'?' || c == text[t] => {
+                p += 1;
+                t += 1;
+            }
+            _ => match backtrack {
+                Some((star, from)) => {
+                    p = star + 1;
+                    t = from + 1;
+                    backtrack = Some((star, from + 1));
+                }
+                None => return false,
+            },
+        }
+    }
+    pattern[p..].iter().all(|&c| c == b'*')
 }
 
 /// A path as the shell would glob it: an unclosed `[` or `{` is a literal character.

@@ -1929,7 +1929,14 @@ fn resolve<'a>(spelling: &'static Spelling, scope: Scope, flag: &'a str) -> &'a 
         || matches!(scope, Scope::Exact)
         || flag.len() <= 2
         || !flag.starts_with("--")
+        // A policy's `--force*` is a glob over names, not an abbreviation.
+        || flag.contains(['*', '?', '['])
     {
+        return flag;
+    }
+    // A whole option, the common case, is found by a search of the lists' text rather than a
+    // walk over every option (policies name hundreds of flags when they load).
+    if names_whole_option(spelling, scope, flag) {
         return flag;
     }
     let mut shortest: Option<&'static str> = None;
@@ -1951,6 +1958,34 @@ fn resolve<'a>(spelling: &'static Spelling, scope: Scope, flag: &'a str) -> &'a 
                 || canonical(spelling, option) == canonical(spelling, shortest)
         });
     if one_reading { shortest } else { flag }
+}
+
+/// Whether `flag` is one of the long options `scope` knows, as a whole.
+fn names_whole_option(spelling: &'static Spelling, scope: Scope, flag: &str) -> bool {
+    let in_text = |text: &str| {
+        text.match_indices(flag).any(|(at, _)| {
+            let before = text[..at].chars().next_back();
+            let after = text[at + flag.len()..].chars().next();
+            before.is_none_or(char::is_whitespace)
+                && after.is_none_or(|c| c.is_whitespace() || c == '=')
+        })
+    };
+    match scope {
+        Scope::Exact => false,
+        Scope::Subcommand(options) => in_text(options),
+        Scope::Program => {
+            spelling
+                .aliases
+                .iter()
+                .any(|&(alias, canonical)| alias == flag || canonical == flag)
+                || spelling.valued.contains(&flag)
+                || in_text(spelling.longs)
+                || spelling
+                    .subcommands
+                    .iter()
+                    .any(|(_, options)| in_text(options))
+        }
+    }
 }
 
 /// Every long option `scope` knows, without value marks.

@@ -57,7 +57,11 @@ impl World for Local {
 
     fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
         let (policy, _) = super::load_policy(&super::policy_source_in(env))?;
-        Ok(Arc::new(policy))
+        let policy = Arc::new(policy);
+        // This process answers one call and exits: freeing the compiled policy's thousands of
+        // small allocations would cost more than deciding with it. The exit frees it.
+        std::mem::forget(Arc::clone(&policy));
+        Ok(policy)
     }
 
     fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {
