@@ -1292,3 +1292,51 @@ fn paths_with_a_tilde_resolve_as_bash_would() {
     check_row("eval rm -rf '~'", "eval > rm -rf ~  [deletes ~]");
     check("rm -rf ./~", &["rm -rf ./~  [deletes ./~]"]);
 }
+
+#[test]
+fn links_made_in_the_line_are_followed() {
+    let reads_of = |line: &str| -> Vec<String> {
+        analyse(line)
+            .into_iter()
+            .flat_map(|i| i.effects.reads.into_iter().chain(i.effects.searches))
+            .collect()
+    };
+    let table: &[(&str, &str, bool)] = &[
+        (
+            "ln -s ~/.aws/credentials c && cat c",
+            "~/.aws/credentials",
+            true,
+        ),
+        ("ln -sf ~/.ssh k; cat k/id_rsa", "~/.ssh/id_rsa", true),
+        ("ln -s ~/.ssh; cat .ssh/id_rsa", "~/.ssh/id_rsa", true),
+        (
+            "cd /srv && ln -s /etc/shadow s && head s",
+            "/etc/shadow",
+            true,
+        ),
+        (
+            "ln -s ../secrets/db.env app/db && cat app/db",
+            "secrets/db.env",
+            true,
+        ),
+        ("ln -s ~/.ssh k; tar czf /tmp/k.tgz k", "~/.ssh", true),
+        // A hard link is the file itself, not a name for a path; the target is read anyway.
+        (
+            "ln ~/.aws/credentials c && cat c",
+            "~/.aws/credentials",
+            true,
+        ),
+        // A link whose target the text does not tell stays as written.
+        ("ln -s \"$X\" c && cat c/id_rsa", "$X/id_rsa", false),
+        // Only what comes after the link goes through it.
+        ("cat c/id_rsa && ln -s ~/.ssh c", "~/.ssh/id_rsa", false),
+    ];
+    for (line, target, found) in table {
+        let reads = reads_of(line);
+        assert_eq!(
+            reads.iter().any(|r| r == target),
+            *found,
+            "{line}: reads {reads:?}"
+        );
+    }
+}

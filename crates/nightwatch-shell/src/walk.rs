@@ -119,7 +119,14 @@ struct Walker {
     /// The variables each shell variable was given the value of (`T=$GITHUB_TOKEN`,
     /// `read x <<< "$K"`): revealing it reveals them.
     carried: HashMap<String, Vec<String>>,
+    /// Symbolic links the line itself makes (`ln -s ~/.aws/credentials c`), link to target:
+    /// a later path through the link also names its target, which no filesystem shows yet
+    /// when the line is decided.
+    links: Vec<(String, String)>,
 }
+
+/// Most links made in one line that are followed; a line making more is hostile.
+const MAX_LINKS: usize = 32;
 
 impl Walker {
     fn script(&mut self, text: &str, frame: &Frame, stdin: Stdin) {
@@ -966,6 +973,15 @@ impl Walker {
                 }
             }
         }
+        if !self.links.is_empty() {
+            through_links(&mut invocation.effects, &self.links);
+        }
+        if invocation.remote.is_none()
+            && self.links.len() < MAX_LINKS
+            && let Some(link) = symlink_made(&invocation, self.cwd.as_deref())
+        {
+            self.links.push(link);
+        }
         // Any process's environment, read as a file, is the whole environment revealed.
         let effects = &mut invocation.effects;
         if effects.reads.iter().any(|p| is_process_environment(p))
@@ -1101,6 +1117,64 @@ fn add_names(into: &mut Vec<String>, names: &[String]) {
 }
 
 /// `/proc/self/environ`, `/proc/$$/environ`, `/proc/*/environ`, `/proc/1/task/1/environ`.
+/// The link and its target when `ln -s TARGET LINK` (or `ln -s TARGET` into the current
+/// directory) names both literally; the link's path as effects would write it.
+fn symlink_made(invocation: &Invocation, cwd: Option<&str>) -> Option<(String, String)> {
+    if invocation.name() != "ln" || !invocation.has_flag("-s") || invocation.is_opaque() {
+        return None;
+    }
+    let positionals: Vec<&str> = invocation.positionals().collect();
+    let (target, link) = match positionals.as_slice() {
+        [target, link] => (*target, normalise_path(link)),
+        [target] => (*target, normalise_path(target.rsplit('/').next()?)),
+        _ => return None,
+    };
+    let unknown = |text: &str| text.contains(['$', '`', '*', '?', '[']);
+    if unknown(target) || unknown(&link) {
+        return None;
+    }
+    let link = match cwd {
+        Some(cwd) if is_relative(&link) => normalise_path(&format!("{cwd}/{link}")),
+        _ => link,
+    };
+    // A relative target is relative to the link's directory.
+    let target = match link.rsplit_once('/') {
+        Some((directory, _)) if is_relative(target) => format!("{directory}/{target}"),
+        _ => target.to_owned(),
+    };
+    Some((link, normalise_path(&target)))
+}
+
+/// Adds, beside each path that goes through a link the line made, the path through its
+/// target.
+fn through_links(effects: &mut Effects, links: &[(String, String)]) {
+    for list in [
+        &mut effects.reads,
+        &mut effects.writes,
+        &mut effects.deletes,
+        &mut effects.searches,
+    ] {
+        let mut more = Vec::new();
+        for path in list.iter() {
+            for (link, target) in links {
+                let rest = if path == link {
+                    Some("")
+                } else {
+                    path.strip_prefix(link.as_str())
+                        .filter(|rest| rest.starts_with('/'))
+                };
+                if let Some(rest) = rest {
+                    let aliased = normalise_path(&format!("{target}{rest}"));
+                    if !list.contains(&aliased) && !more.contains(&aliased) {
+                        more.push(aliased);
+                    }
+                }
+            }
+        }
+        list.extend(more);
+    }
+}
+
 fn is_process_environment(path: &str) -> bool {
     path.starts_with("/proc/") && path.ends_with("/environ")
 }
