@@ -134,6 +134,27 @@ impl Effects {
             && !self.runs_code
     }
 
+    /// Adds, beside each path of every kind, the other names `names` gives it (a symlink's
+    /// target, an absolute form), each once; the paths as written stay first.
+    pub fn add_other_names(&mut self, mut names: impl FnMut(&str) -> Vec<String>) {
+        for list in [
+            &mut self.reads,
+            &mut self.writes,
+            &mut self.deletes,
+            &mut self.searches,
+        ] {
+            let mut more: Vec<String> = Vec::new();
+            for path in list.iter() {
+                for name in names(path) {
+                    if !list.contains(&name) && !more.contains(&name) {
+                        more.push(name);
+                    }
+                }
+            }
+            list.extend(more);
+        }
+    }
+
     /// Every path this invocation touches, with the kind of touch. A searched directory is
     /// read.
     pub fn paths(&self) -> impl Iterator<Item = (PathUse, &str)> {

@@ -423,7 +423,9 @@ impl Policy {
             Tool::Exec { line } => {
                 let mut invocations = nightwatch_shell::analyse(line);
                 for invocation in &mut invocations {
-                    add_aliases(&mut invocation.effects, facts);
+                    invocation
+                        .effects
+                        .add_other_names(|path| facts.aliases(path));
                 }
                 self.decide_exec(action, invocations)
             }
@@ -738,26 +740,6 @@ pub struct NoFacts;
 impl PathFacts for NoFacts {
     fn aliases(&self, _path: &str) -> Vec<String> {
         Vec::new()
-    }
-}
-
-/// Adds every alias of every path an invocation touches, beside the path as written.
-fn add_aliases(effects: &mut nightwatch_core::Effects, facts: &dyn PathFacts) {
-    for list in [
-        &mut effects.reads,
-        &mut effects.writes,
-        &mut effects.deletes,
-        &mut effects.searches,
-    ] {
-        let mut more = Vec::new();
-        for path in list.iter() {
-            for alias in facts.aliases(path) {
-                if !list.contains(&alias) && !more.contains(&alias) {
-                    more.push(alias);
-                }
-            }
-        }
-        list.extend(more);
     }
 }
 

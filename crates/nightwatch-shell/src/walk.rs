@@ -974,7 +974,10 @@ impl Walker {
             }
         }
         if !self.links.is_empty() {
-            through_links(&mut invocation.effects, &self.links);
+            let links = &self.links;
+            invocation
+                .effects
+                .add_other_names(|path| through_links(path, links));
         }
         if invocation.remote.is_none()
             && self.links.len() < MAX_LINKS
@@ -1145,34 +1148,20 @@ fn symlink_made(invocation: &Invocation, cwd: Option<&str>) -> Option<(String, S
     Some((link, normalise_path(&target)))
 }
 
-/// Adds, beside each path that goes through a link the line made, the path through its
-/// target.
-fn through_links(effects: &mut Effects, links: &[(String, String)]) {
-    for list in [
-        &mut effects.reads,
-        &mut effects.writes,
-        &mut effects.deletes,
-        &mut effects.searches,
-    ] {
-        let mut more = Vec::new();
-        for path in list.iter() {
-            for (link, target) in links {
-                let rest = if path == link {
-                    Some("")
-                } else {
-                    path.strip_prefix(link.as_str())
-                        .filter(|rest| rest.starts_with('/'))
-                };
-                if let Some(rest) = rest {
-                    let aliased = normalise_path(&format!("{target}{rest}"));
-                    if !list.contains(&aliased) && !more.contains(&aliased) {
-                        more.push(aliased);
-                    }
-                }
-            }
-        }
-        list.extend(more);
-    }
+/// The path through a link's target, for a path that goes through a link the line made.
+fn through_links(path: &str, links: &[(String, String)]) -> Vec<String> {
+    links
+        .iter()
+        .filter_map(|(link, target)| {
+            let rest = if path == link {
+                ""
+            } else {
+                path.strip_prefix(link.as_str())
+                    .filter(|rest| rest.starts_with('/'))?
+            };
+            Some(normalise_path(&format!("{target}{rest}")))
+        })
+        .collect()
 }
 
 fn is_process_environment(path: &str) -> bool {
