@@ -92,7 +92,7 @@ impl<'a> LiveFacts<'a> {
     fn prepared(&self) -> &Prepared {
         self.prepared.get_or_init(|| {
             let both = |path: &Path| {
-                let mut forms = vec![fold(path)];
+                let mut forms = vec![crate::written::normalise(path)];
                 if let Ok(real) = std::fs::canonicalize(path)
                     && !forms.contains(&real)
                 {
@@ -126,7 +126,7 @@ impl<'a> LiveFacts<'a> {
         if absolute.components().count() > MAX_COMPONENTS {
             return Vec::new();
         }
-        let mut forms = vec![fold(&absolute)];
+        let mut forms = vec![crate::written::normalise(&absolute)];
         if self.resolved.get() < MAX_RESOLVED {
             self.resolved.set(self.resolved.get() + 1);
             if let Some(real) = self.resolve_pattern(&absolute)
@@ -260,7 +260,7 @@ impl<'a> LiveFacts<'a> {
                 for part in &parts[first..] {
                     real.push(part);
                 }
-                Some(fold(&real))
+                Some(crate::written::normalise(&real))
             }
         }
     }
@@ -308,7 +308,9 @@ impl<'a> LiveFacts<'a> {
         }
         let real = match std::fs::canonicalize(dir) {
             Ok(real) => Some(real),
-            Err(_) => self.resolve(dir, hops).map(|path| fold(&path)),
+            Err(_) => self
+                .resolve(dir, hops)
+                .map(|path| crate::written::normalise(&path)),
         };
         self.dirs
             .borrow_mut()
@@ -332,21 +334,6 @@ impl PathFacts for LiveFacts<'_> {
         }
         aliases
     }
-}
-
-/// `.` and `..` folded by text, for the lexical form (a `..` above `/` stays at `/`).
-fn fold(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(part) => out.push(part),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
 }
 
 /// What follows `base` in `path` ("" for `base` itself), or None when it is not below it.

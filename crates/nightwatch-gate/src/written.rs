@@ -70,8 +70,9 @@ fn local_path(raw: &str, cwd: Option<&str>) -> Result<PathBuf, &'static str> {
     Ok(normalise(&absolute))
 }
 
-/// `.` and `..` resolved by text (the files may not exist yet; links are the store's business).
-fn normalise(path: &Path) -> PathBuf {
+/// `.` and `..` resolved by text (the files may not exist yet; links are followed elsewhere).
+/// A `..` above `/` stays at `/`.
+pub(crate) fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for component in path.components() {
         match component {

@@ -204,6 +204,28 @@ pub const CODE_VARIABLES: &[&str] = &[
     "IFS",
 ];
 
+/// The positional arguments of normalised `args`, in order.
+pub(crate) fn positionals_of(args: &[Arg]) -> impl Iterator<Item = &str> {
+    args.iter().filter_map(|arg| match arg {
+        Arg::Positional(p) => Some(p.as_str()),
+        Arg::Flag { .. } => None,
+    })
+}
+
+/// Whether normalised `args` carry the flag `wanted`.
+pub(crate) fn has_flag(args: &[Arg], wanted: &str) -> bool {
+    args.iter()
+        .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
+}
+
+/// The value of the flag `wanted` in normalised `args`, when it has one.
+pub(crate) fn flag_value<'a>(args: &'a [Arg], wanted: &str) -> Option<&'a str> {
+    args.iter().find_map(|a| match a {
+        Arg::Flag { name, value } if name == wanted => value.as_deref(),
+        _ => None,
+    })
+}
+
 /// True for an interpreter given neither inline code nor a program file: it runs what arrives
 /// on standard input (`curl ... | python3`).
 pub fn reads_program_from_stdin(name: &str, args: &[Arg]) -> bool {
@@ -296,23 +318,9 @@ pub fn inline_code<'a>(name: &str, args: &'a [Arg]) -> Vec<&'a str> {
 /// The effects of one command, from its name and normalised arguments.
 pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
     let mut effects = Effects::default();
-    let positionals: Vec<&str> = args
-        .iter()
-        .filter_map(|arg| match arg {
-            Arg::Positional(p) => Some(p.as_str()),
-            Arg::Flag { .. } => None,
-        })
-        .collect();
-    let flag = |wanted: &str| {
-        args.iter()
-            .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
-    };
-    let value = |wanted: &str| {
-        args.iter().find_map(|a| match a {
-            Arg::Flag { name, value } if name == wanted => value.as_deref(),
-            _ => None,
-        })
-    };
+    let positionals: Vec<&str> = positionals_of(args).collect();
+    let flag = |wanted: &str| has_flag(args, wanted);
+    let value = |wanted: &str| flag_value(args, wanted);
     let all = |list: &[&str]| list.iter().map(|p| normalise_path(p)).collect::<Vec<_>>();
 
     let base = name.split('.').next().unwrap_or(name);
@@ -439,16 +447,8 @@ pub fn effects_of(name: &str, args: &[Arg]) -> Effects {
         "tar" => {
             let old_style = tar_old_style(args);
             let args = old_style.as_deref().unwrap_or(args);
-            let flag = |wanted: &str| {
-                args.iter()
-                    .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
-            };
-            let value = |wanted: &str| {
-                args.iter().find_map(|a| match a {
-                    Arg::Flag { name, value } if name == wanted => value.as_deref(),
-                    _ => None,
-                })
-            };
+            let flag = |wanted: &str| has_flag(args, wanted);
+            let value = |wanted: &str| flag_value(args, wanted);
             let archive = value("-f").map(normalise_path);
             if flag("-c") || flag("-r") || flag("-u") {
                 effects.writes.extend(archive);

@@ -9,6 +9,7 @@
 //! whole environment, and from inline programs that read it (`os.environ["X"]`).
 
 use crate::effects::CODE_VARIABLES;
+use crate::effects::{has_flag, positionals_of};
 use crate::word::Field;
 use crate::wrappers::wrapper_assignments;
 use nightwatch_core::{Arg, Effects};
@@ -135,17 +136,8 @@ pub fn environment_effects(
     if !(handles_variables(name) || reveals_arguments(name) || reveals_input) {
         return;
     }
-    let flag = |wanted: &str| {
-        args.iter()
-            .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
-    };
-    let positionals: Vec<&str> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Positional(p) => Some(p.as_str()),
-            Arg::Flag { .. } => None,
-        })
-        .collect();
+    let flag = |wanted: &str| has_flag(args, wanted);
+    let positionals: Vec<&str> = positionals_of(args).collect();
 
     if let Some((assigned, runs_command)) = wrapper_assignments(name, fields) {
         for set in &assigned {

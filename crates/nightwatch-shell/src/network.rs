@@ -6,6 +6,7 @@
 //! means the destination is unknown.
 
 use crate::effects::is_remote_path;
+use crate::effects::{has_flag, positionals_of};
 use nightwatch_core::{Arg, Effects};
 
 /// Text in an inline program that opens a connection (Python, Node, Perl, Ruby, PHP).
@@ -154,10 +155,7 @@ pub fn network_effects(
     if !(names_destinations(name) || may_install || !code.is_empty()) {
         return;
     }
-    let flag = |wanted: &str| {
-        args.iter()
-            .any(|a| matches!(a, Arg::Flag { name, .. } if name == wanted))
-    };
+    let flag = |wanted: &str| has_flag(args, wanted);
     let values = |wanted: &'static str| {
         args.iter().filter_map(move |a| match a {
             Arg::Flag {
@@ -167,13 +165,7 @@ pub fn network_effects(
             _ => None,
         })
     };
-    let positionals: Vec<&str> = args
-        .iter()
-        .filter_map(|a| match a {
-            Arg::Positional(p) => Some(p.as_str()),
-            Arg::Flag { .. } => None,
-        })
-        .collect();
+    let positionals: Vec<&str> = positionals_of(args).collect();
 
     match name {
         "curl" => {

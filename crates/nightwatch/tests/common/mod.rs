@@ -80,7 +80,16 @@ pub fn nightwatch(
     stdin: &[u8],
     env: &[(&str, &std::ffi::OsStr)],
 ) -> std::process::Output {
-    use std::io::Write;
+    let mut command = nightwatch_command(args);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    run_with_input(command, stdin)
+}
+
+/// The real `nightwatch ARGS`, its output captured and no `NIGHTWATCH_*` variable of the
+/// test process passed on, for the caller to set up further.
+pub fn nightwatch_command(args: &[&str]) -> std::process::Command {
     use std::process::{Command, Stdio};
     let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
     command
@@ -93,9 +102,12 @@ pub fn nightwatch(
             command.env_remove(key);
         }
     }
-    for (key, value) in env {
-        command.env(key, value);
-    }
+    command
+}
+
+/// Starts `command`, writes `stdin` to it and waits for its output.
+pub fn run_with_input(mut command: std::process::Command, stdin: &[u8]) -> std::process::Output {
+    use std::io::Write;
     let mut child = command.spawn().expect("nightwatch runs");
     if let Some(mut input) = child.stdin.take() {
         let _ = input.write_all(stdin);

@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 pub struct Sandbox {
     pub root: PathBuf,
@@ -99,19 +99,8 @@ impl Sandbox {
 
     /// `nightwatch ARGS` with the sandbox's environment, in directory `cwd`.
     pub fn run(&self, args: &[&str], stdin: &[u8], cwd: &Path) -> Output {
-        use std::io::Write;
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
-        command
-            .args(args)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        for (key, _) in std::env::vars_os() {
-            if key.to_string_lossy().starts_with("NIGHTWATCH_") {
-                command.env_remove(key);
-            }
-        }
+        let mut command = super::nightwatch_command(args);
+        command.current_dir(cwd);
         for key in CLEARED {
             command.env_remove(key);
         }
@@ -122,11 +111,7 @@ impl Sandbox {
         for (key, value) in &self.env {
             command.env(key, value);
         }
-        let mut child = command.spawn().expect("nightwatch runs");
-        if let Some(mut input) = child.stdin.take() {
-            let _ = input.write_all(stdin);
-        }
-        child.wait_with_output().expect("nightwatch finishes")
+        super::run_with_input(command, stdin)
     }
 
     /// The verdict the hook gives `agent`'s call of `tool` with `inputs`, made in the project
