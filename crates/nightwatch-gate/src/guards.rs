@@ -18,6 +18,9 @@ pub struct CheckSubject<'a> {
     /// The action's identity: [`nightwatch_checks::fingerprint`] of its tool and inputs.
     pub fingerprint: &'a str,
     pub now_ms: i64,
+    /// Local minute of day and weekday at `now_ms`, in the engine clock's zone.
+    pub local_minute_of_day: u16,
+    pub local_weekday: jiff::civil::Weekday,
 }
 
 pub trait Guards {
@@ -103,14 +106,10 @@ impl Guards for LiveGuards {
         subject: &CheckSubject<'_>,
         history: &dyn History,
     ) -> Vec<Finding> {
-        // Out of civil time's range only for a broken clock; windows then see midnight on a
-        // Monday, and every other check is unaffected.
-        let (minute, weekday) = nightwatch_checks::local_clock(subject.now_ms)
-            .unwrap_or((0, jiff::civil::Weekday::Monday));
         let probe = Probe {
             now_ms: subject.now_ms,
-            local_minute_of_day: minute,
-            local_weekday: weekday,
+            local_minute_of_day: subject.local_minute_of_day,
+            local_weekday: subject.local_weekday,
             actor_kind: subject.actor_kind,
             actor_id: subject.actor_id,
             fingerprint: subject.fingerprint,
@@ -131,7 +130,8 @@ impl Guards for LiveGuards {
 }
 
 /// Failures as the ledger remembers them: results of the same actor whose action has the same
-/// fingerprint and whose exit code was not 0 (or that nightwatch itself refused).
+/// fingerprint (the one stored with the result, taken before redaction) and whose exit code
+/// was not 0.
 pub struct LedgerHistory<'a> {
     pub ledger: &'a dyn Ledger,
 }
@@ -161,7 +161,7 @@ impl History for LedgerHistory<'_> {
                     .as_ref()
                     .is_some_and(|o| o.exit_code.is_some_and(|code| code != 0))
             })
-            .filter(|r| nightwatch_checks::fingerprint(&r.tool, &r.inputs) == fingerprint)
+            .filter(|r| crate::fingerprint_of(r) == fingerprint)
             .count();
         Ok(u32::try_from(failed).unwrap_or(u32::MAX))
     }

@@ -1,6 +1,7 @@
 //! The one pipeline.
 //!
-//! Every actor's proposal goes through [`Gate::propose`]:
+//! Every actor's proposal goes through [`Engine::propose`], which completes the action's context
+//! and tier and then runs these steps:
 //!
 //! 1. policy decides, judging each path by every name it has here (the guards' path facts:
 //!    absolute, through symlinks, a protected location's symbolic name);
@@ -9,34 +10,42 @@
 //!    and can only make it stricter (a check that cannot tell counts as one that found);
 //! 4. an allowed action that writes local files gets them backed up first; a backup that
 //!    fails turns the verdict into deny, since the way back is part of the permission;
-//! 5. the decision, with every check's finding, the backup and the approval, is durable in the
-//!    ledger before the verdict is returned, so nothing is ever allowed without a trace;
-//! 6. a halt or ask names the notifiers to tell ([`Ruling::notify`]); the edge sends them.
+//! 5. the decision, with its fingerprint, every check's finding, the backup and the approval,
+//!    is durable in the ledger before the verdict is returned, so nothing is ever allowed
+//!    without a trace;
+//! 6. a halt or ask is handed to the engine's escalator, which tells the notifiers it names.
 //!
-//! What happened afterwards comes back through [`report`], joined to its decision by the call
-//! id, with the state the action left its backed-up paths in (for undo); a result with no
-//! decision is recorded as *unguarded* (the hook was bypassed or missing). Lifecycle steps go
-//! through [`note`], refusals nightwatch makes because it cannot decide through [`refuse`].
+//! Everything else goes into the ledger through [`Engine::record`] as a typed [`Event`]: what
+//! an action produced (joined to its decision by the call id, with the state it left its
+//! backed-up paths in, for undo; *unguarded* when no decision exists), refusals nightwatch
+//! makes because it cannot decide, lifecycle steps, and the records people and nightwatch
+//! write about other records. Nothing else in nightwatch appends to the ledger.
 //!
-//! The gate reads no clock and no environment: the edge supplies the time and the context, and
-//! the world is reached through [`Guards`].
+//! The gate reads no clock and no environment: the engine's [`Clock`] supplies the time, the
+//! caller the context, and the world is reached through [`Guards`].
 
 mod approvals;
+mod engine;
 mod facts;
 mod guards;
 mod written;
 
 pub use approvals::{LONGEST_APPROVAL_MS, usable_approval};
+pub use engine::{
+    Clock, Dispatch, Engine, Escalator, Event, NoEscalator, Simulated, dispatcher, escalates,
+    local_time,
+};
 pub use facts::{LiveFacts, Named, Places};
 pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
 pub use written::{Written, written_paths};
 
 use nightwatch_core::{Action, Actor, Tool, Verdict};
+use nightwatch_ledger::schema::{ApprovalUsed, Backup};
 use nightwatch_ledger::{
-    Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, event,
+    Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, Safeguards, event,
 };
 use nightwatch_policy::{Decision, Policy};
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::path::PathBuf;
 
 /// An actor's proposal, with what the ledger needs beside the action itself.
@@ -48,7 +57,6 @@ pub struct Proposal {
     /// The tool's inputs as the agent gave them.
     pub inputs: Value,
     pub cwd: Option<String>,
-    pub timestamp_ms: i64,
 }
 
 /// A decision and the record that holds it. `decision` is the final word: policy's verdict
@@ -73,17 +81,21 @@ pub struct Report {
     pub duration_ms: Option<u64>,
     pub context: nightwatch_core::Context,
     pub cwd: Option<String>,
-    pub timestamp_ms: i64,
 }
 
-pub struct Gate<'a> {
+/// The pipeline's steps for one policy; only the [`Engine`] runs it.
+pub(crate) struct Gate<'a> {
     policy: &'a Policy,
     ledger: &'a dyn Ledger,
     guards: &'a dyn Guards,
 }
 
 impl<'a> Gate<'a> {
-    pub fn new(policy: &'a Policy, ledger: &'a dyn Ledger, guards: &'a dyn Guards) -> Gate<'a> {
+    pub(crate) fn new(
+        policy: &'a Policy,
+        ledger: &'a dyn Ledger,
+        guards: &'a dyn Guards,
+    ) -> Gate<'a> {
         Gate {
             policy,
             ledger,
@@ -91,23 +103,30 @@ impl<'a> Gate<'a> {
         }
     }
 
-    /// Decides the proposal and records the decision. An error means nothing was recorded:
-    /// the caller must refuse the action.
-    pub fn propose(&self, proposal: Proposal) -> Result<Ruling, LedgerError> {
+    /// Decides the proposal as of `judged_ms` (local time in `zone`) and records the decision
+    /// stamped `written_ms`. An error means nothing was recorded: the caller must refuse.
+    pub(crate) fn propose(
+        &self,
+        proposal: Proposal,
+        judged_ms: i64,
+        written_ms: i64,
+        zone: &jiff::tz::TimeZone,
+    ) -> Result<Ruling, LedgerError> {
         let action = &proposal.action;
         let facts = self.guards.path_facts(proposal.cwd.as_deref());
         let mut decision = self.policy.decide_with(action, facts.as_ref());
-        let mut safeguards = serde_json::Map::new();
         let mut reasons = vec![decision.reason.clone()];
+        // From the call as the actor made it, before the ledger redacts its secrets: what
+        // approvals and the breaker compare is this stored value, never a re-computation.
         let fingerprint = nightwatch_checks::fingerprint(&action.tool.name(), &proposal.inputs);
+        let mut safeguards = Safeguards {
+            fingerprint: Some(fingerprint.clone()),
+            ..Safeguards::default()
+        };
 
         if decision.verdict == Verdict::Ask
-            && let Some(approval) = usable_approval(
-                self.ledger,
-                &action.actor.id,
-                &fingerprint,
-                proposal.timestamp_ms,
-            )?
+            && let Some(approval) =
+                usable_approval(self.ledger, &action.actor.id, &fingerprint, judged_ms)?
         {
             let by = &approval.actor.id;
             decision.verdict = Verdict::Allow;
@@ -116,10 +135,11 @@ impl<'a> Gate<'a> {
                 approval.id, decision.reason
             );
             reasons.insert(0, decision.reason.clone());
-            safeguards.insert(
-                "approval".into(),
-                json!({ "record": approval.id, "by": by, "asked": approval.inputs.get("record") }),
-            );
+            safeguards.approval = Some(ApprovalUsed {
+                record: approval.id.clone(),
+                by: by.clone(),
+                asked: approval.inputs.get("record").cloned(),
+            });
         }
 
         if decision.verdict < Verdict::Deny && !decision.checks.is_empty() {
@@ -129,12 +149,19 @@ impl<'a> Gate<'a> {
                 &mut safeguards,
                 action,
                 &fingerprint,
-                proposal.timestamp_ms,
+                judged_ms,
+                zone,
             );
         }
 
         if decision.verdict == Verdict::Allow {
-            self.back_up(&mut decision, &mut reasons, &mut safeguards, &proposal);
+            self.back_up(
+                &mut decision,
+                &mut reasons,
+                &mut safeguards,
+                &proposal,
+                written_ms,
+            );
         }
 
         let mut notify = Vec::new();
@@ -152,7 +179,7 @@ impl<'a> Gate<'a> {
             }
         }
         if !notify.is_empty() {
-            safeguards.insert("notify".into(), json!(notify));
+            safeguards.notify = Some(notify.clone());
         }
 
         if let Some(instead) = &decision.instead {
@@ -165,7 +192,7 @@ impl<'a> Gate<'a> {
         }
         let mut entry = Entry::new(
             event::DECISION,
-            proposal.timestamp_ms,
+            written_ms,
             RecordActor::from(&action.actor),
             action.tool.name(),
         );
@@ -177,7 +204,7 @@ impl<'a> Gate<'a> {
         entry.reasons = reasons;
         entry.call_id = proposal.call_id;
         entry.cwd = proposal.cwd;
-        entry.safeguards = (!safeguards.is_empty()).then_some(Value::Object(safeguards));
+        entry.safeguards = safeguards.into_value();
         let record = self.ledger.append(entry)?;
         Ok(Ruling {
             decision,
@@ -186,31 +213,16 @@ impl<'a> Gate<'a> {
         })
     }
 
-    /// Records what an action produced: see [`report`].
-    pub fn report(&self, report: Report) -> Result<Record, LedgerError> {
-        self::report(self.ledger, self.guards, report)
-    }
-
-    /// Records a lifecycle step: see [`note`].
-    pub fn note(
-        &self,
-        step: &str,
-        actor: &Actor,
-        context: &nightwatch_core::Context,
-        details: Value,
-        timestamp_ms: i64,
-    ) -> Result<Record, LedgerError> {
-        self::note(self.ledger, step, actor, context, details, timestamp_ms)
-    }
-
+    #[allow(clippy::too_many_arguments)]
     fn run_checks(
         &self,
         decision: &mut Decision,
         reasons: &mut Vec<String>,
-        safeguards: &mut serde_json::Map<String, Value>,
+        safeguards: &mut Safeguards,
         action: &Action,
         fingerprint: &str,
         now_ms: i64,
+        zone: &jiff::tz::TimeZone,
     ) {
         let declared = &self.policy.safeguards().checks;
         // Policy refuses a file naming an undeclared check, so every id is found here.
@@ -220,11 +232,14 @@ impl<'a> Gate<'a> {
             .filter_map(|id| declared.get(id).map(|spec| (id.as_str(), spec)))
             .collect();
         let kind = action.actor.kind.as_str();
+        let (local_minute_of_day, local_weekday) = local_time(now_ms, zone);
         let subject = CheckSubject {
             actor_kind: kind,
             actor_id: &action.actor.id,
             fingerprint,
             now_ms,
+            local_minute_of_day,
+            local_weekday,
         };
         let history = LedgerHistory {
             ledger: self.ledger,
@@ -242,18 +257,16 @@ impl<'a> Gate<'a> {
                 decision.instead = None;
             }
         }
-        safeguards.insert(
-            "checks".into(),
-            serde_json::to_value(&findings).unwrap_or(Value::Null),
-        );
+        safeguards.checks = Some(serde_json::to_value(&findings).unwrap_or(Value::Null));
     }
 
     fn back_up(
         &self,
         decision: &mut Decision,
         reasons: &mut Vec<String>,
-        safeguards: &mut serde_json::Map<String, Value>,
+        safeguards: &mut Safeguards,
         proposal: &Proposal,
+        now_ms: i64,
     ) {
         let action = &proposal.action;
         // Policy judged every other name of each path too; the backup wants the paths as the
@@ -276,20 +289,14 @@ impl<'a> Gate<'a> {
         if written.paths.is_empty() && written.not_backed_up.is_empty() {
             return;
         }
-        let mut backup = serde_json::Map::new();
+        let mut backup = Backup::default();
         if !written.paths.is_empty() {
             let limits = &self.policy.safeguards().backup.limits;
-            match self
-                .guards
-                .back_up(&written.paths, limits, proposal.timestamp_ms)
-            {
+            match self.guards.back_up(&written.paths, limits, now_ms) {
                 Ok(snapshot) => {
-                    backup.insert("snapshot".into(), json!(snapshot.id.as_str()));
-                    backup.insert(
-                        "limits".into(),
-                        serde_json::to_value(snapshot.limits).unwrap_or(Value::Null),
-                    );
-                    backup.insert("paths".into(), json!(path_texts(&snapshot.paths())));
+                    backup.snapshot = Some(snapshot.id.as_str().to_owned());
+                    backup.limits = serde_json::to_value(snapshot.limits).ok();
+                    backup.paths = Some(path_texts(&snapshot.paths()));
                     let skipped: Vec<String> = snapshot
                         .paths
                         .iter()
@@ -302,7 +309,7 @@ impl<'a> Gate<'a> {
                         .collect();
                     if !skipped.is_empty() {
                         reasons.push(format!("not backed up: {}", skipped.join("; ")));
-                        backup.insert("skipped".into(), json!(skipped));
+                        backup.skipped = Some(skipped);
                     }
                 }
                 Err(why) => {
@@ -311,7 +318,7 @@ impl<'a> Gate<'a> {
                         format!("the backup before this write failed, so it is not allowed: {why}");
                     decision.instead = None;
                     reasons.insert(0, decision.reason.clone());
-                    backup.insert("error".into(), json!(why));
+                    backup.error = Some(why);
                 }
             }
         }
@@ -320,9 +327,9 @@ impl<'a> Gate<'a> {
                 "not backed up: {}",
                 written.not_backed_up.join("; ")
             ));
-            backup.insert("unlocated".into(), json!(written.not_backed_up));
+            backup.unlocated = Some(written.not_backed_up);
         }
-        safeguards.insert("backup".into(), Value::Object(backup));
+        safeguards.backup = Some(backup);
     }
 }
 
@@ -343,14 +350,15 @@ fn path_texts(paths: &[PathBuf]) -> Vec<String> {
     paths.iter().map(|p| p.display().to_string()).collect()
 }
 
-/// Records what an action produced, as a `result` joined to its decision, or as an
-/// `unguarded-result` when no decision was ever recorded for the call. Needs no policy: what
-/// ran is recorded whatever policy says now.
-pub fn report(
+/// What an action produced, as a `result` joined to its decision, or as an `unguarded-result`
+/// when no decision was ever recorded for the call. Needs no policy: what ran is recorded
+/// whatever policy says now.
+fn result_entry(
     ledger: &dyn Ledger,
     guards: &dyn Guards,
     report: Report,
-) -> Result<Record, LedgerError> {
+    written_ms: i64,
+) -> Result<Entry, LedgerError> {
     let decision = match &report.call_id {
         Some(call_id) => ledger.decision_for_call(call_id)?,
         None => None,
@@ -359,32 +367,28 @@ pub fn report(
     // The state the action left its backed-up paths in, so undo can tell later changes apart.
     let backup = decision
         .as_ref()
-        .and_then(|d| d.safeguards.as_ref())
-        .and_then(|s| s.get("backup"));
-    let after = backup
-        .and_then(|b| b.get("paths"))
-        .and_then(Value::as_array)
-        .map(|paths| {
-            let paths: Vec<PathBuf> = paths
-                .iter()
-                .filter_map(Value::as_str)
-                .map(PathBuf::from)
-                .collect();
-            // Observed with the limits the backup was taken with, so "too large to compare"
-            // means the same before and after.
-            let limits = backup
-                .and_then(|b| b.get("limits"))
-                .and_then(|l| serde_json::from_value(l.clone()).ok())
-                .unwrap_or_default();
-            guards.observe(&paths, &limits)
-        });
+        .and_then(|d| Safeguards::of(d.safeguards.as_ref()).backup);
+    let after = backup.as_ref().and_then(|backup| {
+        let paths: Vec<PathBuf> = backup.paths.as_ref()?.iter().map(PathBuf::from).collect();
+        // Observed with the limits the backup was taken with, so "too large to compare"
+        // means the same before and after.
+        let limits = backup
+            .limits
+            .as_ref()
+            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .unwrap_or_default();
+        Some(guards.observe(&paths, &limits))
+    });
+    // The call's identity, so the circuit breaker counts a failure by what was run, not by
+    // its redacted record.
+    let fingerprint = nightwatch_checks::fingerprint(&report.tool, &report.inputs);
     let kind = if guarded {
         event::RESULT
     } else {
         event::UNGUARDED_RESULT
     };
     let actor = RecordActor::from(&report.actor);
-    let mut entry = Entry::new(kind, report.timestamp_ms, actor, report.tool);
+    let mut entry = Entry::new(kind, written_ms, actor, report.tool);
     entry.session_id = report.session_id;
     entry.inputs = report.inputs;
     entry.outputs = Some(report.outputs);
@@ -397,10 +401,22 @@ pub fn report(
             "no decision was recorded for this call: the hook was bypassed or missing".to_owned(),
         ];
     }
-    if let Some(after) = after {
-        entry.safeguards = Some(json!({ "after": after }));
+    entry.safeguards = Safeguards {
+        fingerprint: Some(fingerprint),
+        after: after.and_then(|a| serde_json::to_value(a).ok()),
+        ..Safeguards::default()
     }
-    ledger.append(entry)
+    .into_value();
+    Ok(entry)
+}
+
+/// The identity of the call a decision or result record is about: the fingerprint stored when
+/// it was recorded, or for a record from before fingerprints were stored, one computed from its
+/// stored inputs (as was done then).
+pub fn fingerprint_of(record: &Record) -> String {
+    Safeguards::of(record.safeguards.as_ref())
+        .fingerprint
+        .unwrap_or_else(|| nightwatch_checks::fingerprint(&record.tool, &record.inputs))
 }
 
 /// What a refusal that policy did not make was about: the call, as far as it could be read.
@@ -414,37 +430,20 @@ pub struct Failure {
     pub inputs: Value,
     /// Why nightwatch could not decide (bad input, unreadable policy, a crash).
     pub reason: String,
-    pub timestamp_ms: i64,
 }
 
-/// Records a refusal made because nightwatch itself could not decide, so that even that veto
-/// is in the ledger with its reason (it is a `decision` with verdict `deny` and no rule).
-pub fn refuse(ledger: &dyn Ledger, failure: Failure) -> Result<Record, LedgerError> {
+/// A refusal made because nightwatch itself could not decide, so that even that veto is in
+/// the ledger with its reason (a `decision` with verdict `deny` and no rule).
+fn refusal_entry(failure: Failure, written_ms: i64) -> Entry {
     let actor = RecordActor::from(&failure.actor);
-    let mut entry = Entry::new(event::DECISION, failure.timestamp_ms, actor, failure.tool);
+    let mut entry = Entry::new(event::DECISION, written_ms, actor, failure.tool);
     entry.session_id = failure.context.session.clone();
     entry.context = record_context(&failure.context);
     entry.call_id = failure.call_id;
     entry.inputs = failure.inputs;
     entry.verdict = Some(nightwatch_core::Verdict::Deny.as_str().to_owned());
     entry.reasons = vec![failure.reason];
-    ledger.append(entry)
-}
-
-/// Records a lifecycle step (`session-start`, `stop`, `session-end`, ...).
-pub fn note(
-    ledger: &dyn Ledger,
-    step: &str,
-    actor: &Actor,
-    context: &nightwatch_core::Context,
-    details: Value,
-    timestamp_ms: i64,
-) -> Result<Record, LedgerError> {
-    let mut entry = Entry::new(step, timestamp_ms, RecordActor::from(actor), "session");
-    entry.session_id = context.session.clone();
-    entry.inputs = details;
-    entry.context = record_context(context);
-    ledger.append(entry)
+    entry
 }
 
 fn record_context(context: &nightwatch_core::Context) -> RecordContext {

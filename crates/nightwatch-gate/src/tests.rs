@@ -2,6 +2,7 @@
 //! from the proposal's directory, and the backup still takes the paths as the line names them.
 
 use super::*;
+use serde_json::json;
 use nightwatch_backup::{Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History};
 use nightwatch_core::{ActorKind, Tool};
@@ -77,21 +78,38 @@ fn ledger(name: &str) -> nightwatch_ledger::SqliteLedger {
     nightwatch_ledger::SqliteLedger::open(&dir).expect("ledger")
 }
 
-fn propose(gate: &Gate<'_>, line: &str, cwd: Option<&str>) -> Ruling {
+/// A clock stopped at one instant, in UTC.
+pub(crate) struct Stopped(pub i64, pub jiff::tz::TimeZone);
+
+impl Clock for Stopped {
+    fn now_ms(&self) -> i64 {
+        self.0
+    }
+    fn zone(&self) -> &jiff::tz::TimeZone {
+        &self.1
+    }
+}
+
+static CLOCK: Stopped = Stopped(1, jiff::tz::TimeZone::UTC);
+
+fn propose(engine: &Engine<'_>, policy: &Policy, line: &str, cwd: Option<&str>) -> Ruling {
     let action = Action::new(
         Actor::new(ActorKind::Agent, "claude-code"),
         Tool::Exec {
             line: line.to_owned(),
         },
     );
-    gate.propose(Proposal {
-        action,
-        call_id: None,
-        inputs: json!({ "command": line }),
-        cwd: cwd.map(str::to_owned),
-        timestamp_ms: 1,
-    })
-    .expect("recorded")
+    engine
+        .propose(
+            policy,
+            Proposal {
+                action,
+                call_id: None,
+                inputs: json!({ "command": line }),
+                cwd: cwd.map(str::to_owned),
+            },
+        )
+        .expect("recorded")
 }
 
 #[test]
@@ -99,7 +117,7 @@ fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
     let policy = Policy::from_yaml(POLICY).expect("policy");
     let ledger = ledger("names");
     let guards = MadeUp::default();
-    let gate = Gate::new(&policy, &ledger, &guards);
+    let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
     let rows = [
         ("cat state/ledger.db", Some("/srv/app"), Verdict::Deny),
         ("cat state/ledger.db", Some("/srv/other"), Verdict::Allow),
@@ -107,7 +125,7 @@ fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
         ("cat README.md", Some("/srv/app"), Verdict::Allow),
     ];
     for (line, cwd, verdict) in rows {
-        let ruling = propose(&gate, line, cwd);
+        let ruling = propose(&engine, &policy, line, cwd);
         assert_eq!(ruling.decision.verdict, verdict, "{line} in {cwd:?}");
         assert_eq!(ruling.record.verdict.as_deref(), Some(verdict.as_str()));
     }
@@ -118,8 +136,8 @@ fn backups_take_the_paths_as_the_line_names_them() {
     let policy = Policy::from_yaml(POLICY).expect("policy");
     let ledger = ledger("backups");
     let guards = MadeUp::default();
-    let gate = Gate::new(&policy, &ledger, &guards);
-    let ruling = propose(&gate, "echo hi > out.txt", Some("/srv/app"));
+    let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
+    let ruling = propose(&engine, &policy, "echo hi > out.txt", Some("/srv/app"));
     // The made-up store refuses, so the write is denied; what it was asked for is the point.
     assert_eq!(ruling.decision.verdict, Verdict::Deny);
     let backed_up = guards.backed_up.lock().expect("lock").clone();

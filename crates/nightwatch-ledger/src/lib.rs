@@ -61,11 +61,13 @@
 mod canonical;
 mod record;
 pub mod redact;
+pub mod schema;
 mod sqlite;
 mod time;
 mod verify;
 
 pub use record::{Entry, Filter, Outputs, Record, RecordActor, RecordContext, event};
+pub use schema::Safeguards;
 pub use sqlite::{SqliteLedger, SqliteOptions};
 pub use time::{parse_rfc3339, rfc3339};
 pub use verify::{BadRecord, VerifyReport, verify};

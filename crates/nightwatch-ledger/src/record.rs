@@ -33,6 +33,31 @@ pub mod event {
     pub const SWEEP_KEEP: &str = "sweep-keep";
     /// The janitor stopped trying to remove something after repeated failures.
     pub const QUARANTINED: &str = "quarantined";
+    /// A scheduled sweep that could not run at all; why in `reasons`.
+    pub const SWEEP_FAILED: &str = "sweep-failed";
+    /// A worker caught a panic while handling a task; the task is retried or given up.
+    pub const INTERNAL_ERROR: &str = "internal-error";
+
+    /// Every name this version writes, so a reader can tell a known event from a later one.
+    pub const ALL: &[&str] = &[
+        DECISION,
+        RESULT,
+        UNGUARDED_RESULT,
+        SESSION_START,
+        STOP,
+        SESSION_END,
+        TRUST,
+        APPROVAL,
+        REJECTION,
+        UNDO,
+        NOTIFICATION,
+        BACKUP_PRUNED,
+        SWEEP_KEEP,
+        QUARANTINED,
+        SWEEP_FAILED,
+        INTERNAL_ERROR,
+        DISPATCH,
+    ];
     /// What `nightwatch serve` did with an alert or its task: inputs `{disposition, alert_id,
     /// route, task, ...}`, why in `reasons` (routed, deduplicated, no route, ran, failed, ...).
     pub const DISPATCH: &str = "dispatch";

@@ -127,7 +127,7 @@ pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<Record>, ServeEr
 
 async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
     blocking(move || {
-        let w = match window(&p, d.edges.now_ms()) {
+        let w = match window(&p, d.now_ms()) {
             Ok(w) => w,
             Err(why) => return Ok(bad(why)),
         };
@@ -194,7 +194,7 @@ pub fn session_summary(id: &str, records: &[&Record]) -> Value {
 
 async fn sessions(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
     blocking(move || {
-        let w = match window(&p, d.edges.now_ms()) {
+        let w = match window(&p, d.now_ms()) {
             Ok(w) => w,
             Err(why) => return Ok(bad(why)),
         };
@@ -308,7 +308,7 @@ async fn task(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response 
 
 async fn alerts(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
     blocking(move || {
-        let w = match window(&p, d.edges.now_ms()) {
+        let w = match window(&p, d.now_ms()) {
             Ok(w) => w,
             Err(why) => return Ok(bad(why)),
         };

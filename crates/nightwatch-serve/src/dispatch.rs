@@ -12,7 +12,8 @@
 //! recorded by [`Daemon::record_unrecorded`]. Nothing takes a silent path.
 
 use nightwatch_intake::{Alert, Status};
-use nightwatch_ledger::{Entry, Ledger, Record, RecordActor, RecordContext, event};
+use nightwatch_gate::{Dispatch, Event};
+use nightwatch_ledger::{Record, RecordContext};
 use nightwatch_tasks::{Offered, Resolved};
 use serde_json::json;
 
@@ -31,14 +32,6 @@ pub struct Dispatched {
     pub record: String,
 }
 
-/// The dispatcher's actor in every record it writes.
-pub fn dispatcher() -> RecordActor {
-    RecordActor {
-        kind: "dispatcher".into(),
-        id: "nightwatch-serve".into(),
-    }
-}
-
 impl Daemon {
     /// Stores, decides and records each alert of one request, in order. Stops at the first
     /// storage failure: what was done before it stays done, and a redelivery finds it.
@@ -51,7 +44,7 @@ impl Daemon {
     }
 
     fn dispatch_one(&self, alert: &Alert) -> Result<Dispatched, ServeError> {
-        let now = self.edges.now_ms();
+        let now = self.now_ms();
         let alert_json = serde_json::to_string(alert).map_err(|e| ServeError::Storage {
             what: "alert",
             why: e.to_string(),
@@ -230,8 +223,7 @@ impl Daemon {
     /// Writes an arrival's `dispatch` record and notes it on the arrival.
     pub fn record_arrival(&self, arrival: &AlertEvent) -> Result<Record, ServeError> {
         let disposition = arrival.disposition.map(Disposition::as_str);
-        let mut entry = Entry::new(event::DISPATCH, arrival.received_ms, dispatcher(), "alert");
-        entry.inputs = json!({
+        let inputs = json!({
             "disposition": disposition,
             "arrival": arrival.id,
             "alert_id": arrival.alert_id,
@@ -241,21 +233,25 @@ impl Daemon {
             "route": arrival.route,
             "task": arrival.task_id,
         });
-        entry.context = RecordContext {
+        let context = RecordContext {
             // The same name `route::triggered_by` gives a live alert (a test holds them equal).
             triggered_by: Some(format!("{}_alert", arrival.source.replace('-', "_"))),
             alert_id: Some(arrival.alert_id.clone()),
             host: arrival.host.clone(),
             task: arrival.task_id.map(task_name),
         };
-        entry.rule = arrival.route.clone();
-        entry.reasons = vec![
-            arrival
+        let record = self.intake_engine().record(Event::Dispatch(Dispatch {
+            route: arrival.route.clone(),
+            session_id: None,
+            inputs,
+            context,
+            why: arrival
                 .reason
                 .clone()
                 .unwrap_or_else(|| "stored; not yet decided".into()),
-        ];
-        let record = self.intake_ledger.append(entry)?;
+            notify: Vec::new(),
+            tool: "alert".into(),
+        }))?;
         self.inbox.mark_recorded(arrival.id, &record.id)?;
         Ok(record)
     }
@@ -264,7 +260,7 @@ impl Daemon {
     /// first any that were never decided). Only arrivals older than `older_than_ms` are taken,
     /// so a request still in flight is not raced. Returns how many were recorded.
     pub fn record_unrecorded(&self, older_than_ms: i64) -> Result<usize, ServeError> {
-        let now = self.edges.now_ms();
+        let now = self.now_ms();
         let mut done = 0;
         for mut arrival in self.inbox.unrecorded(500)? {
             if arrival.received_ms > now - older_than_ms {

@@ -296,7 +296,7 @@ async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
 async fn metrics(State(daemon): State<Arc<Daemon>>) -> Response {
     let d = daemon.clone();
     let text = tokio::task::spawn_blocking(move || {
-        let now = d.edges.now_ms();
+        let now = d.now_ms();
         let counts = d.tasks.counts().unwrap_or_default();
         let age = d
             .tasks
@@ -328,7 +328,7 @@ async fn timeline(
 ) -> Response {
     let d = daemon.clone();
     blocking_page(move || {
-        let now = d.edges.now_ms();
+        let now = d.now_ms();
         let mut query = match web::TimelineQuery::from_params(&params, now) {
             Ok(q) => q,
             Err(why) => return Err((StatusCode::BAD_REQUEST, why)),

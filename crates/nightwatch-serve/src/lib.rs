@@ -45,9 +45,8 @@ use inbox::{Inbox, InboxError};
 /// What the daemon needs from the rest of nightwatch: the one clock, the policy, the world's
 /// guards, the notifiers and the janitor. The binary implements it.
 pub trait Edges: Send + Sync {
-    fn now_ms(&self) -> i64;
-    /// Minutes since local midnight at `ms`, for policies scoped by time of day.
-    fn minute_of_day(&self, ms: i64) -> u16;
+    /// The host's clock: what the engine judges and stamps records with.
+    fn clock(&self) -> &dyn nightwatch_gate::Clock;
     /// This host's name, as records write it.
     fn host(&self) -> Option<String>;
     /// The policy as it is now (read again for each runbook, so edits apply).
@@ -55,9 +54,10 @@ pub trait Edges: Send + Sync {
     fn guards(&self) -> &(dyn nightwatch_gate::Guards + Sync);
     /// Delivers the escalation a record names (its `safeguards.notify`), in the background;
     /// every attempt is recorded by the delivery.
-    fn escalate(&self, record_id: &str);
-    /// Runs one janitor sweep (plan, then apply what is still as planned); a summary line.
-    fn sweep(&self) -> Result<String, String>;
+    fn escalator(&self) -> &dyn nightwatch_gate::Escalator;
+    /// Runs one janitor sweep (plan, then apply what is still as planned) through `engine`;
+    /// a summary line.
+    fn sweep(&self, engine: &nightwatch_gate::Engine<'_>) -> Result<String, String>;
     /// Variables every runbook gets beside the alert's (the data directory, the policy), so
     /// the agent's hooks write to this daemon's ledger.
     fn runbook_env(&self) -> Vec<(String, String)>;
@@ -130,6 +130,32 @@ impl Daemon {
             shutting_down: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
         })
+    }
+
+    /// The engine every worker proposes and records through.
+    pub fn engine(&self) -> nightwatch_gate::Engine<'_> {
+        self.engine_on(&self.ledger)
+    }
+
+    /// The engine of the intake path: its appends give up after a few seconds (see
+    /// [`Daemon::intake_ledger`]).
+    pub fn intake_engine(&self) -> nightwatch_gate::Engine<'_> {
+        self.engine_on(&self.intake_ledger)
+    }
+
+    fn engine_on<'a>(&'a self, ledger: &'a SqliteLedger) -> nightwatch_gate::Engine<'a> {
+        nightwatch_gate::Engine::new(
+            ledger,
+            self.edges.guards(),
+            self.edges.clock(),
+            self.edges.escalator(),
+            self.edges.host(),
+        )
+    }
+
+    /// Now, as the engine's clock says.
+    pub fn now_ms(&self) -> i64 {
+        self.edges.clock().now_ms()
     }
 
     pub fn is_shutting_down(&self) -> bool {

@@ -16,14 +16,14 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
-use nightwatch_gate::{Gate, Proposal, Report};
+use nightwatch_gate::{Dispatch, Event, Proposal, Report};
 use nightwatch_intake::Alert;
-use nightwatch_ledger::{Entry, Ledger, Outputs, Record, RecordContext, event};
+use nightwatch_ledger::{Ledger, Outputs, Record, RecordContext, event};
 use nightwatch_tasks::{Claim, Outcome, Status, TaskError};
 use serde_json::{Value, json};
 
 use crate::config::Route;
-use crate::dispatch::{dispatcher, task_name};
+use crate::dispatch::task_name;
 use crate::route::{alert_host, alert_id, triggered_by};
 use crate::{Daemon, ServeError};
 
@@ -62,10 +62,10 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
 fn work(daemon: &Daemon, worker: &str) {
     let lease_ms = ms(daemon.config.queue.lease);
     while !daemon.is_shutting_down() {
-        match daemon.tasks.claim(worker, daemon.edges.now_ms(), lease_ms) {
+        match daemon.tasks.claim(worker, daemon.now_ms(), lease_ms) {
             Ok(Some(claim)) => {
                 daemon.metrics.claimed();
-                run_claim(daemon, worker, claim);
+                run_claim_surviving_panics(daemon, worker, claim);
             }
             Ok(None) => daemon.wait_for_work(Duration::from_millis(500)),
             Err(e) => {
@@ -74,6 +74,38 @@ fn work(daemon: &Daemon, worker: &str) {
             }
         }
     }
+}
+
+/// Runs one claim; a panic while handling it is caught, recorded, and ends the attempt as
+/// failed (so the queue retries it or gives it up), and the worker goes on with the next task.
+fn run_claim_surviving_panics(daemon: &Daemon, worker: &str, claim: Claim) {
+    let (task, attempt) = (claim.task_id, claim.attempt);
+    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        run_claim(daemon, worker, claim)
+    }));
+    let Err(panic) = handled else {
+        return;
+    };
+    let message = panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+        .unwrap_or_else(|| "a panic without a message".to_owned());
+    let why = format!("{worker} panicked while handling task {task}: {message}");
+    tracing::error!("{why}");
+    let recorded = daemon.engine().record(Event::InternalError {
+        actor: Actor::new(ActorKind::Dispatcher, "nightwatch-serve"),
+        about: "runbook".into(),
+        context: Context {
+            task: Some(task_name(task)),
+            ..Context::default()
+        },
+        why: why.clone(),
+    });
+    if let Err(e) = recorded {
+        tracing::error!("task {task}: the panic could not be recorded: {e}");
+    }
+    finish(daemon, task, attempt, &Outcome::Failed { error: why }, None);
 }
 
 fn housekeeping(daemon: &Daemon) {
@@ -99,18 +131,18 @@ fn housekeeping(daemon: &Daemon) {
             && Instant::now() >= at
         {
             next_sweep = Some(Instant::now() + every);
-            let outcome = daemon.edges.sweep();
+            let engine = daemon.engine();
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                daemon.edges.sweep(&engine)
+            }))
+            .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));
             daemon.metrics.sweep(outcome.is_ok());
             if let Err(e) = outcome {
                 // The sweep records its own decisions; a sweep that could not run at all is
                 // recorded here, so a silent schedule is impossible.
-                let mut entry =
-                    Entry::new("sweep-failed", daemon.edges.now_ms(), dispatcher(), "sweep");
-                entry.reasons = vec![format!("the scheduled sweep could not run: {e}")];
-                if let Err(le) = daemon.ledger.append(entry) {
-                    eprintln!(
-                        "nightwatch serve: sweep failed ({e}) and could not be recorded: {le}"
-                    );
+                let why = format!("the scheduled sweep could not run: {e}");
+                if let Err(le) = engine.record(Event::SweepFailed { why }) {
+                    tracing::error!("sweep failed ({e}) and could not be recorded: {le}");
                 }
             }
         }
@@ -130,7 +162,7 @@ impl DecisionTail {
     /// Starts after the decisions already recorded.
     fn new(daemon: &Daemon) -> DecisionTail {
         let mut tail = DecisionTail {
-            since_ms: daemon.edges.now_ms(),
+            since_ms: daemon.now_ms(),
             last_seq: 0,
         };
         let filter = nightwatch_ledger::Filter {
@@ -210,14 +242,14 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
     };
     let id = alert_id(&alert);
     let session = format!("sess_{}-{}", &id["alert_".len()..], task_name(task));
-    let now = daemon.edges.now_ms();
+    let now = daemon.now_ms();
     let context = Context {
         session: Some(session.clone()),
         triggered_by: Some(triggered_by(&alert)),
         alert_id: Some(id.clone()),
         task: Some(task_name(task)),
         host: daemon.edges.host(),
-        minute_of_day: Some(daemon.edges.minute_of_day(now)),
+        minute_of_day: None,
     };
     // Stable across attempts, so an approval given for one attempt lets the next run.
     let inputs = json!({
@@ -271,7 +303,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         }
     };
     let call_id = format!("{}-a{attempt}", job.session);
-    let gate = Gate::new(&policy, &daemon.ledger, daemon.edges.guards());
+    let engine = daemon.engine();
     let proposal = Proposal {
         action: Action {
             actor: Actor::new(ActorKind::Dispatcher, "nightwatch-serve"),
@@ -283,9 +315,8 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         call_id: Some(call_id.clone()),
         inputs: job.inputs.clone(),
         cwd: route.cwd.clone(),
-        timestamp_ms: now,
     };
-    let ruling = match gate.propose(proposal) {
+    let ruling = match engine.propose(&policy, proposal) {
         Ok(r) => r,
         Err(e) => {
             let error = format!("the decision could not be recorded, so nothing ran: {e}");
@@ -293,9 +324,6 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
             return;
         }
     };
-    if !ruling.notify.is_empty() {
-        daemon.edges.escalate(&ruling.record.id);
-    }
     match ruling.decision.verdict {
         Verdict::Allow => {}
         Verdict::Ask => {
@@ -307,7 +335,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
                 ruling.record.id,
                 daemon.config.queue.approval_timeout.as_secs()
             );
-            record_task(daemon, &job, "awaiting_approval", &why, None);
+            record_task(daemon, &job, "awaiting_approval", &why);
             let wait_ms = ms(daemon.config.queue.approval_poll);
             finish(
                 daemon,
@@ -329,7 +357,6 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
     }
 
     let started = Instant::now();
-    let started_ms = now;
     let ran = run_runbook(daemon, worker, &job);
     let duration_ms = started.elapsed().as_millis() as u64;
     let (outputs, outcome) = match ran {
@@ -373,7 +400,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         ),
         Ran::LostLease { why } => {
             // Another worker holds the task now; its record will tell. Ours says why we stopped.
-            record_task(daemon, &job, "interrupted", &why, None);
+            record_task(daemon, &job, "interrupted", &why);
             return;
         }
         Ran::NotStarted { why } => (
@@ -395,10 +422,9 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
         duration_ms: Some(duration_ms),
         context: job.context.clone(),
         cwd: route.cwd.clone(),
-        timestamp_ms: started_ms + duration_ms as i64,
     };
-    if let Err(e) = nightwatch_gate::report(&daemon.ledger, daemon.edges.guards(), report) {
-        eprintln!("nightwatch serve: task {task}: the runbook's result could not be recorded: {e}");
+    if let Err(e) = engine.record(Event::Result(report)) {
+        tracing::error!("task {task}: the runbook's result could not be recorded: {e}");
     }
     daemon
         .metrics
@@ -409,7 +435,7 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
 /// Gives the task up without running it (policy refused it, a person rejected it, or nobody
 /// answered in time): a `refused` record, then escalation.
 fn drop_task(daemon: &Daemon, job: &Job<'_>, error: String) {
-    record_task(daemon, job, "refused", &error, None);
+    record_task(daemon, job, "refused", &error);
     let (task, attempt) = (job.claim.task_id, job.claim.attempt);
     finish(
         daemon,
@@ -429,7 +455,7 @@ fn retry_later(daemon: &Daemon, job: &Job<'_>, error: String) {
 
 /// Completes the attempt (fenced) and records what became of the task.
 fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Option<&Job<'_>>) {
-    let now = daemon.edges.now_ms();
+    let now = daemon.now_ms();
     let status = daemon.tasks.complete(task, attempt, outcome, now);
     let (disposition, why) = match (&status, outcome) {
         (Ok(Status::Done), _) => (
@@ -477,15 +503,23 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
         // events only, so a night of waiting does not fill the ledger.
         _ if waiting => {}
         Some(job) => {
-            record_task(daemon, job, disposition, &why, None);
+            record_task(daemon, job, disposition, &why);
         }
         None => {
-            let mut entry = Entry::new(event::DISPATCH, now, dispatcher(), "runbook");
-            entry.inputs = json!({ "disposition": disposition, "task": task });
-            entry.context.task = Some(task_name(task));
-            entry.reasons = vec![why];
-            if let Err(e) = daemon.ledger.append(entry) {
-                eprintln!("nightwatch serve: task {task}: cannot record: {e}");
+            let recorded = daemon.engine().record(Event::Dispatch(Dispatch {
+                route: None,
+                session_id: None,
+                inputs: json!({ "disposition": disposition, "task": task }),
+                context: RecordContext {
+                    task: Some(task_name(task)),
+                    ..RecordContext::default()
+                },
+                why,
+                notify: Vec::new(),
+                tool: "runbook".into(),
+            }));
+            if let Err(e) = recorded {
+                tracing::error!("task {task}: cannot record: {e}");
             }
         }
     }
@@ -535,7 +569,8 @@ fn waiting_for_a_person(
             no.actor.id, no.id, asked.id
         )));
     }
-    let fingerprint = nightwatch_checks::fingerprint("runbook", &job.inputs);
+    // The runbook's inputs hold no secret, but the stored fingerprint is the one to compare.
+    let fingerprint = nightwatch_gate::fingerprint_of(asked);
     if nightwatch_gate::usable_approval(&daemon.ledger, "nightwatch-serve", &fingerprint, now)?
         .is_some()
     {
@@ -558,21 +593,8 @@ fn waiting_for_a_person(
 }
 
 /// A `dispatch` record about a task's runbook.
-fn record_task(
-    daemon: &Daemon,
-    job: &Job<'_>,
-    disposition: &str,
-    why: &str,
-    safeguards: Option<Value>,
-) -> Option<Record> {
-    let mut entry = Entry::new(
-        event::DISPATCH,
-        daemon.edges.now_ms(),
-        dispatcher(),
-        "runbook",
-    );
-    entry.session_id = Some(job.session.clone());
-    entry.inputs = json!({
+fn record_task(daemon: &Daemon, job: &Job<'_>, disposition: &str, why: &str) -> Option<Record> {
+    let inputs = json!({
         "disposition": disposition,
         "alert_id": job.alert_id,
         "route": job.route.id,
@@ -580,20 +602,26 @@ fn record_task(
         "attempt": job.claim.attempt,
         "title": job.alert.title,
     });
-    entry.context = RecordContext {
+    let context = RecordContext {
         triggered_by: job.context.triggered_by.clone(),
         alert_id: Some(job.alert_id.clone()),
         host: job.context.host.clone(),
         task: job.context.task.clone(),
     };
-    entry.rule = Some(job.route.id.clone());
-    entry.reasons = vec![why.to_owned()];
-    entry.safeguards = safeguards;
-    match daemon.ledger.append(entry) {
+    let recorded = daemon.engine().record(Event::Dispatch(Dispatch {
+        route: Some(job.route.id.clone()),
+        session_id: Some(job.session.clone()),
+        inputs,
+        context,
+        why: why.to_owned(),
+        notify: Vec::new(),
+        tool: "runbook".into(),
+    }));
+    match recorded {
         Ok(r) => Some(r),
         Err(e) => {
-            eprintln!(
-                "nightwatch serve: task {}: cannot record {disposition}: {e}",
+            tracing::error!(
+                "task {}: cannot record {disposition}: {e}",
                 job.claim.task_id
             );
             None
@@ -604,7 +632,7 @@ fn record_task(
 /// Hands every task that gave up to a person: an `escalated` record naming the notifiers,
 /// then delivery in the background.
 fn escalate_gave_up(daemon: &Daemon) -> Result<(), ServeError> {
-    let now = daemon.edges.now_ms();
+    let now = daemon.now_ms();
     for gave_up in daemon.tasks.take_escalations(now)? {
         let route = daemon.config.routes.iter().find(|r| r.id == gave_up.route);
         let mut notify: Vec<String> = route.map(|r| r.notify.clone()).unwrap_or_default();
@@ -626,8 +654,7 @@ fn escalate_gave_up(daemon: &Daemon) -> Result<(), ServeError> {
         } else {
             format!("telling {}", notify.join(", "))
         };
-        let mut entry = Entry::new(event::DISPATCH, now, dispatcher(), "runbook");
-        entry.inputs = json!({
+        let inputs = json!({
             "disposition": "escalated",
             "task": gave_up.task_id,
             "route": gave_up.route,
@@ -635,27 +662,29 @@ fn escalate_gave_up(daemon: &Daemon) -> Result<(), ServeError> {
             "alert_id": alert.as_ref().map(alert_id),
             "title": alert.as_ref().map(|a| a.title.clone()),
         });
-        entry.context = RecordContext {
+        let context = RecordContext {
             triggered_by: alert.as_ref().map(triggered_by),
             alert_id: alert.as_ref().map(alert_id),
             host: alert.as_ref().and_then(alert_host),
             task: Some(task_name(gave_up.task_id)),
         };
-        entry.rule = Some(gave_up.route.clone());
-        entry.reasons = vec![format!(
+        let why = format!(
             "task {} gave up after {} attempt(s): {}; {told}",
             gave_up.task_id,
             gave_up.attempts,
             gave_up.last_error.as_deref().unwrap_or("no error recorded")
-        )];
-        if !notify.is_empty() {
-            entry.safeguards = Some(json!({ "notify": notify }));
-        }
-        let record = daemon.ledger.append(entry)?;
+        );
+        // The engine hands a record naming notifiers to the escalator.
+        daemon.engine().record(Event::Dispatch(Dispatch {
+            route: Some(gave_up.route.clone()),
+            session_id: None,
+            inputs,
+            context,
+            why,
+            notify,
+            tool: "runbook".into(),
+        }))?;
         daemon.metrics.escalated();
-        if !notify.is_empty() {
-            daemon.edges.escalate(&record.id);
-        }
     }
     Ok(())
 }
@@ -750,7 +779,7 @@ fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
         }
         if renewed.elapsed() >= renew_every {
             renewed = Instant::now();
-            let now = daemon.edges.now_ms();
+            let now = daemon.now_ms();
             if let Err(e) =
                 daemon
                     .tasks

@@ -64,11 +64,4 @@ impl Clock {
     pub fn zone(&self) -> &TimeZone {
         &self.zone
     }
-
-    /// Minutes since local midnight, for policy's time-of-day rules.
-    pub fn minute_of_day(&self) -> u16 {
-        let local = self.now().to_zoned(self.zone.clone());
-        let minutes = i32::from(local.hour()) * 60 + i32::from(local.minute());
-        u16::try_from(minutes).unwrap_or(0)
-    }
 }

@@ -3,14 +3,9 @@
 use crate::environment::Environment;
 use nightwatch_core::Context;
 
-/// The context of an action from the environment of whoever launched the agent:
+/// The context of an action from the (captured) environment of whoever launched the agent:
 /// `NIGHTWATCH_SESSION`, `NIGHTWATCH_TRIGGERED_BY`, `NIGHTWATCH_ALERT_ID`, `NIGHTWATCH_TASK`, and
 /// the host (`NIGHTWATCH_HOST`, else the machine's name).
-pub fn from_environment() -> Context {
-    from_env(&Environment::of_process())
-}
-
-/// As [`from_environment`], from captured variables.
 pub fn from_env(env: &Environment) -> Context {
     let variable = |name: &str| env.var(name).map(str::to_owned);
     Context {
@@ -24,10 +19,6 @@ pub fn from_env(env: &Environment) -> Context {
 }
 
 /// The agent's name as its launcher gave it (`NIGHTWATCH_AGENT`), if any.
-pub fn agent_name() -> Option<String> {
-    agent_name_in(&Environment::of_process())
-}
-
 pub fn agent_name_in(env: &Environment) -> Option<String> {
     env.var("NIGHTWATCH_AGENT").map(str::to_owned)
 }

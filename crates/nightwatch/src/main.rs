@@ -7,6 +7,7 @@ mod commands;
 mod context;
 mod environment;
 mod home;
+mod host;
 mod paths;
 mod report;
 mod timespec;

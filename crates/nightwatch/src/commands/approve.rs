@@ -3,48 +3,36 @@
 //! until it expires; a rejection voids it.
 
 use crate::cli::{ApproveArgs, RejectArgs};
-use crate::clock::Clock;
-use crate::commands::open_ledger;
 use crate::context;
+use crate::host::Host;
 use anyhow::{Context as _, bail};
-use nightwatch_ledger::{Entry, Ledger, Record, RecordActor, event};
-use serde_json::json;
+use nightwatch_gate::Event;
+use nightwatch_ledger::{Ledger, Record, event};
 
 pub fn approve(args: ApproveArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
-    let asked = asked_decision(&ledger, &args.record)?;
+    let host = Host::open()?;
+    let engine = host.engine();
+    let asked = asked_decision(host.ledger(), &args.record)?;
     let valid_for_ms = parse_validity(&args.valid_for)?;
-    let human = context::human(args.by);
-    let expires_ms = clock.now_ms().saturating_add(valid_for_ms);
-    let mut entry = answer(&asked, event::APPROVAL, &human, clock.now_ms());
-    entry.inputs["expires_ms"] = json!(expires_ms);
-    entry.inputs["why"] = json!(args.why.unwrap_or_default());
-    entry.reasons = vec![format!(
-        "{} approved {} for {} {}, once, until {}",
-        human.id,
-        asked.id,
-        asked.actor.kind,
-        asked.actor.id,
-        nightwatch_ledger::rfc3339(expires_ms)
-    )];
-    let record = ledger.append(entry)?;
+    let record = engine.record(Event::Approval {
+        by: context::human(args.by),
+        asked: Box::new(asked),
+        expires_ms: engine.now_ms().saturating_add(valid_for_ms),
+        why: args.why.unwrap_or_default(),
+    })?;
     println!("{} ({})", record.reasons[0], record.id);
     Ok(0)
 }
 
 pub fn reject(args: RejectArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
-    let asked = asked_decision(&ledger, &args.record)?;
-    let human = context::human(args.by);
-    let mut entry = answer(&asked, event::REJECTION, &human, clock.now_ms());
-    entry.inputs["why"] = json!(args.why.unwrap_or_default());
-    entry.reasons = vec![format!(
-        "{} rejected {}; any approval of it is void",
-        human.id, asked.id
-    )];
-    let record = ledger.append(entry)?;
+    let host = Host::open()?;
+    let engine = host.engine();
+    let asked = asked_decision(host.ledger(), &args.record)?;
+    let record = engine.record(Event::Rejection {
+        by: context::human(args.by),
+        asked: Box::new(asked),
+        why: args.why.unwrap_or_default(),
+    })?;
     println!("{} ({})", record.reasons[0], record.id);
     Ok(0)
 }
@@ -68,19 +56,6 @@ fn asked_decision(ledger: &dyn Ledger, id: &str) -> anyhow::Result<Record> {
             other.unwrap_or("none")
         ),
     }
-}
-
-/// An approval or rejection, bound to the asking actor and the call's content.
-fn answer(asked: &Record, kind: &str, human: &nightwatch_core::Actor, now_ms: i64) -> Entry {
-    let mut entry = Entry::new(kind, now_ms, RecordActor::from(human), "approval");
-    entry.session_id = asked.session_id.clone();
-    entry.context = asked.context.clone();
-    entry.inputs = json!({
-        "record": asked.id,
-        "actor_id": asked.actor.id,
-        "fingerprint": nightwatch_checks::fingerprint(&asked.tool, &asked.inputs),
-    });
-    entry
 }
 
 fn parse_validity(text: &str) -> anyhow::Result<i64> {

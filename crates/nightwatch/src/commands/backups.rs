@@ -2,21 +2,22 @@
 //! an undo would need next.
 
 use crate::cli::BackupsPruneArgs;
-use crate::clock::Clock;
-use crate::commands::{live_guards, load_policy, open_ledger};
+use crate::commands::load_policy;
+use crate::host::Host;
 use nightwatch_backup::SnapshotId;
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, RecordActor, event};
+use nightwatch_gate::Event;
+use nightwatch_ledger::{Filter, Safeguards, event};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 
 pub fn prune(args: BackupsPruneArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
+    let host = Host::open()?;
+    let engine = host.engine();
     let (policy, _) = load_policy(&args.source)?;
     let retention = policy.safeguards().backup.retention;
-    let ledger = open_ledger()?;
-    let guards = live_guards();
-    let store = guards.store().map_err(anyhow::Error::msg)?;
-    let now = clock.now_ms();
+    let ledger = host.ledger();
+    let store = host.backups()?;
+    let now = engine.now_ms();
     let recent_from = now.saturating_sub(i64::from(retention.keep_days) * 24 * 3600 * 1000);
 
     // Every backed-up decision: which snapshot, when, which paths.
@@ -27,22 +28,16 @@ pub fn prune(args: BackupsPruneArgs) -> anyhow::Result<u8> {
     let mut recent: BTreeSet<String> = BTreeSet::new();
     let mut latest_for_path: BTreeMap<String, (i64, String)> = BTreeMap::new();
     for decision in &decisions {
-        let Some(backup) = decision.safeguards.as_ref().and_then(|s| s.get("backup")) else {
+        let Some(backup) = Safeguards::of(decision.safeguards.as_ref()).backup else {
             continue;
         };
-        let Some(snapshot) = backup.get("snapshot").and_then(Value::as_str) else {
+        let Some(snapshot) = backup.snapshot.as_deref() else {
             continue;
         };
         if decision.timestamp_ms >= recent_from {
             recent.insert(snapshot.to_owned());
         }
-        for path in backup
-            .get("paths")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-        {
+        for path in backup.paths.iter().flatten().map(String::as_str) {
             let newer = latest_for_path
                 .get(path)
                 .is_none_or(|(at, _)| decision.timestamp_ms >= *at);
@@ -105,26 +100,15 @@ pub fn prune(args: BackupsPruneArgs) -> anyhow::Result<u8> {
     if removed.is_empty() && kept.is_empty() && unreadable.is_empty() {
         return Ok(0);
     }
-    let mut entry = Entry::new(
-        event::BACKUP_PRUNED,
-        now,
-        RecordActor {
-            kind: "nightwatch".into(),
-            id: "retention".into(),
-        },
-        "backups",
-    );
-    entry.inputs = json!({
-        "keep_days": retention.keep_days,
-        "max_total_bytes": retention.max_total_bytes.map(|b| b.0),
-    });
-    entry.outputs = Some(Outputs {
-        exit_code: Some(i64::from(!unreadable.is_empty())),
-        stdout: summary.clone(),
-        stderr: unreadable.join("\n"),
-    });
-    entry.reasons = vec![summary];
-    entry.safeguards = Some(json!({ "removed": removed, "kept": kept }));
-    ledger.append(entry)?;
+    engine.record(Event::BackupPruned {
+        inputs: json!({
+            "keep_days": retention.keep_days,
+            "max_total_bytes": retention.max_total_bytes.map(|b| b.0),
+        }),
+        summary,
+        problems: unreadable.clone(),
+        removed: json!(removed),
+        kept: json!(kept),
+    })?;
     Ok(u8::from(!unreadable.is_empty()))
 }

@@ -2,30 +2,22 @@
 //! record each delivery with every attempt, delivered or not.
 
 use crate::cli::EscalateArgs;
-use crate::clock::Clock;
-use crate::commands::{load_policy, open_ledger};
+use crate::commands::load_policy;
+use crate::host::Host;
 use anyhow::Context as _;
-use nightwatch_ledger::{Entry, Ledger, Outputs, Record, RecordActor, event};
+use nightwatch_gate::{Event, NoEscalator};
+use nightwatch_ledger::schema::Notified;
+use nightwatch_ledger::{Record, Safeguards};
 use nightwatch_notify::{Delivery, Escalation, deliver_all};
-use serde_json::{Value, json};
 
 pub fn run(args: EscalateArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
+    let host = Host::open()?;
+    let ledger = host.ledger();
     let record = ledger
         .get(&args.record)?
         .with_context(|| format!("no record {}", args.record))?;
-    let names: Vec<String> = record
-        .safeguards
-        .as_ref()
-        .and_then(|s| s.get("notify"))
-        .and_then(Value::as_array)
-        .map(|ids| {
-            ids.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
+    let names: Vec<String> = Safeguards::of(record.safeguards.as_ref())
+        .notify
         .unwrap_or_default();
     if names.is_empty() {
         println!("{} names no notifier; nothing to send", record.id);
@@ -38,7 +30,7 @@ pub fn run(args: EscalateArgs) -> anyhow::Result<u8> {
         .iter()
         .filter_map(|name| notifiers.get(name).map(|spec| (name.as_str(), spec)))
         .collect();
-    let env = |name: &str| std::env::var(name).ok();
+    let env = |name: &str| host.env.var(name).map(str::to_owned);
     let sleep = |pause: std::time::Duration| std::thread::sleep(pause);
     let mut deliveries = deliver_all(known, &escalation, &env, &sleep);
     // A notifier the record names but the policy no longer declares is a failed delivery,
@@ -59,32 +51,25 @@ pub fn run(args: EscalateArgs) -> anyhow::Result<u8> {
             });
         }
     }
+    let engine = host.engine();
+    let engine = engine.with_escalator(&NoEscalator);
     let mut all_delivered = true;
     for delivery in &deliveries {
         all_delivered &= delivery.delivered;
         let summary = summary(delivery);
         println!("{}: {summary}", record.id);
-        let mut entry = Entry::new(
-            event::NOTIFICATION,
-            clock.now_ms(),
-            RecordActor {
-                kind: "nightwatch".into(),
-                id: "escalation".into(),
-            },
-            "notify",
-        );
-        entry.session_id = record.session_id.clone();
-        entry.context = record.context.clone();
-        entry.inputs = json!({ "record": record.id, "notifier": delivery.notifier });
-        entry.outputs = Some(Outputs {
-            exit_code: Some(i64::from(!delivery.delivered)),
-            stdout: summary.clone(),
-            stderr: String::new(),
-        });
-        entry.reasons = vec![summary];
-        entry.safeguards = Some(json!({ "delivery": delivery }));
-        ledger
-            .append(entry)
+        // A notification is the end of an escalation: it never starts another.
+        engine
+            .record(Event::Notification {
+                about: Box::new(record.clone()),
+                notified: Notified {
+                    record: record.id.clone(),
+                    notifier: delivery.notifier.clone(),
+                },
+                delivered: delivery.delivered,
+                summary,
+                delivery: serde_json::to_value(delivery).unwrap_or_default(),
+            })
             .context("the delivery happened but could not be recorded")?;
     }
     Ok(if all_delivered { 0 } else { 1 })

@@ -1,13 +1,13 @@
 //! `nightwatch exec -- CMD ARGS...`: the gate for scripts and agents without hooks.
 
 use crate::cli::ExecArgs;
-use crate::clock::Clock;
 use crate::commands::check::exit_status;
-use crate::commands::{load_policy, open_ledger};
+use crate::commands::load_policy;
 use crate::context;
+use crate::host::Host;
 use anyhow::Context as _;
 use nightwatch_core::{Action, Actor, ActorKind, Tool, Verdict};
-use nightwatch_gate::{Failure, Gate, Proposal, Report};
+use nightwatch_gate::{Event, Failure, Proposal, Report};
 use nightwatch_ledger::Outputs;
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
@@ -17,20 +17,19 @@ use std::time::Instant;
 const CAPTURE_LIMIT: usize = 1024 * 1024;
 
 pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
+    let host = Host::open()?;
+    let engine = host.engine();
 
     let line = shell_join(&args.command);
-    let mut environment = context::from_environment();
-    environment.minute_of_day = Some(clock.minute_of_day());
+    let mut environment = context::from_env(&host.env);
     if args.session.is_some() {
         environment.session = args.session.clone();
     }
     let actor = Actor::new(
         ActorKind::Script,
-        context::agent_name().unwrap_or_else(|| "exec".to_owned()),
+        context::agent_name_in(&host.env).unwrap_or_else(|| "exec".to_owned()),
     );
-    let call_id = format!("exec-{}-{}", std::process::id(), clock.now_ms());
+    let call_id = format!("exec-{}-{}", std::process::id(), engine.now_ms());
     let cwd = std::env::current_dir()
         .ok()
         .map(|d| d.display().to_string());
@@ -39,45 +38,33 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         Ok((policy, _)) => policy,
         Err(error) => {
             // Nothing runs, and the refusal is recorded like any other.
-            let _ = nightwatch_gate::refuse(
-                &ledger,
-                Failure {
-                    actor,
-                    tool: "exec".to_owned(),
-                    context: environment,
-                    call_id: Some(call_id),
-                    inputs,
-                    reason: format!("{error:#}"),
-                    timestamp_ms: clock.now_ms(),
-                },
-            );
+            let _ = engine.record(Event::Refusal(Failure {
+                actor,
+                tool: "exec".to_owned(),
+                context: environment,
+                call_id: Some(call_id),
+                inputs,
+                reason: format!("{error:#}"),
+            }));
             return Err(error.context("nothing was run"));
         }
     };
-    let guards = super::live_guards();
-    let gate = Gate::new(&policy, &ledger, &guards);
-    let mut actor = actor;
-    super::place_in_tier(&mut actor, &ledger, &policy)?;
-    let ruling = gate
-        .propose(Proposal {
-            action: Action {
-                actor: actor.clone(),
-                tool: Tool::Exec { line: line.clone() },
-                context: environment.clone(),
+    let ruling = engine
+        .propose(
+            &policy,
+            Proposal {
+                action: Action {
+                    actor: actor.clone(),
+                    tool: Tool::Exec { line: line.clone() },
+                    context: environment.clone(),
+                },
+                call_id: Some(call_id.clone()),
+                inputs: inputs.clone(),
+                cwd: cwd.clone(),
             },
-            call_id: Some(call_id.clone()),
-            inputs: inputs.clone(),
-            cwd: cwd.clone(),
-            timestamp_ms: clock.now_ms(),
-        })
+        )
         .context("cannot record the decision; nothing was run")?;
     let decision = &ruling.decision;
-    if !ruling.notify.is_empty() {
-        super::send_escalation_in_background(
-            &ruling.record.id,
-            &crate::environment::Environment::of_process(),
-        );
-    }
     if decision.verdict != Verdict::Allow {
         eprintln!(
             "nightwatch: {} ({}): {}",
@@ -116,23 +103,23 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         }
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    gate.report(Report {
-        actor,
-        tool: "exec".to_owned(),
-        session_id: environment.session.clone(),
-        call_id: Some(call_id),
-        inputs,
-        outputs: Outputs {
-            exit_code: exit_code.map(i64::from),
-            stdout,
-            stderr,
-        },
-        duration_ms: Some(duration_ms),
-        context: environment,
-        cwd,
-        timestamp_ms: clock.now_ms(),
-    })
-    .context("the command ran, but its result could not be recorded")?;
+    engine
+        .record(Event::Result(Report {
+            actor,
+            tool: "exec".to_owned(),
+            session_id: environment.session.clone(),
+            call_id: Some(call_id),
+            inputs,
+            outputs: Outputs {
+                exit_code: exit_code.map(i64::from),
+                stdout,
+                stderr,
+            },
+            duration_ms: Some(duration_ms),
+            context: environment,
+            cwd,
+        }))
+        .context("the command ran, but its result could not be recorded")?;
     Ok(exit_code.map_or(1, |c| u8::try_from(c.clamp(0, 255)).unwrap_or(1)))
 }
 

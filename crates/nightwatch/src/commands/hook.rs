@@ -11,7 +11,7 @@ use anyhow::Context as _;
 use nightwatch_agents::{
     Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
 };
-use nightwatch_gate::{Failure, Gate, Proposal, Report};
+use nightwatch_gate::{Engine, Escalator, Event, Failure, Proposal, Report};
 use nightwatch_ledger::{Ledger, Outputs};
 use nightwatch_policy::Policy;
 use std::io::{Read, Write};
@@ -34,6 +34,18 @@ pub trait World: Sync {
     fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards;
     /// Sends a halt's or ask's escalation without holding up the answer.
     fn escalate(&self, record_id: &str, env: &Environment);
+}
+
+/// The world's escalation for calls from `env`.
+struct Escalation<'a> {
+    world: &'a dyn World,
+    env: &'a Environment,
+}
+
+impl Escalator for Escalation<'_> {
+    fn escalate(&self, record_id: &str) {
+        self.world.escalate(record_id, self.env);
+    }
 }
 
 /// The world of one hook process: opened on first use.
@@ -161,6 +173,10 @@ fn record_refusal(
 ) -> anyhow::Result<()> {
     let clock = Clock::from_env(env)?;
     let ledger = world.ledger()?;
+    let guards = world.guards(env);
+    let escalation = Escalation { world, env };
+    let host = context::from_env(env).host;
+    let engine = Engine::new(ledger, &guards, &clock, &escalation, host);
     let event = parse_event(agent, input).ok();
     let mut context = context::from_env(env);
     if context.session.is_none() {
@@ -178,18 +194,14 @@ fn record_refusal(
             serde_json::Value::String(String::from_utf8_lossy(input).chars().take(4096).collect()),
         ),
     };
-    nightwatch_gate::refuse(
-        ledger,
-        Failure {
-            actor: hook_actor(agent, env),
-            tool,
-            context,
-            call_id: event.as_ref().and_then(|e| e.call_id()).map(str::to_owned),
-            inputs,
-            reason: reason.trim().to_owned(),
-            timestamp_ms: clock.now_ms(),
-        },
-    )?;
+    engine.record(Event::Refusal(Failure {
+        actor: hook_actor(agent, env),
+        tool,
+        context,
+        call_id: event.as_ref().and_then(|e| e.call_id()).map(str::to_owned),
+        inputs,
+        reason: reason.trim().to_owned(),
+    }))?;
     Ok(())
 }
 
@@ -221,8 +233,16 @@ fn handle(
     let event = parse_event(agent, input)?;
     let clock = Clock::from_env(env)?;
     let ledger = world.ledger()?;
+    let guards = world.guards(env);
+    let escalation = Escalation { world, env };
     let mut environment = context::from_env(env);
-    environment.minute_of_day = Some(clock.minute_of_day());
+    let engine = Engine::new(
+        ledger,
+        &guards,
+        &clock,
+        &escalation,
+        environment.host.clone(),
+    );
     // The launcher's session (an alert's task, a runbook) ties calls together across agents;
     // otherwise the agent's own session id does.
     if environment.session.is_none() {
@@ -234,28 +254,23 @@ fn handle(
     match event {
         HookEvent::BeforeTool { tool, inputs, .. } => {
             let policy = world.policy(env)?;
-            let guards = world.guards(env);
-            let gate = Gate::new(&policy, ledger, &guards);
-            let mut actor = actor;
-            super::place_in_tier(&mut actor, ledger, &policy)?;
             let action = nightwatch_core::Action {
                 actor,
                 tool,
                 context: environment,
             };
-            let ruling = gate
-                .propose(Proposal {
-                    action,
-                    call_id,
-                    inputs,
-                    cwd,
-                    timestamp_ms: clock.now_ms(),
-                })
+            let ruling = engine
+                .propose(
+                    &policy,
+                    Proposal {
+                        action,
+                        call_id,
+                        inputs,
+                        cwd,
+                    },
+                )
                 .context("cannot record the decision in the ledger")?;
             let decision = &ruling.decision;
-            if !ruling.notify.is_empty() {
-                world.escalate(&ruling.record.id, env);
-            }
             Ok(reply_to_decision(
                 agent,
                 decision.verdict,
@@ -269,10 +284,8 @@ fn handle(
             outcome,
             ..
         } => {
-            nightwatch_gate::report(
-                ledger,
-                &world.guards(env),
-                Report {
+            engine
+                .record(Event::Result(Report {
                     actor,
                     tool: tool.name().into_owned(),
                     session_id: environment.session.clone(),
@@ -286,22 +299,19 @@ fn handle(
                     duration_ms: outcome.duration_ms,
                     context: environment,
                     cwd,
-                    timestamp_ms: clock.now_ms(),
-                },
-            )
-            .context("cannot record the result in the ledger")?;
+                }))
+                .context("cannot record the result in the ledger")?;
             Ok(reply_to_record(agent))
         }
         HookEvent::Lifecycle { name, details, .. } => {
-            nightwatch_gate::note(
-                ledger,
-                &lifecycle_step(&name),
-                &actor,
-                &environment,
-                details,
-                clock.now_ms(),
-            )
-            .context("cannot record the event in the ledger")?;
+            engine
+                .record(Event::Lifecycle {
+                    step: lifecycle_step(&name),
+                    actor,
+                    context: environment,
+                    details,
+                })
+                .context("cannot record the event in the ledger")?;
             Ok(reply_to_record(agent))
         }
     }

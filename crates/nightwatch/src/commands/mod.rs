@@ -87,39 +87,6 @@ pub fn policy_source_in(env: &crate::environment::Environment) -> PolicySource {
     PolicySource { policy }
 }
 
-/// The actor's trust tier: the latest `trust set` for it in the ledger, else the policy's
-/// starting tier. Never from the environment, which an agent could set for itself.
-pub fn place_in_tier(
-    actor: &mut nightwatch_core::Actor,
-    ledger: &dyn nightwatch_ledger::Ledger,
-    policy: &Policy,
-) -> anyhow::Result<()> {
-    // The tier is read on every hook call; when no rule looks at it, it cannot change a verdict.
-    if !policy.uses_tiers() {
-        return Ok(());
-    }
-    let placements = ledger
-        .query(&nightwatch_ledger::Filter {
-            event: Some(nightwatch_ledger::event::TRUST.to_owned()),
-            ..nightwatch_ledger::Filter::default()
-        })
-        .context("cannot read trust placements from the ledger")?;
-    actor.tier = Some(nightwatch_trust::tier_from_trust_records(
-        &placements,
-        &actor.id,
-        &policy.safeguards().trust,
-    ));
-    Ok(())
-}
-
-/// Checks against this machine, backups in the data directory, paths resolved for this
-/// process's environment and directory.
-pub fn live_guards() -> nightwatch_gate::LiveGuards {
-    let env = crate::environment::Environment::of_process();
-    nightwatch_gate::LiveGuards::new(&home::data_dir_in(&env))
-        .with_places(crate::paths::places(&env))
-}
-
 /// Sends a halt's or an ask's escalation from a process of its own (`nightwatch escalate`), so
 /// that the agent gets its answer now while delivery retries for as long as it needs. The
 /// child gets its own process group, so it outlives a hook that the agent times out. A child

@@ -9,9 +9,10 @@ use nightwatch_serve::{Config, Edges};
 
 use crate::cli::{PolicySource, ServeArgs};
 use crate::clock::Clock;
-use crate::commands::{load_policy, send_escalation_in_background};
+use crate::commands::load_policy;
 use crate::environment::Environment;
 use crate::home;
+use crate::host::Background;
 
 struct Binary {
     clock: Clock,
@@ -20,19 +21,12 @@ struct Binary {
     guards: nightwatch_gate::LiveGuards,
     env: Environment,
     host: Option<String>,
+    escalator: Background,
 }
 
 impl Edges for Binary {
-    fn now_ms(&self) -> i64 {
-        self.clock.now_ms()
-    }
-
-    fn minute_of_day(&self, ms: i64) -> u16 {
-        let Ok(at) = jiff::Timestamp::from_millisecond(ms) else {
-            return 0;
-        };
-        let local = at.to_zoned(self.clock.zone().clone());
-        u16::try_from(i32::from(local.hour()) * 60 + i32::from(local.minute())).unwrap_or(0)
+    fn clock(&self) -> &dyn nightwatch_gate::Clock {
+        &self.clock
     }
 
     fn host(&self) -> Option<String> {
@@ -49,40 +43,15 @@ impl Edges for Binary {
         &self.guards
     }
 
-    fn escalate(&self, record_id: &str) {
-        send_escalation_in_background(record_id, &self.env);
+    fn escalator(&self) -> &dyn nightwatch_gate::Escalator {
+        &self.escalator
     }
 
-    /// The same two steps an operator runs, as child processes of this binary: a sweep that
-    /// hangs or crashes cannot take the daemon with it, and it records its own decisions.
-    fn sweep(&self) -> Result<String, String> {
-        let exe = std::env::current_exe().map_err(|e| format!("cannot find this binary: {e}"))?;
-        let plan = self.data_dir.join("scheduled-sweep-plan.json");
-        let run = |args: &[&str]| -> Result<String, String> {
-            let mut command = std::process::Command::new(&exe);
-            command.args(args).envs(self.env.pairs());
-            if let Some(policy) = &self.source.policy {
-                command.arg("--policy").arg(policy);
-            }
-            let out = command
-                .output()
-                .map_err(|e| format!("cannot start `nightwatch {}`: {e}", args[0]))?;
-            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-            if out.status.success() {
-                Ok(stdout)
-            } else {
-                Err(format!(
-                    "`nightwatch sweep {}` exited {}: {}",
-                    args[1],
-                    out.status.code().unwrap_or(-1),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            }
-        };
-        let plan_text = plan.to_string_lossy().into_owned();
-        run(&["sweep", "plan", "--out", &plan_text])?;
-        let applied = run(&["sweep", "apply", "--plan", &plan_text, "--yes"])?;
-        Ok(applied.lines().last().unwrap_or("").to_owned())
+    /// The same plan and apply an operator runs, in process and through the daemon's engine.
+    fn sweep(&self, engine: &nightwatch_gate::Engine<'_>) -> Result<String, String> {
+        let policy = self.policy()?;
+        super::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
+            .map_err(|e| format!("{e:#}"))
     }
 
     fn runbook_env(&self) -> Vec<(String, String)> {
@@ -110,15 +79,16 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if args.config.is_some() && !config_path.exists() {
         anyhow::bail!("the configuration {} does not exist", config_path.display());
     }
-    let mut config = Config::load(&config_path, &|name| std::env::var(name).ok())?;
+    let mut config = Config::load(&config_path, &|name| env.var(name).map(str::to_owned))?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
     // The policy must load now: a daemon that would refuse every runbook should not start.
     let (policy, origin) = load_policy(&args.source)?;
     drop(policy);
-    let clock = Clock::from_environment()?;
+    let clock = Clock::from_env(&env)?;
     let edges = Binary {
+        escalator: Background { env: env.clone() },
         clock,
         source: args.source,
         data_dir: data_dir.clone(),

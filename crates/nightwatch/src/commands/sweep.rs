@@ -3,26 +3,28 @@
 //! result; every keep is recorded with its reasons; `why` reads them back.
 
 use crate::cli::{SweepApplyArgs, SweepPlanArgs, WhyArgs};
-use crate::clock::Clock;
-use crate::commands::{live_guards, load_policy, open_ledger};
-use crate::home;
+use crate::commands::{load_policy, open_ledger};
+use crate::environment::Environment;
+use crate::host::Host;
 use anyhow::{Context as _, bail};
 use nightwatch_core::{Actor, ActorKind, Verdict};
-use nightwatch_gate::{Gate, Proposal, Report};
+use nightwatch_gate::{Engine, Event, Proposal, Report, Simulated};
 use nightwatch_janitor::{
     Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, StateStore,
     SweepRules, list_all, plan, removal_action,
 };
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, RecordActor, event};
-use serde_json::{Value, json};
+use nightwatch_ledger::schema::Swept;
+use nightwatch_ledger::{Filter, Ledger, Outputs, event};
+use nightwatch_policy::Policy;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::io::IsTerminal;
 
 /// The inventories the sweep rules ask for: paths always, worktrees and branches of the
 /// repositories `sweep.worktrees.repos` names.
-fn inventories(rules: &SweepRules) -> Vec<Box<dyn Inventory>> {
+fn inventories(rules: &SweepRules, env: &Environment) -> Vec<Box<dyn Inventory>> {
     let mut all: Vec<Box<dyn Inventory>> = vec![Box::new(PathInventory::from_rules(rules))];
-    match docker_here(rules) {
+    match docker_here(rules, env) {
         Ok(Some(docker)) => all.push(Box::new(docker)),
         Ok(None) => progress(
             "no Docker Engine here (no DOCKER_HOST, no /var/run/docker.sock): containers not swept",
@@ -44,8 +46,9 @@ fn inventories(rules: &SweepRules) -> Vec<Box<dyn Inventory>> {
 /// The Docker Engine, when this host has one (`DOCKER_HOST`, or the default socket).
 fn docker_here(
     rules: &SweepRules,
+    env: &Environment,
 ) -> Result<Option<nightwatch_docker::DockerInventory>, nightwatch_janitor::InventoryError> {
-    let configured = std::env::var_os("DOCKER_HOST").is_some_and(|h| !h.is_empty());
+    let configured = env.var("DOCKER_HOST").is_some_and(|h| !h.is_empty());
     if !configured && !std::path::Path::new("/var/run/docker.sock").exists() {
         return Ok(None);
     }
@@ -54,8 +57,8 @@ fn docker_here(
 
 /// Containers' exec and attach activity from the Engine's recent events, remembered in the
 /// janitor's state (the Engine forgets them).
-fn note_container_activity(store: &StateStore, rules: &SweepRules, now: i64) {
-    if let Ok(Some(docker)) = docker_here(rules) {
+fn note_container_activity(store: &StateStore, rules: &SweepRules, env: &Environment, now: i64) {
+    if let Ok(Some(docker)) = docker_here(rules, env) {
         let since = now.saturating_sub(24 * 3600 * 1000);
         if let Err(error) = docker.record_activity(store, since, now) {
             eprintln!("nightwatch: container activity not read: {error}");
@@ -63,12 +66,13 @@ fn note_container_activity(store: &StateStore, rules: &SweepRules, now: i64) {
     }
 }
 
-/// "Now" for ages: `--now`, else the one clock.
-fn now_ms(clock: &Clock, now: Option<&str>) -> anyhow::Result<i64> {
+/// "Now" for ages: `--now`, else the one clock. It moves what is judged only: records keep
+/// the real time they were written at.
+fn judged_ms(host: &Host, now: Option<&str>) -> anyhow::Result<i64> {
     match now {
-        Some(text) => crate::timespec::parse(text, clock.now(), clock.zone())
+        Some(text) => crate::timespec::parse(text, host.clock.now(), host.clock.zone())
             .map_err(|e| anyhow::anyhow!("--now {text:?}: {e}")),
-        None => Ok(clock.now_ms()),
+        None => Ok(host.clock.now_ms()),
     }
 }
 
@@ -78,26 +82,49 @@ fn progress(message: &str) {
     }
 }
 
-pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let now = now_ms(&clock, args.now.as_deref())?;
-    let (policy, _) = load_policy(&args.source)?;
+/// A plan, and the kinds that could not be listed (so none of them is planned).
+pub struct Planned {
+    pub plan: Plan,
+    pub unlisted: Vec<String>,
+}
+
+/// Lists what agents left behind and decides keep or remove for each, as of `now`.
+pub fn plan_at(
+    data_dir: &std::path::Path,
+    env: &Environment,
+    policy: &Policy,
+    now: i64,
+    wall: i64,
+) -> anyhow::Result<Planned> {
     let rules = policy.sweep();
-    let mut store =
-        StateStore::open(&home::data_dir()).context("cannot open the janitor's state")?;
-    let wall = clock.now_ms();
-    note_container_activity(&store, rules, wall);
+    let mut store = StateStore::open(data_dir).context("cannot open the janitor's state")?;
+    note_container_activity(&store, rules, env, wall);
     let mut state = store.load()?;
-    let owned = inventories(rules);
+    let owned = inventories(rules, env);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
     progress("listing what agents left behind...");
     let listing = list_all(&inventories);
+    let mut unlisted = Vec::new();
     for (kind, error) in &listing.errors {
-        eprintln!("nightwatch: cannot list {kind}s, so none is planned: {error}");
+        let line = format!("cannot list {kind}s, so none is planned: {error}");
+        eprintln!("nightwatch: {line}");
+        unlisted.push(line);
     }
     state.observe(&listing.items, now);
     store.save(&mut state)?;
-    let planned = plan(&listing.items, rules, now, &state);
+    Ok(Planned {
+        plan: plan(&listing.items, rules, now, &state),
+        unlisted,
+    })
+}
+
+pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
+    let host = Host::open()?;
+    let now = judged_ms(&host, args.now.as_deref())?;
+    let (policy, _) = load_policy(&args.source)?;
+    let planned = plan_at(&host.data_dir, &host.env, &policy, now, host.clock.now_ms())?;
+    let unlisted = !planned.unlisted.is_empty();
+    let planned = planned.plan;
     if let Some(out) = &args.out {
         std::fs::write(out, planned.to_json())
             .with_context(|| format!("cannot write the plan to {}", out.display()))?;
@@ -114,7 +141,7 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
             );
         }
     }
-    Ok(u8::from(!listing.errors.is_empty()))
+    Ok(u8::from(unlisted))
 }
 
 fn plan_table(planned: &Plan) -> String {
@@ -142,10 +169,11 @@ fn plan_table(planned: &Plan) -> String {
     out
 }
 
-/// Puts each removal through the gate: policy may forbid it, and its decision is recorded.
+/// Puts each removal through the engine: policy may forbid it, its decision is recorded, and a
+/// halt or an ask is escalated like any actor's.
 struct JanitorGate<'a> {
-    gate: Gate<'a>,
-    now_ms: i64,
+    engine: &'a Engine<'a>,
+    policy: &'a Policy,
     /// The call id of each item's decision, to join its result to it.
     calls: HashMap<String, String>,
 }
@@ -155,17 +183,19 @@ impl nightwatch_janitor::Gate for JanitorGate<'_> {
         let call_id = format!(
             "sweep-{}-{}",
             &entry.fingerprint[..entry.fingerprint.len().min(16)],
-            self.now_ms
+            self.engine.clock().written_ms()
         );
         let ruling = self
-            .gate
-            .propose(Proposal {
-                action: removal_action(item),
-                call_id: Some(call_id.clone()),
-                inputs: inputs_of(item.kind(), &item.id, &item.name, &entry.reasons),
-                cwd: None,
-                timestamp_ms: self.now_ms,
-            })
+            .engine
+            .propose(
+                self.policy,
+                Proposal {
+                    action: removal_action(item),
+                    call_id: Some(call_id.clone()),
+                    inputs: inputs_of(item.kind(), &item.id, &item.name, &entry.reasons),
+                    cwd: None,
+                },
+            )
             .map_err(|e| format!("the decision could not be recorded: {e}"))?;
         self.calls.insert(item.id.clone(), call_id);
         match ruling.decision.verdict {
@@ -179,12 +209,133 @@ impl nightwatch_janitor::Gate for JanitorGate<'_> {
 }
 
 fn inputs_of(kind: Kind, id: &str, name: &str, reasons: &[String]) -> Value {
-    json!({ "kind": kind.as_str(), "id": id, "name": name, "reasons": reasons })
+    serde_json::to_value(swept(kind, id, name, reasons)).unwrap_or(Value::Null)
+}
+
+fn swept(kind: Kind, id: &str, name: &str, reasons: &[String]) -> Swept {
+    Swept {
+        kind: kind.as_str().to_owned(),
+        id: id.to_owned(),
+        name: name.to_owned(),
+        reasons: reasons.to_vec(),
+    }
+}
+
+/// How an apply went.
+#[derive(Default)]
+pub struct Tally {
+    pub kept: usize,
+    pub removed: usize,
+    pub failed: usize,
+    pub changed: usize,
+    /// One line per item, as `sweep apply` prints them.
+    pub lines: Vec<String>,
+}
+
+impl Tally {
+    pub fn summary(&self) -> String {
+        format!(
+            "kept {}, removed {}, failed {}, changed since the plan {}",
+            self.kept, self.removed, self.failed, self.changed
+        )
+    }
+}
+
+/// Carries out `planned` through `engine`: each removal re-inspected and proposed, every keep,
+/// result and quarantine recorded.
+pub fn apply_plan(
+    engine: &Engine<'_>,
+    policy: &Policy,
+    data_dir: &std::path::Path,
+    env: &Environment,
+    planned: &Plan,
+) -> anyhow::Result<Tally> {
+    let rules = policy.sweep();
+    let now = engine.now_ms();
+    let mut store = StateStore::open(data_dir).context("cannot open the janitor's state")?;
+    let mut state = store.load()?;
+    let owned = inventories(rules, env);
+    let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
+    let mut gate = JanitorGate {
+        engine,
+        policy,
+        calls: HashMap::new(),
+    };
+    progress(&format!(
+        "re-inspecting and removing {} item(s)...",
+        planned.removals().count()
+    ));
+    let applied =
+        nightwatch_janitor::apply(planned, &inventories, rules, now, &mut state, &mut gate);
+    store.save(&mut state)?;
+    let janitor = Actor::new(ActorKind::Janitor, "janitor");
+    let mut tally = Tally::default();
+    // The plan's keeps: "the decision gets logged either way".
+    for entry in planned
+        .entries
+        .iter()
+        .filter(|e| e.decision == Decision::Keep)
+    {
+        tally.kept += 1;
+        engine.record(Event::SweepKeep {
+            tool: entry.kind.tool_name().to_owned(),
+            swept: swept(entry.kind, &entry.id, &entry.name, &[]),
+            reasons: entry.reasons.clone(),
+        })?;
+    }
+    for result in &applied {
+        match &result.outcome {
+            Outcome::Removed | Outcome::Failed { .. } => {
+                if matches!(result.outcome, Outcome::Removed) {
+                    tally.removed += 1;
+                } else {
+                    tally.failed += 1;
+                }
+                record_result(engine, &janitor, result, gate.calls.get(&result.id))?;
+                if result.newly_quarantined {
+                    engine.record(Event::Quarantine {
+                        tool: result.kind.tool_name().to_owned(),
+                        swept: swept(result.kind, &result.id, &result.name, &[]),
+                        why: format!(
+                            "gave up removing {} {} after repeated failures; it stays until a human looks: {}",
+                            result.kind.as_str(),
+                            result.name,
+                            describe(&result.outcome)
+                        ),
+                        notify: policy.safeguards().escalate.halt.clone(),
+                    })?;
+                }
+            }
+            other => {
+                if matches!(other, Outcome::Changed { .. }) {
+                    tally.changed += 1;
+                } else {
+                    tally.kept += 1;
+                }
+                engine.record(Event::SweepKeep {
+                    tool: result.kind.tool_name().to_owned(),
+                    swept: swept(result.kind, &result.id, &result.name, &[]),
+                    reasons: vec![describe(other)],
+                })?;
+            }
+        }
+        tally.lines.push(format!(
+            "{:<8} {:<9} {}: {}",
+            match result.outcome {
+                Outcome::Removed => "removed",
+                Outcome::Failed { .. } => "FAILED",
+                Outcome::Changed { .. } => "changed",
+                _ => "kept",
+            },
+            result.kind.as_str(),
+            result.name,
+            describe(&result.outcome)
+        ));
+    }
+    Ok(tally)
 }
 
 pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let now = now_ms(&clock, args.now.as_deref())?;
     let text = std::fs::read_to_string(&args.plan)
         .with_context(|| format!("cannot read the plan {}", args.plan.display()))?;
     let planned = Plan::from_json(&text).with_context(|| {
@@ -203,100 +354,38 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
         );
         return Ok(0);
     }
+    let host = Host::open()?;
+    let now = judged_ms(&host, args.now.as_deref())?;
     let (policy, _) = load_policy(&args.source)?;
-    let rules = policy.sweep();
-    let ledger = open_ledger()?;
-    let guards = live_guards();
-    let mut store =
-        StateStore::open(&home::data_dir()).context("cannot open the janitor's state")?;
-    let mut state = store.load()?;
-    let owned = inventories(rules);
-    let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
-    let mut gate = JanitorGate {
-        gate: Gate::new(&policy, &ledger, &guards),
+    let simulated = Simulated {
+        real: &host.clock,
         now_ms: now,
-        calls: HashMap::new(),
     };
-    progress(&format!(
-        "re-inspecting and removing {} item(s)...",
-        planned.removals().count()
-    ));
-    let applied =
-        nightwatch_janitor::apply(&planned, &inventories, rules, now, &mut state, &mut gate);
-    store.save(&mut state)?;
-    let janitor = Actor::new(ActorKind::Janitor, "janitor");
-    let (mut kept, mut removed, mut failed, mut changed) = (0, 0, 0, 0);
-    // The plan's keeps: "the decision gets logged either way".
-    for entry in planned
-        .entries
-        .iter()
-        .filter(|e| e.decision == Decision::Keep)
-    {
-        kept += 1;
-        record_keep(
-            &ledger,
-            &janitor,
-            entry.kind,
-            &entry.id,
-            &entry.name,
-            &entry.reasons,
-            now,
-        )?;
+    let engine = host.engine();
+    let engine = engine.with_clock(&simulated);
+    let tally = apply_plan(&engine, &policy, &host.data_dir, &host.env, &planned)?;
+    for line in &tally.lines {
+        println!("{line}");
     }
-    for result in &applied {
-        match &result.outcome {
-            Outcome::Removed | Outcome::Failed { .. } => {
-                let ok = matches!(result.outcome, Outcome::Removed);
-                if ok {
-                    removed += 1;
-                } else {
-                    failed += 1;
-                }
-                record_result(
-                    &ledger,
-                    &guards,
-                    &janitor,
-                    result,
-                    gate.calls.get(&result.id),
-                    now,
-                )?;
-                if result.newly_quarantined {
-                    record_quarantine(&ledger, &policy, &janitor, result, now)?;
-                }
-            }
-            other => {
-                if matches!(other, Outcome::Changed { .. }) {
-                    changed += 1;
-                } else {
-                    kept += 1;
-                }
-                let why = describe(other);
-                record_keep(
-                    &ledger,
-                    &janitor,
-                    result.kind,
-                    &result.id,
-                    &result.name,
-                    &[why],
-                    now,
-                )?;
-            }
-        }
-        println!(
-            "{:<8} {:<9} {}: {}",
-            match result.outcome {
-                Outcome::Removed => "removed",
-                Outcome::Failed { .. } => "FAILED",
-                Outcome::Changed { .. } => "changed",
-                _ => "kept",
-            },
-            result.kind.as_str(),
-            result.name,
-            describe(&result.outcome)
-        );
+    println!("{}", tally.summary());
+    Ok(u8::from(tally.failed > 0))
+}
+
+/// One scheduled sweep of the daemon, in process: plan as of now, then apply it.
+pub fn sweep_once(
+    engine: &Engine<'_>,
+    policy: &Policy,
+    data_dir: &std::path::Path,
+    env: &Environment,
+) -> anyhow::Result<String> {
+    let now = engine.now_ms();
+    let planned = plan_at(data_dir, env, policy, now, now)?;
+    let tally = apply_plan(engine, policy, data_dir, env, &planned.plan)?;
+    let mut summary = tally.summary();
+    if !planned.unlisted.is_empty() {
+        summary.push_str(&format!("; {}", planned.unlisted.join("; ")));
     }
-    println!("kept {kept}, removed {removed}, failed {failed}, changed since the plan {changed}");
-    Ok(u8::from(failed > 0))
+    Ok(summary)
 }
 
 fn describe(outcome: &Outcome) -> String {
@@ -322,34 +411,11 @@ fn describe(outcome: &Outcome) -> String {
     }
 }
 
-fn record_keep(
-    ledger: &dyn Ledger,
-    janitor: &Actor,
-    kind: Kind,
-    id: &str,
-    name: &str,
-    reasons: &[String],
-    now: i64,
-) -> anyhow::Result<()> {
-    let mut entry = Entry::new(
-        event::SWEEP_KEEP,
-        now,
-        RecordActor::from(janitor),
-        kind.tool_name(),
-    );
-    entry.inputs = inputs_of(kind, id, name, &[]);
-    entry.reasons = reasons.to_vec();
-    ledger.append(entry)?;
-    Ok(())
-}
-
 fn record_result(
-    ledger: &dyn Ledger,
-    guards: &dyn nightwatch_gate::Guards,
+    engine: &Engine<'_>,
     janitor: &Actor,
     result: &Applied,
     call_id: Option<&String>,
-    now: i64,
 ) -> anyhow::Result<()> {
     let steps: Vec<String> = result
         .removal
@@ -369,65 +435,25 @@ fn record_result(
         })
         .unwrap_or_default();
     let ok = matches!(result.outcome, Outcome::Removed);
-    nightwatch_gate::report(
-        ledger,
-        guards,
-        Report {
-            actor: janitor.clone(),
-            tool: result.kind.tool_name().to_owned(),
-            session_id: None,
-            call_id: call_id.cloned(),
-            inputs: inputs_of(result.kind, &result.id, &result.name, &[]),
-            outputs: Outputs {
-                exit_code: Some(i64::from(!ok)),
-                stdout: steps.join("\n"),
-                stderr: if ok {
-                    String::new()
-                } else {
-                    describe(&result.outcome)
-                },
+    engine.record(Event::Result(Report {
+        actor: janitor.clone(),
+        tool: result.kind.tool_name().to_owned(),
+        session_id: None,
+        call_id: call_id.cloned(),
+        inputs: inputs_of(result.kind, &result.id, &result.name, &[]),
+        outputs: Outputs {
+            exit_code: Some(i64::from(!ok)),
+            stdout: steps.join("\n"),
+            stderr: if ok {
+                String::new()
+            } else {
+                describe(&result.outcome)
             },
-            duration_ms: None,
-            context: nightwatch_core::Context::default(),
-            cwd: None,
-            timestamp_ms: now,
         },
-    )?;
-    Ok(())
-}
-
-fn record_quarantine(
-    ledger: &dyn Ledger,
-    policy: &nightwatch_policy::Policy,
-    janitor: &Actor,
-    result: &Applied,
-    now: i64,
-) -> anyhow::Result<()> {
-    let notify = policy.safeguards().escalate.halt.clone();
-    let mut entry = Entry::new(
-        event::QUARANTINED,
-        now,
-        RecordActor::from(janitor),
-        result.kind.tool_name(),
-    );
-    entry.inputs = inputs_of(result.kind, &result.id, &result.name, &[]);
-    entry.verdict = Some(Verdict::Halt.as_str().to_owned());
-    entry.reasons = vec![format!(
-        "gave up removing {} {} after repeated failures; it stays until a human looks: {}",
-        result.kind.as_str(),
-        result.name,
-        describe(&result.outcome)
-    )];
-    if !notify.is_empty() {
-        entry.safeguards = Some(json!({ "notify": notify }));
-    }
-    let record = ledger.append(entry)?;
-    if !notify.is_empty() {
-        super::send_escalation_in_background(
-            &record.id,
-            &crate::environment::Environment::of_process(),
-        );
-    }
+        duration_ms: None,
+        context: nightwatch_core::Context::default(),
+        cwd: None,
+    }))?;
     Ok(())
 }
 

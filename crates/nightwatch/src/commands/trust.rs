@@ -5,9 +5,12 @@
 use crate::cli::{TrustReportArgs, TrustSetArgs};
 use crate::clock::Clock;
 use crate::commands::{load_policy, open_ledger};
-use crate::{context, timespec};
+use crate::host::Host;
+use crate::timespec;
 use anyhow::bail;
-use nightwatch_ledger::{Entry, Filter, Ledger, Record, RecordActor, RecordContext, event};
+use nightwatch_gate::Event;
+use nightwatch_ledger::schema::Placement;
+use nightwatch_ledger::{Filter, Ledger, Record, event};
 use nightwatch_trust::{AgentReport, Bound, Judgement, Outcome, Recommendation};
 use serde::Serialize;
 use serde_json::json;
@@ -36,29 +39,26 @@ pub fn set(args: TrustSetArgs) -> anyhow::Result<u8> {
     }
     let by = args
         .by
-        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| {
+            crate::environment::Environment::of_process()
+                .var("USER")
+                .map(str::to_owned)
+        })
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "operator".to_owned());
 
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
-    let before = nightwatch_trust::current_tier(&trust_records(&ledger)?, agent, settings);
-    let mut entry = Entry::new(
-        event::TRUST,
-        clock.now_ms(),
-        RecordActor {
-            kind: nightwatch_core::ActorKind::Human.as_str().to_owned(),
-            id: by.clone(),
+    let host = Host::open()?;
+    let before = nightwatch_trust::current_tier(&trust_records(host.ledger())?, agent, settings);
+    let record = host.engine().record(Event::Trust {
+        by: nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, by.clone()),
+        placement: Placement {
+            agent: agent.to_owned(),
+            tier: args.tier.clone(),
+            why: why.to_owned(),
         },
-        "trust",
-    );
-    entry.inputs = json!({ "agent": agent, "tier": args.tier, "why": why });
-    entry.context = RecordContext {
-        host: context::from_environment().host,
-        ..RecordContext::default()
-    };
-    let record = ledger.append(entry)?;
+        host: None,
+    })?;
     println!(
         "{}: {agent} is in {} (was {}), placed by {by}: {why}",
         record.id, args.tier, before.tier

@@ -5,29 +5,27 @@
 //! recorded.
 
 use crate::cli::UndoArgs;
-use crate::clock::Clock;
-use crate::commands::{live_guards, load_policy, open_ledger, policy_source_in};
+use crate::commands::{load_policy, policy_source_in};
 use crate::context;
+use crate::host::Host;
 use anyhow::{Context as _, bail};
 use nightwatch_backup::{Observation, SnapshotId};
 use nightwatch_core::{Action, Tool, Verdict};
-use nightwatch_gate::{Gate, Proposal};
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, Record, RecordActor, event};
+use nightwatch_gate::{Event, Proposal};
+use nightwatch_ledger::schema::Undone;
+use nightwatch_ledger::{Filter, Ledger, Record, Safeguards, event};
 use serde_json::{Value, json};
 
 pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
-    let clock = Clock::from_environment()?;
-    let ledger = open_ledger()?;
-    let guards = live_guards();
-    let store = guards.store().map_err(anyhow::Error::msg)?;
+    let host = Host::open()?;
+    let engine = host.engine();
+    let ledger = host.ledger();
+    let store = host.backups()?;
     let human = context::human(args.by.clone());
-    let (policy, _) = load_policy(&policy_source_in(
-        &crate::environment::Environment::of_process(),
-    ))?;
-    let gate = Gate::new(&policy, &ledger, &guards);
+    let (policy, _) = load_policy(&policy_source_in(&host.env))?;
     let targets = match (&args.record, &args.session) {
-        (Some(id), _) => vec![decision_of(&ledger, id)?],
-        (None, Some(session)) => session_decisions(&ledger, session)?,
+        (Some(id), _) => vec![decision_of(ledger, id)?],
+        (None, Some(session)) => session_decisions(ledger, session)?,
         (None, None) => bail!("name a record or --session"),
     };
     if targets.is_empty() {
@@ -48,7 +46,7 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
         })?;
         // Through the one pipeline first: policy may forbid restoring, and the decision is
         // on record before a file is touched.
-        let call_id = format!("undo-{}-{}", decision.id, clock.now_ms());
+        let call_id = format!("undo-{}-{}", decision.id, engine.clock().written_ms());
         let mut action = Action::new(
             human.clone(),
             Tool::Named {
@@ -56,12 +54,13 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
             },
         );
         action.context.session = decision.session_id.clone();
-        let ruling = gate.propose(Proposal {
+        let ruling = engine.propose(
+            &policy,
+            Proposal {
             action,
             call_id: Some(call_id.clone()),
             inputs: json!({ "record": decision.id, "snapshot": snapshot_id, "force": args.force }),
             cwd: None,
-            timestamp_ms: clock.now_ms(),
         })?;
         if ruling.decision.verdict != Verdict::Allow {
             eprintln!(
@@ -70,7 +69,7 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
             );
             return Ok(1);
         }
-        let after = after_state(&ledger, decision)?;
+        let after = after_state(ledger, decision)?;
         let outcome = SnapshotId::parse(&snapshot_id)
             .map_err(anyhow::Error::msg)
             .and_then(|id| store.load(&id).map_err(anyhow::Error::from))
@@ -79,43 +78,25 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
                     .restore(&snapshot, after.as_ref(), args.force)
                     .map_err(anyhow::Error::from)
             });
-        let mut entry = Entry::new(
-            event::UNDO,
-            clock.now_ms(),
-            RecordActor::from(&human),
-            "undo",
-        );
-        entry.session_id = decision.session_id.clone();
-        entry.context = decision.context.clone();
-        entry.call_id = Some(call_id);
-        entry.inputs = json!({
-            "record": decision.id,
-            "snapshot": snapshot_id,
-            "force": args.force,
-        });
-        match outcome {
-            Ok(restored) => {
-                let steps: Vec<String> = restored.steps.iter().map(|s| s.to_string()).collect();
-                let summary = format!("undid {}: {}", decision.id, steps.join("; "));
-                entry.outputs = Some(Outputs {
-                    exit_code: Some(0),
-                    stdout: steps.join("\n"),
-                    stderr: String::new(),
-                });
-                entry.reasons = vec![summary.clone()];
-                entry.safeguards = Some(json!({ "restored": steps }));
-                let record = ledger.append(entry)?;
-                println!("{summary} ({})", record.id);
-            }
-            Err(error) => {
-                let why = format!("{error:#}");
-                entry.outputs = Some(Outputs {
-                    exit_code: Some(1),
-                    stdout: String::new(),
-                    stderr: why.clone(),
-                });
-                entry.reasons = vec![format!("did not undo {}: {why}", decision.id)];
-                let record = ledger.append(entry)?;
+        let undone = Undone {
+            record: decision.id.clone(),
+            snapshot: snapshot_id.clone(),
+            force: args.force,
+        };
+        let outcome = outcome
+            .map(|restored| restored.steps.iter().map(|s| s.to_string()).collect())
+            .map_err(|error| format!("{error:#}"));
+        let failed = outcome.as_ref().err().cloned();
+        let record = engine.record(Event::Undo {
+            by: human.clone(),
+            decision: Box::new(decision.clone()),
+            undone,
+            call_id,
+            outcome,
+        })?;
+        match failed {
+            None => println!("{} ({})", record.reasons[0], record.id),
+            Some(why) => {
                 eprintln!(
                     "nightwatch: did not undo {} ({}): {why}",
                     decision.id, record.id
@@ -169,13 +150,9 @@ fn session_decisions(ledger: &dyn Ledger, session: &str) -> anyhow::Result<Vec<R
 }
 
 fn snapshot_of(decision: &Record) -> Option<String> {
-    decision
-        .safeguards
-        .as_ref()?
-        .get("backup")?
-        .get("snapshot")?
-        .as_str()
-        .map(str::to_owned)
+    Safeguards::of(decision.safeguards.as_ref())
+        .backup?
+        .snapshot
 }
 
 /// What the action left behind, from its result record.
@@ -195,11 +172,8 @@ fn after_state(ledger: &dyn Ledger, decision: &Record) -> anyhow::Result<Option<
     else {
         return Ok(None);
     };
-    let after = result
-        .safeguards
-        .as_ref()
-        .and_then(|s| s.get("after"))
-        .cloned()
+    let after = Safeguards::of(result.safeguards.as_ref())
+        .after
         .map(serde_json::from_value)
         .transpose()
         .with_context(|| format!("{} holds an unreadable after-state", result.id))?;

@@ -1,0 +1,166 @@
+//! The typed shapes of what records carry beside their fixed fields: the `safeguards` of a
+//! decision or result, and the `inputs` of the events people and nightwatch write about other
+//! records (approvals, rejections, trust placements, undos, notifications, dispatches, the
+//! janitor's keeps).
+//!
+//! The stored form stays JSON (the hash chain is computed over it), and these types write it in
+//! exactly the shape older records have: a record written before a field existed reads back
+//! with that field empty, and a field a later version adds is kept in `other`, so no record
+//! ever fails to load because of its shape. These are the storage types; the API and the CLI
+//! build their own views from them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// What guarded an action beside policy (a record's `safeguards`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Safeguards {
+    /// The action's identity: a digest of its tool and its inputs as the actor gave them
+    /// (before redaction), so approvals and the circuit breaker match calls that carry a
+    /// secret. Absent on records written before it was stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// A person's approval that let an ask through.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ApprovalUsed>,
+    /// Every pre-flight check's finding, in the checks crate's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<Value>,
+    /// The backup taken before a write.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<Backup>,
+    /// Notifiers told about a halt or an ask.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Vec<String>>,
+    /// On a result: the state the action left its backed-up paths in, for undo.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Value>,
+    /// On an undo: the steps that restored the paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restored: Option<Vec<String>>,
+    /// On a notification: every delivery attempt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Value>,
+    /// Keys this version does not know, kept as they were.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+impl Safeguards {
+    /// The typed view of a record's `safeguards`; a shape that does not read (a hand-edited or
+    /// future record) gives an empty view with the whole value kept in `other`.
+    pub fn of(value: Option<&Value>) -> Safeguards {
+        match value {
+            None => Safeguards::default(),
+            Some(value) => serde_json::from_value(value.clone()).unwrap_or_else(|_| {
+                let mut other = Map::new();
+                other.insert("unread".into(), value.clone());
+                Safeguards {
+                    other,
+                    ..Safeguards::default()
+                }
+            }),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        *self == Safeguards::default()
+    }
+
+    /// The stored form: `None` when there is nothing, so records without safeguards keep
+    /// the encoding they always had.
+    pub fn into_value(self) -> Option<Value> {
+        if self.is_empty() {
+            return None;
+        }
+        serde_json::to_value(self).ok()
+    }
+}
+
+/// The approval an ask went through on.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalUsed {
+    /// The approval record's id.
+    pub record: String,
+    /// Who approved.
+    pub by: String,
+    /// The decision that asked.
+    #[serde(default)]
+    pub asked: Option<Value>,
+}
+
+/// The backup taken before a write.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Backup {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// The size limits it was taken with, in the backup crate's shape.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limits: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paths: Option<Vec<String>>,
+    /// Paths saved only as "skipped", with why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<Vec<String>>,
+    /// Why the backup failed (the write was then denied).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Written paths that could not be located, so were not saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unlocated: Option<Vec<String>>,
+}
+
+/// `inputs` of an [`crate::event::APPROVAL`] or [`crate::event::REJECTION`]: a person's
+/// answer to the decision `record` that asked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// The decision that asked.
+    pub record: String,
+    /// The asked call's identity (see [`Safeguards::fingerprint`]).
+    pub fingerprint: String,
+    /// The actor whose call it was.
+    pub actor_id: String,
+    /// Approvals only: until when it may be used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_ms: Option<i64>,
+    /// Absent on an approval or rejection recorded without a why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// `inputs` of a [`crate::event::TRUST`] record: a person placed an agent in a tier.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Placement {
+    pub agent: String,
+    pub tier: String,
+    #[serde(default)]
+    pub why: String,
+}
+
+/// `inputs` of an [`crate::event::UNDO`] record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Undone {
+    /// The decision whose changes were restored.
+    pub record: String,
+    pub snapshot: String,
+    #[serde(default)]
+    pub force: bool,
+}
+
+/// `inputs` of a [`crate::event::NOTIFICATION`] record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Notified {
+    /// The record the escalation was about.
+    pub record: String,
+    pub notifier: String,
+}
+
+/// `inputs` of the janitor's records: the thing it judged.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Swept {
+    pub kind: String,
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub reasons: Vec<String>,
+}
