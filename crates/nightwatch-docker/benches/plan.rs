@@ -19,7 +19,11 @@ const BATCH: usize = 25;
 
 fn main() {
     let scratch = Scratch::new("bench");
-    let inventory = DockerInventory::from_env(&ContainerRules::default()).expect("inventory");
+    let inventory = DockerInventory::from_docker_host(
+        std::env::var("DOCKER_HOST").ok().as_deref(),
+        &ContainerRules::default(),
+    )
+    .expect("inventory");
     let rules = SweepRules::default();
     let state = JanitorState::new();
     let started = Instant::now();

@@ -1,6 +1,6 @@
 //! Containers as janitor items: listed with their inspect data, and removed stop-then-remove.
 
-use crate::engine::{DockerInventory, now_ms, status_of};
+use crate::engine::{DockerInventory, status_of};
 use bollard::Docker;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
@@ -61,7 +61,7 @@ impl Inventory for DockerInventory {
     /// Inspects again, refuses a container labelled to stay, stops it if it runs (waiting
     /// the stop timeout before the Engine kills it), then removes it without `force` and
     /// without its volumes. Each step taken is reported.
-    fn remove(&self, item: &Item) -> Removal {
+    fn remove(&self, item: &Item, now_ms: i64) -> Removal {
         let removal = Removal::new();
         if let Err(e) = check_id(&item.id) {
             return removal.failed("inspect", e.to_string());
@@ -81,7 +81,7 @@ impl Inventory for DockerInventory {
         let Facts::Container(facts) = &current.facts else {
             return removal.failed("inspect", "not a container");
         };
-        if let Some(why) = held_by_label(&current, &self.rules, now_ms()) {
+        if let Some(why) = held_by_label(&current, &self.rules, now_ms) {
             return removal.failed(
                 "check labels",
                 format!("refused to remove {}: {why}", current.name),

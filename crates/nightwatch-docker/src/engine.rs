@@ -30,14 +30,17 @@ pub struct DockerInventory {
 }
 
 impl DockerInventory {
-    /// The Engine named by `DOCKER_HOST`, or the default socket [`DEFAULT_HOST`].
-    /// `rules` supplies the keep labels that `remove` checks once more before acting.
-    pub fn from_env(rules: &ContainerRules) -> Result<DockerInventory, InventoryError> {
-        let host = std::env::var("DOCKER_HOST")
-            .ok()
+    /// The Engine a `DOCKER_HOST` value names (the caller reads its environment), or the
+    /// default socket [`DEFAULT_HOST`] without one. `rules` supplies the keep labels that
+    /// `remove` checks once more before acting.
+    pub fn from_docker_host(
+        docker_host: Option<&str>,
+        rules: &ContainerRules,
+    ) -> Result<DockerInventory, InventoryError> {
+        let host = docker_host
             .filter(|h| !h.trim().is_empty())
-            .unwrap_or_else(|| DEFAULT_HOST.to_owned());
-        DockerInventory::at(&host, rules)
+            .unwrap_or(DEFAULT_HOST);
+        DockerInventory::at(host, rules)
     }
 
     /// The Engine at `host`: `unix:///path/to/docker.sock`, `tcp://host:2375` or `http://...`.
@@ -156,12 +159,4 @@ fn chain(e: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Milliseconds since 1970 by this machine's clock.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }

@@ -17,9 +17,12 @@ const DAY_MS: i64 = 86_400_000;
 const SLACK_MS: i64 = 2_000;
 
 fn inventory() -> DockerInventory {
-    DockerInventory::from_env(&ContainerRules::default())
-        .expect("inventory")
-        .with_stop_timeout(Duration::from_secs(2))
+    DockerInventory::from_docker_host(
+        std::env::var("DOCKER_HOST").ok().as_deref(),
+        &ContainerRules::default(),
+    )
+    .expect("inventory")
+    .with_stop_timeout(Duration::from_secs(2))
 }
 
 /// The items of this run only: the host may have other containers.
@@ -186,7 +189,7 @@ fn remove_stops_then_removes_in_two_steps() {
         .inspect(&running)
         .expect("inspect")
         .expect("present");
-    let removal = inventory.remove(&item);
+    let removal = inventory.remove(&item, now_ms());
     let steps: Vec<(&str, bool)> = removal
         .steps
         .iter()
@@ -201,7 +204,7 @@ fn remove_stops_then_removes_in_two_steps() {
         .inspect(&created)
         .expect("inspect")
         .expect("present");
-    let removal = inventory.remove(&item);
+    let removal = inventory.remove(&item, now_ms());
     assert_eq!(removal.steps.len(), 1, "{removal:?}");
     assert_eq!(removal.steps[0].what, "remove");
     assert!(removal.succeeded());
@@ -217,7 +220,7 @@ fn container_removed_between_list_and_remove_fails_cleanly() {
     docker(&["rm", &id]);
 
     assert!(inventory.inspect(&id).expect("inspect").is_none());
-    let removal = inventory.remove(&item);
+    let removal = inventory.remove(&item, now_ms());
     assert!(!removal.succeeded());
     assert_eq!(removal.steps.len(), 1, "{removal:?}");
     let error = removal.error().expect("an error");
@@ -235,7 +238,7 @@ fn keep_label_is_refused_at_remove_time() {
     let inventory = inventory();
     let item = inventory.inspect(&id).expect("inspect").expect("present");
 
-    let removal = inventory.remove(&item);
+    let removal = inventory.remove(&item, now_ms());
     assert!(!removal.succeeded());
     assert_eq!(removal.steps.len(), 1, "{removal:?}");
     assert_eq!(removal.steps[0].what, "check labels");
@@ -259,7 +262,7 @@ fn remove_keeps_the_containers_volumes() {
     let inventory = inventory();
     let item = inventory.inspect(&id).expect("inspect").expect("present");
 
-    assert!(inventory.remove(&item).succeeded());
+    assert!(inventory.remove(&item, now_ms()).succeeded());
     assert!(inventory.inspect(&id).expect("inspect").is_none());
     assert_eq!(
         docker(&["volume", "inspect", "-f", "{{.Name}}", &volume]),
@@ -348,13 +351,17 @@ fn unreachable_engine_is_an_error_not_an_empty_list() {
     let message = error.to_string();
     assert!(message.contains(&host), "{message}");
     assert!(inventory.inspect("abc").is_err());
-    let removal = inventory.remove(&Item {
-        id: "abc".into(),
-        name: "abc".into(),
-        facts: Facts::Container(ContainerFacts::default()),
-    });
+    let removal = inventory.remove(
+        &Item {
+            id: "abc".into(),
+            name: "abc".into(),
+            facts: Facts::Container(ContainerFacts::default()),
+        },
+        now_ms(),
+    );
     assert!(!removal.succeeded());
 
     let store = StateStore::open(dir.path()).expect("state store");
     assert!(inventory.record_activity(&store, 0, 1).is_err());
 }
+

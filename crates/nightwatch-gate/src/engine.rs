@@ -304,7 +304,9 @@ impl<'a> Engine<'a> {
     pub fn record(&self, event: Event) -> Result<Record, LedgerError> {
         let written = self.clock.written_ms();
         let entry = match event {
-            Event::Result(report) => crate::result_entry(self.ledger, self.guards, report, written)?,
+            Event::Result(report) => {
+                crate::result_entry(self.ledger, self.guards, report, written)?
+            }
             Event::Refusal(failure) => crate::refusal_entry(failure, written),
             Event::Lifecycle {
                 step,
@@ -319,8 +321,12 @@ impl<'a> Engine<'a> {
                 entry
             }
             Event::Dispatch(dispatch) => {
-                let mut entry =
-                    Entry::new(event::DISPATCH, written, dispatcher(), dispatch.tool.clone());
+                let mut entry = Entry::new(
+                    event::DISPATCH,
+                    written,
+                    dispatcher(),
+                    dispatch.tool.clone(),
+                );
                 entry.inputs = dispatch.inputs;
                 entry.session_id = dispatch.session_id;
                 entry.context = dispatch.context;
@@ -374,7 +380,8 @@ impl<'a> Engine<'a> {
                             stdout: steps.join("\n"),
                             stderr: String::new(),
                         });
-                        entry.reasons = vec![format!("undid {}: {}", decision.id, steps.join("; "))];
+                        entry.reasons =
+                            vec![format!("undid {}: {}", decision.id, steps.join("; "))];
                         entry.safeguards = Safeguards {
                             restored: Some(steps),
                             ..Safeguards::default()

@@ -2,11 +2,11 @@
 //! from the proposal's directory, and the backup still takes the paths as the line names them.
 
 use super::*;
-use serde_json::json;
 use nightwatch_backup::{Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History};
 use nightwatch_core::{ActorKind, Tool};
 use nightwatch_policy::PathFacts;
+use serde_json::json;
 use std::sync::Mutex;
 
 /// Guards whose facts call `<cwd>/state/...` `$NIGHTWATCH_HOME/...` and give every path two

@@ -264,7 +264,7 @@ impl Inventory for GitWorktrees {
     /// HEAD moved or is no longer merged), then runs `git worktree remove` without `--force`,
     /// which itself refuses uncommitted changes, untracked files and locks at the moment of
     /// removal.
-    fn remove(&self, item: &Item) -> Removal {
+    fn remove(&self, item: &Item, _now_ms: i64) -> Removal {
         let Facts::Worktree(planned) = &item.facts else {
             return Removal::new()
                 .failed(REMOVE_WORKTREE, format!("{} is not a worktree", item.id));
@@ -365,7 +365,7 @@ impl Inventory for GitBranches {
     /// Re-reads the branch and deletes it with `git branch -d` only while its tip is the very
     /// commit that was listed and that commit is still in the base. `-d` is the backstop: git
     /// refuses a branch not merged into HEAD, and a branch checked out anywhere.
-    fn remove(&self, item: &Item) -> Removal {
+    fn remove(&self, item: &Item, _now_ms: i64) -> Removal {
         let Facts::Branch(planned) = &item.facts else {
             return Removal::new().failed(DELETE_BRANCH, format!("{} is not a branch", item.id));
         };

@@ -130,7 +130,7 @@ fn locked_worktree_reports_its_reason() {
 
     // Clean and merged (it has no commits of its own), yet git refuses a locked one.
     let (item, _) = repo.worktree("locked");
-    let removal = repo.inventory().worktrees().remove(&item);
+    let removal = repo.inventory().worktrees().remove(&item, now_ms());
     let error = removal.error().unwrap();
     assert!(error.contains("locked"), "{error}");
     assert!(path.exists());
@@ -184,7 +184,7 @@ fn process_inside_worktree_is_in_use() {
     // Merged and clean, but a process works inside: removal is refused, not forced.
     git(&repo.root(), &["merge", "-q", "--ff-only", "busy"]);
     let (item, _) = repo.worktree("busy");
-    let removal = repo.inventory().worktrees().remove(&item);
+    let removal = repo.inventory().worktrees().remove(&item, now_ms());
     let error = removal.error().unwrap();
     assert!(
         error.contains(&format!("in use by pid {} (sleep)", sleeper.0.id())),
@@ -217,7 +217,7 @@ fn merged_clean_worktree_goes_then_its_branch() {
     assert_eq!(b.checked_out_in.as_deref(), done.to_str());
 
     // The folder first: the branch is refused while it is still checked out.
-    let refused = branches.remove(&branch);
+    let refused = branches.remove(&branch, now_ms());
     assert!(!refused.succeeded());
     assert!(
         refused.error().unwrap().contains("checked out in worktree"),
@@ -225,14 +225,14 @@ fn merged_clean_worktree_goes_then_its_branch() {
     );
 
     let (item, _) = repo.worktree("done");
-    let removal = worktrees.remove(&item);
+    let removal = worktrees.remove(&item, now_ms());
     assert!(removal.succeeded(), "{removal:?}");
     assert_eq!(removal.steps[0].what, "remove worktree folder");
     assert!(!done.exists());
     assert_eq!(worktrees.inspect(&item.id).unwrap(), None);
 
     let branch = branches.inspect(&done_id).unwrap().unwrap();
-    let removal = branches.remove(&branch);
+    let removal = branches.remove(&branch, now_ms());
     assert!(removal.succeeded(), "{removal:?}");
     assert_eq!(removal.steps[0].what, "delete branch");
     assert_eq!(git(&repo.root(), &["branch", "--list", "done"]), "");
@@ -258,7 +258,7 @@ fn branch_whose_tip_moved_after_merge_is_not_deleted() {
     repo.commit(&repo.root(), "more work after the merge");
     git(&repo.root(), &["checkout", "-q", "main"]);
 
-    let removal = branches.remove(&listed);
+    let removal = branches.remove(&listed, now_ms());
     assert!(!removal.succeeded());
     assert!(
         removal.error().unwrap().contains("tip moved from"),
@@ -272,7 +272,7 @@ fn branch_whose_tip_moved_after_merge_is_not_deleted() {
         panic!()
     };
     assert_eq!(b.merged_commit, None);
-    let removal = branches.remove(&now);
+    let removal = branches.remove(&now, now_ms());
     assert!(
         removal.error().unwrap().contains("is not in main"),
         "{removal:?}"
@@ -301,7 +301,7 @@ fn dirty_worktree_removal_fails_and_is_reported() {
     repo.write(&untracked, "scratch.txt", "new\n");
 
     for (item, path) in [(m_item, &modified), (u_item, &untracked)] {
-        let removal = worktrees.remove(&item);
+        let removal = worktrees.remove(&item, now_ms());
         assert!(!removal.succeeded(), "{removal:?}");
         let error = removal.error().unwrap();
         assert!(error.starts_with("remove worktree folder: "), "{error}");
@@ -371,4 +371,12 @@ fn without_a_pr_provider_every_worktree_is_kept() {
         .find(|e| e.kind == Kind::Branch && e.name == "merged")
         .unwrap();
     assert_eq!(branch.decision, Decision::Keep);
+}
+
+/// This machine's clock, as the janitor's apply passes it to a removal.
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
 }

@@ -174,7 +174,7 @@ fn one(
     if let Err(why) = gate.allow(&item, entry) {
         return Outcome::Refused { why };
     }
-    let removal = inventory.remove(&item);
+    let removal = inventory.remove(&item, now_ms);
     let outcome = if removal.succeeded() {
         state.forget(entry.kind, &entry.id);
         Outcome::Removed

@@ -20,7 +20,7 @@ pub trait Inventory {
     /// Removes the item step by step (a running container: stop, then remove), stopping at the
     /// first failed step. Every step taken is reported, so a stop that succeeded and a remove
     /// that failed are two records, not one half-done state.
-    fn remove(&self, item: &Item) -> Removal;
+    fn remove(&self, item: &Item, now_ms: i64) -> Removal;
 }
 
 /// Why an inventory could not list or inspect.

@@ -182,7 +182,7 @@ impl Inventory for PathInventory {
         }
     }
 
-    fn remove(&self, item: &Item) -> Removal {
+    fn remove(&self, item: &Item, _now_ms: i64) -> Removal {
         const STEP: &str = "remove path";
         if !matches!(item.facts, Facts::Path(_)) {
             return Removal::new().failed(STEP, format!("{} is not a path", item.id));

@@ -338,7 +338,7 @@ impl nightwatch_janitor::Inventory for Down {
         Ok(None)
     }
 
-    fn remove(&self, _: &Item) -> nightwatch_janitor::Removal {
+    fn remove(&self, _: &Item, _: i64) -> nightwatch_janitor::Removal {
         nightwatch_janitor::Removal::new()
     }
 }

@@ -247,7 +247,7 @@ fn edited_plans_cannot_point_outside() {
             }
             other => panic!("{id}: {other:?}"),
         }
-        let removal = inventory.remove(&crafted(id, &glob));
+        let removal = inventory.remove(&crafted(id, &glob), now_ms());
         assert!(!removal.succeeded(), "{id}");
         assert!(removal.steps[0].detail.contains(says), "{id}: {removal:?}");
     }

@@ -11,8 +11,8 @@
 //! finds the live task and is deduplicated, and an arrival whose record was never written is
 //! recorded by [`Daemon::record_unrecorded`]. Nothing takes a silent path.
 
-use nightwatch_intake::{Alert, Status};
 use nightwatch_gate::{Dispatch, Event};
+use nightwatch_intake::{Alert, Status};
 use nightwatch_ledger::{Record, RecordContext};
 use nightwatch_tasks::{Offered, Resolved};
 use serde_json::json;

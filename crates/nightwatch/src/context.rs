@@ -32,11 +32,12 @@ fn machine_name() -> Option<String> {
 }
 
 /// A person acting through the command line: `--by`, else `$USER`, else `$LOGNAME`.
-pub fn human(by: Option<String>) -> nightwatch_core::Actor {
+pub fn human(by: Option<String>, env: &Environment) -> nightwatch_core::Actor {
     let id = by
-        .filter(|name| !name.trim().is_empty())
-        .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
-        .or_else(|| std::env::var("LOGNAME").ok().filter(|u| !u.is_empty()))
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .or_else(|| env.var("USER").filter(|u| !u.is_empty()).map(str::to_owned))
+        .or_else(|| env.var("LOGNAME").filter(|u| !u.is_empty()).map(str::to_owned))
         .unwrap_or_else(|| "operator".to_owned());
     nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, id)
 }

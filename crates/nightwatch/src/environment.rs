@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// Every variable that changes what a hook call decides or records (the agents' config-dir
 /// variables say where their hook settings live, which policy protects).
-const READ: [&str; 18] = [
+const READ: [&str; 20] = [
     "NIGHTWATCH_HOME",
     "NIGHTWATCH_POLICY",
     "NIGHTWATCH_NOW",
@@ -21,6 +21,8 @@ const READ: [&str; 18] = [
     "XDG_STATE_HOME",
     "HOME",
     "USER",
+    "LOGNAME",
+    "DOCKER_HOST",
     "CLAUDE_CONFIG_DIR",
     "CODEX_HOME",
     "GEMINI_CLI_HOME",
@@ -35,6 +37,13 @@ pub struct Environment {
     /// variable, so never passed on as one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     cwd: Option<String>,
+}
+
+/// A variable that configuration names by itself (a notifier's token, a webhook's secret in
+/// `serve.yaml`), read from this process: the names are the operator's, so they cannot be
+/// captured ahead.
+pub fn configured_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
 }
 
 impl Environment {

@@ -154,7 +154,7 @@ impl Inventory for Fake {
         Ok(self.world.get(self.kind, id))
     }
 
-    fn remove(&self, item: &Item) -> Removal {
+    fn remove(&self, item: &Item, _now_ms: i64) -> Removal {
         *self
             .world
             .remove_calls

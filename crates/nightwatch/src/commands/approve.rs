@@ -15,7 +15,7 @@ pub fn approve(args: ApproveArgs) -> anyhow::Result<u8> {
     let asked = asked_decision(host.ledger(), &args.record)?;
     let valid_for_ms = parse_validity(&args.valid_for)?;
     let record = engine.record(Event::Approval {
-        by: context::human(args.by),
+        by: context::human(args.by, &host.env),
         asked: Box::new(asked),
         expires_ms: engine.now_ms().saturating_add(valid_for_ms),
         why: args.why.unwrap_or_default(),
@@ -29,7 +29,7 @@ pub fn reject(args: RejectArgs) -> anyhow::Result<u8> {
     let engine = host.engine();
     let asked = asked_decision(host.ledger(), &args.record)?;
     let record = engine.record(Event::Rejection {
-        by: context::human(args.by),
+        by: context::human(args.by, &host.env),
         asked: Box::new(asked),
         why: args.why.unwrap_or_default(),
     })?;

@@ -30,7 +30,7 @@ pub fn run(args: EscalateArgs) -> anyhow::Result<u8> {
         .iter()
         .filter_map(|name| notifiers.get(name).map(|spec| (name.as_str(), spec)))
         .collect();
-    let env = |name: &str| host.env.var(name).map(str::to_owned);
+    let env = crate::environment::configured_var;
     let sleep = |pause: std::time::Duration| std::thread::sleep(pause);
     let mut deliveries = deliver_all(known, &escalation, &env, &sleep);
     // A notifier the record names but the policy no longer declares is a failed delivery,

@@ -14,7 +14,8 @@ pub fn run(args: InstallArgs) -> anyhow::Result<u8> {
     };
     let location = settings_path(agent, scope);
     let base = match location.base {
-        Base::Home => std::env::var_os("HOME")
+        Base::Home => crate::environment::Environment::of_process()
+            .var("HOME")
             .filter(|h| !h.is_empty())
             .map(PathBuf::from)
             .context("--user needs $HOME")?,

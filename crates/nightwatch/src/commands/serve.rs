@@ -79,7 +79,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if args.config.is_some() && !config_path.exists() {
         anyhow::bail!("the configuration {} does not exist", config_path.display());
     }
-    let mut config = Config::load(&config_path, &|name| env.var(name).map(str::to_owned))?;
+    let mut config = Config::load(&config_path, &crate::environment::configured_var)?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }

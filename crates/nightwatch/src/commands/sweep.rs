@@ -52,7 +52,8 @@ fn docker_here(
     if !configured && !std::path::Path::new("/var/run/docker.sock").exists() {
         return Ok(None);
     }
-    nightwatch_docker::DockerInventory::from_env(&rules.containers).map(Some)
+    nightwatch_docker::DockerInventory::from_docker_host(env.var("DOCKER_HOST"), &rules.containers)
+        .map(Some)
 }
 
 /// Containers' exec and attach activity from the Engine's recent events, remembered in the

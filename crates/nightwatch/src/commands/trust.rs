@@ -37,18 +37,8 @@ pub fn set(args: TrustSetArgs) -> anyhow::Result<u8> {
             args.tier
         );
     }
-    let by = args
-        .by
-        .or_else(|| {
-            crate::environment::Environment::of_process()
-                .var("USER")
-                .map(str::to_owned)
-        })
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty())
-        .unwrap_or_else(|| "operator".to_owned());
-
     let host = Host::open()?;
+    let by = crate::context::human(args.by, &host.env).id;
     let before = nightwatch_trust::current_tier(&trust_records(host.ledger())?, agent, settings);
     let record = host.engine().record(Event::Trust {
         by: nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, by.clone()),

@@ -21,7 +21,7 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
     let engine = host.engine();
     let ledger = host.ledger();
     let store = host.backups()?;
-    let human = context::human(args.by.clone());
+    let human = context::human(args.by.clone(), &host.env);
     let (policy, _) = load_policy(&policy_source_in(&host.env))?;
     let targets = match (&args.record, &args.session) {
         (Some(id), _) => vec![decision_of(ledger, id)?],
