@@ -364,4 +364,3 @@ fn unreachable_engine_is_an_error_not_an_empty_list() {
     let store = StateStore::open(dir.path()).expect("state store");
     assert!(inventory.record_activity(&store, 0, 1).is_err());
 }
-

@@ -37,7 +37,11 @@ pub fn human(by: Option<String>, env: &Environment) -> nightwatch_core::Actor {
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty())
         .or_else(|| env.var("USER").filter(|u| !u.is_empty()).map(str::to_owned))
-        .or_else(|| env.var("LOGNAME").filter(|u| !u.is_empty()).map(str::to_owned))
+        .or_else(|| {
+            env.var("LOGNAME")
+                .filter(|u| !u.is_empty())
+                .map(str::to_owned)
+        })
         .unwrap_or_else(|| "operator".to_owned());
     nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, id)
 }

@@ -1,0 +1,147 @@
+//! The daemon's workers in process: a task whose handling panics is caught, recorded and
+//! retried, and the worker goes on with the next task. With one worker, a panic that killed it
+//! would leave every later task unrun.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator};
+use nightwatch_intake::{Alert, Source, Status};
+use nightwatch_ledger::{Filter, Ledger, Record, event};
+use nightwatch_serve::{Config, Daemon, Edges, runner};
+
+struct Utc(jiff::tz::TimeZone);
+
+impl Clock for Utc {
+    fn now_ms(&self) -> i64 {
+        jiff::Timestamp::now().as_millisecond()
+    }
+    fn zone(&self) -> &jiff::tz::TimeZone {
+        &self.0
+    }
+}
+
+/// Edges whose policy panics the first time it is read: the first task's handling panics.
+struct PanicsOnce {
+    clock: Utc,
+    guards: LiveGuards,
+    reads: AtomicUsize,
+}
+
+impl Edges for PanicsOnce {
+    fn clock(&self) -> &dyn Clock {
+        &self.clock
+    }
+    fn host(&self) -> Option<String> {
+        Some("test-host".into())
+    }
+    fn policy(&self) -> Result<nightwatch_policy::Policy, String> {
+        if self.reads.fetch_add(1, Ordering::SeqCst) == 0 {
+            panic!("a poisoned task");
+        }
+        nightwatch_policy::Policy::from_yaml("version: 1\ndefault: allow\n")
+            .map_err(|e| e.to_string())
+    }
+    fn guards(&self) -> &(dyn Guards + Sync) {
+        &self.guards
+    }
+    fn escalator(&self) -> &dyn Escalator {
+        &NoEscalator
+    }
+    fn sweep(&self, _: &Engine<'_>) -> Result<String, String> {
+        Ok(String::new())
+    }
+    fn runbook_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+}
+
+fn alert(identity: &str) -> Alert {
+    Alert {
+        source: Source::Generic("test".into()),
+        identity: identity.into(),
+        status: Status::Firing,
+        title: format!("alert {identity}"),
+        message: String::new(),
+        labels: Default::default(),
+        annotations: Default::default(),
+        tags: vec![],
+        monitor: None,
+        starts_at_ms: None,
+        ends_at_ms: None,
+        group_key: None,
+        receiver: None,
+        link: None,
+        raw: serde_json::Value::Null,
+    }
+}
+
+fn dispatches(daemon: &Daemon, disposition: &str) -> Vec<Record> {
+    daemon
+        .ledger
+        .query(&Filter {
+            event: Some(event::DISPATCH.to_owned()),
+            ..Filter::default()
+        })
+        .expect("the ledger reads")
+        .into_iter()
+        .filter(|r| r.inputs["disposition"] == disposition)
+        .collect()
+}
+
+#[test]
+fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config_file = dir.path().join("serve.yaml");
+    std::fs::write(
+        &config_file,
+        "queue: { workers: 1, backoff_base: 100ms, backoff_cap: 200ms, max_attempts: 3 }\nroutes:\n  - id: all\n    run: [\"true\"]\n",
+    )
+    .unwrap();
+    let config = Config::load(&config_file, &|_| None).expect("config");
+    let edges = PanicsOnce {
+        clock: Utc(jiff::tz::TimeZone::UTC),
+        guards: LiveGuards::new(dir.path()),
+        reads: AtomicUsize::new(0),
+    };
+    let daemon = Arc::new(Daemon::open(config, dir.path(), Arc::new(edges)).expect("daemon"));
+    let threads = runner::start(&daemon);
+
+    let dispatched = daemon
+        .dispatch(&[alert("first"), alert("second")])
+        .expect("stored");
+    assert_eq!(dispatched.len(), 2);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dispatches(&daemon, "ran").len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemon.begin_shutdown();
+    for thread in threads {
+        thread.join().expect("no thread died");
+    }
+
+    let ran = dispatches(&daemon, "ran");
+    assert_eq!(ran.len(), 2, "both tasks ran in the end: {ran:#?}");
+    let panics = daemon
+        .ledger
+        .query(&Filter {
+            event: Some(event::INTERNAL_ERROR.to_owned()),
+            ..Filter::default()
+        })
+        .unwrap();
+    assert_eq!(panics.len(), 1, "{panics:#?}");
+    assert!(
+        panics[0].reasons[0].contains("a poisoned task"),
+        "{:?}",
+        panics[0].reasons
+    );
+    let failed = dispatches(&daemon, "failed");
+    assert!(
+        failed
+            .iter()
+            .any(|r| r.reasons[0].contains("panicked") && r.reasons[0].contains("retried")),
+        "the panicked attempt failed and was retried: {failed:#?}"
+    );
+}
