@@ -202,7 +202,7 @@ async fn intake(
         ),
         Ok(Err(e)) => {
             daemon.metrics.reject(&source, "storage");
-            eprintln!("nightwatch serve: {source}: storage failed, replied 503: {e}");
+            tracing::error!("{source}: storage failed, replied 503: {e}");
             let mut response = reply(
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({ "error": format!("the alert could not be stored: {e}; send it again") }),
@@ -214,7 +214,7 @@ async fn intake(
         }
         Err(e) => {
             daemon.metrics.reject(&source, "storage");
-            eprintln!("nightwatch serve: {source}: the dispatcher failed: {e}");
+            tracing::error!("{source}: the dispatcher failed: {e}");
             reply(
                 StatusCode::SERVICE_UNAVAILABLE,
                 json!({ "error": "the dispatcher failed; send it again" }),

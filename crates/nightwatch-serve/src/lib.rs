@@ -202,40 +202,62 @@ pub fn run(
         .enable_all()
         .build()
         .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
-    let listener = runtime.block_on(async {
-        tokio::net::TcpListener::bind(daemon.config.listen)
+    runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind(daemon.config.listen)
             .await
             .map_err(|source| ServeError::Listen {
                 addr: daemon.config.listen,
                 source,
-            })
-    })?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| ServeError::Runtime(e.to_string()))?;
+            })?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| ServeError::Runtime(e.to_string()))?;
+        serve(daemon.clone(), listener, signal(), || announce(addr)).await
+    })
+}
 
+/// Serves `daemon` on `listener` until `shutdown` completes: records what a crash left
+/// unrecorded, starts the workers, calls `ready`, answers HTTP, then stops taking work, lets
+/// running runbooks finish (see [`runner`]) and joins the workers. In process, so tests can
+/// run a whole daemon on a port of their own and stop it.
+pub async fn serve(
+    daemon: Arc<Daemon>,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ready: impl FnOnce(),
+) -> Result<(), ServeError> {
     // Arrivals a crash left unrecorded are recorded before new ones come in.
     let recovered = daemon.record_unrecorded(0)?;
     if recovered > 0 {
         tracing::info!("recorded {recovered} arrival(s) a previous run left unrecorded");
     }
     let threads = runner::start(&daemon);
-    announce(addr);
+    ready();
 
     let app = http::router(daemon.clone());
-    let served = runtime.block_on(async {
-        axum::serve(listener, app)
-            .with_graceful_shutdown(shutdown_signal(daemon.clone()))
-            .await
-    });
+    let stopping = daemon.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down; finishing requests and running runbooks");
+            stopping.begin_shutdown();
+        })
+        .await;
     daemon.begin_shutdown();
-    for thread in threads {
-        let _ = thread.join();
+    let joined = tokio::task::spawn_blocking(move || {
+        for thread in threads {
+            let _ = thread.join();
+        }
+    })
+    .await;
+    if let Err(e) = joined {
+        tracing::error!("the workers did not stop cleanly: {e}");
     }
     served.map_err(|e| ServeError::Runtime(format!("the HTTP server failed: {e}")))
 }
 
-async fn shutdown_signal(daemon: Arc<Daemon>) {
+/// SIGINT or SIGTERM.
+async fn signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     let terminate = async {
@@ -252,6 +274,4 @@ async fn shutdown_signal(daemon: Arc<Daemon>) {
         _ = interrupt => {},
         _ = terminate => {},
     }
-    eprintln!("nightwatch serve: shutting down; finishing requests and running runbooks");
-    daemon.begin_shutdown();
 }

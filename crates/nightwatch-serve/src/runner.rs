@@ -69,7 +69,7 @@ fn work(daemon: &Daemon, worker: &str) {
             }
             Ok(None) => daemon.wait_for_work(Duration::from_millis(500)),
             Err(e) => {
-                eprintln!("nightwatch serve: {worker} cannot claim: {e}");
+                tracing::error!("{worker} cannot claim: {e}");
                 daemon.wait_for_work(Duration::from_secs(2));
             }
         }
@@ -117,14 +117,14 @@ fn housekeeping(daemon: &Daemon) {
         .map(|every| Instant::now() + every);
     while !daemon.is_shutting_down() {
         if let Err(e) = escalate_gave_up(daemon) {
-            eprintln!("nightwatch serve: escalations: {e}");
+            tracing::error!("escalations: {e}");
         }
         decisions.count_new(daemon);
         if last_catch_up.elapsed() >= Duration::from_secs(5) {
             last_catch_up = Instant::now();
             let settle = 2 * ms(daemon.config.request_timeout);
             if let Err(e) = daemon.record_unrecorded(settle) {
-                eprintln!("nightwatch serve: recording interrupted arrivals: {e}");
+                tracing::error!("recording interrupted arrivals: {e}");
             }
         }
         if let (Some(at), Some(every)) = (next_sweep, daemon.config.janitor_every)

@@ -145,3 +145,74 @@ fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
         "the panicked attempt failed and was retried: {failed:#?}"
     );
 }
+
+/// The whole daemon in process on a port of its own: it answers, takes an alert, runs its
+/// runbook, and stops when told, joining its workers.
+#[test]
+fn the_daemon_serves_in_process_and_stops_when_told() {
+    use std::io::{Read, Write};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config_file = dir.path().join("serve.yaml");
+    std::fs::write(
+        &config_file,
+        "queue: { workers: 1 }\nroutes:\n  - id: all\n    run: [\"true\"]\n",
+    )
+    .unwrap();
+    let config = Config::load(&config_file, &|_| None).expect("config");
+    let edges = PanicsOnce {
+        clock: Utc(jiff::tz::TimeZone::UTC),
+        guards: LiveGuards::new(dir.path()),
+        // Past its one panic: this test is about serving.
+        reads: AtomicUsize::new(1),
+    };
+    let daemon = Arc::new(Daemon::open(config, dir.path(), Arc::new(edges)).expect("daemon"));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = runtime.spawn(nightwatch_serve::serve(
+        daemon.clone(),
+        listener,
+        async {
+            let _ = stopped.await;
+        },
+        || {},
+    ));
+
+    let body = r#"{"heartbeat":{"status":0,"msg":"down","monitorID":7},"monitor":{"id":7,"name":"disk"},"msg":"disk is down"}"#;
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "POST /hooks/uptime-kuma HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("routed"), "{reply}");
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while dispatches(&daemon, "ran").is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(dispatches(&daemon, "ran").len(), 1);
+
+    stop.send(()).unwrap();
+    runtime
+        .block_on(served)
+        .expect("the server task ends")
+        .expect("it stops cleanly");
+    assert!(daemon.is_shutting_down());
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "nothing listens"
+    );
+}

@@ -69,7 +69,21 @@ impl Edges for Binary {
     }
 }
 
+/// The daemon's log: one line per event on stderr, `info` and above unless `NIGHTWATCH_LOG`
+/// says otherwise (`debug`, `nightwatch_serve=debug,warn`, ...).
+fn start_logging() {
+    let filter = crate::environment::configured_var("NIGHTWATCH_LOG")
+        .and_then(|text| tracing_subscriber::EnvFilter::try_new(text).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
 pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
+    start_logging();
     let env = Environment::of_process();
     let data_dir = home::data_dir_in(&env);
     let config_path = args
