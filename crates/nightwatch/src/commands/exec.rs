@@ -30,9 +30,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         context::agent_name_in(&host.env).unwrap_or_else(|| "exec".to_owned()),
     );
     let call_id = format!("exec-{}-{}", std::process::id(), engine.now_ms());
-    let cwd = std::env::current_dir()
-        .ok()
-        .map(|d| d.display().to_string());
+    let cwd = host.env.cwd().map(str::to_owned);
     let inputs = serde_json::json!({ "command": line, "argv": args.command });
     let policy = match load_policy(&args.source) {
         Ok((policy, _)) => policy,

@@ -21,7 +21,10 @@ pub fn run(args: InstallArgs) -> anyhow::Result<u8> {
             .context("--user needs $HOME")?,
         Base::Project => match &args.project {
             Some(dir) => dir.clone(),
-            None => std::env::current_dir().context("cannot read the current directory")?,
+            None => crate::environment::Environment::of_process()
+                .cwd()
+                .map(PathBuf::from)
+                .context("cannot read the current directory")?,
         },
     };
     let path = base.join(location.path);
