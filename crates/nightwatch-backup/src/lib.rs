@@ -38,11 +38,13 @@
 //! one atomic swap.
 
 mod capture;
-mod limits;
 mod prune;
 mod restore;
 mod state;
 mod store;
+
+// The limits and retention a policy or config writes are pure values in nightwatch-spec.
+use nightwatch_spec::backup as limits;
 
 pub use limits::{ByteSize, Limits, Retention};
 pub use prune::{KeptSnapshot, Limit, Pruned, PrunedSnapshot, UnreadableManifest};

@@ -8,7 +8,9 @@
 //! [`run_checks`] and writes every [`Finding`] to the ledger.
 //!
 //! The crate has two halves. [`CheckSpec`] and its kinds are pure values, validated while they
-//! are deserialized so a bad policy file points at the bad value. The runners do the I/O: they
+//! are deserialized so a bad policy file points at the bad value; they live in nightwatch-spec
+//! (so policy can read them without this crate's I/O) and are re-exported here. The runners
+//! do the I/O: they
 //! scan `/proc`, walk a glob's directory, call `systemctl`, make an HTTP request, run a program,
 //! or ask the ledger's failure [`History`].
 //!
@@ -41,26 +43,23 @@
 
 mod child;
 mod command;
-mod error;
 mod fingerprint;
 mod http;
 mod lock_file;
 mod process;
 mod pure;
 mod run;
-mod spec;
 mod systemd;
-mod window;
 
-pub use error::{SpecError, WindowError};
+use nightwatch_spec::checks as spec;
+
 pub use fingerprint::fingerprint;
 pub use run::run_checks;
 pub use spec::{
     CheckKind, CheckSpec, CircuitBreakerCheck, CommandCheck, DEFAULT_TIMEOUT, ExitMatch, HttpCheck,
     LockFileCheck, MAX_SPAN, MAX_TIMEOUT, PathGlob, Pattern, ProcessCheck, ProcessPattern,
-    SystemdUnitCheck, WindowCheck, WindowMode, parse_duration,
+    SpecError, SystemdUnitCheck, Window, WindowCheck, WindowError, WindowMode, parse_duration,
 };
-pub use window::Window;
 
 use jiff::civil::Weekday;
 use nightwatch_core::Verdict;
@@ -93,7 +92,9 @@ pub trait History {
     ) -> Result<u32, String>;
 }
 
-/// Local minute of day and weekday of `now_ms` in the system time zone, for [`Probe`]. `None`
+/// Local minute of day and weekday of `now_ms` in the system time zone, for [`Probe`].
+///
+/// The one place this crate reads the host's zone; the host is to pass its zone instead. `None`
 /// when `now_ms` is outside the range of civil time.
 pub fn local_clock(now_ms: i64) -> Option<(u16, Weekday)> {
     let zoned = jiff::Timestamp::from_millisecond(now_ms)

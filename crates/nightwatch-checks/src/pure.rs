@@ -1,8 +1,8 @@
 //! The checks that need nothing but the probe: maintenance windows and the circuit breaker.
 
 use crate::spec::{CheckKind, CircuitBreakerCheck, WindowCheck, WindowMode};
-use crate::window::describe_now;
 use crate::{Outcome, Probe, human_ms, span_ms};
+use jiff::civil::Weekday;
 
 pub(crate) fn run(kind: &CheckKind, probe: &Probe) -> Outcome {
     match kind {
@@ -65,4 +65,18 @@ fn breaker(check: &CircuitBreakerCheck, probe: &Probe) -> Outcome {
             check.failures
         )),
     }
+}
+
+/// The weekday and minute of day a window is judged by, as `HH:MM` for details.
+fn describe_now(weekday: Weekday, minute: u16) -> String {
+    let name = match weekday {
+        Weekday::Monday => "Mon",
+        Weekday::Tuesday => "Tue",
+        Weekday::Wednesday => "Wed",
+        Weekday::Thursday => "Thu",
+        Weekday::Friday => "Fri",
+        Weekday::Saturday => "Sat",
+        Weekday::Sunday => "Sun",
+    };
+    format!("{name} {:02}:{:02}", minute / 60, minute % 60)
 }

@@ -48,8 +48,10 @@ mod inventory;
 mod item;
 mod paths;
 mod plan;
-mod rules;
 mod state;
+
+// The `sweep:` section is a pure value in nightwatch-spec, so policy can read it without SQLite.
+use nightwatch_spec::sweep as rules;
 
 pub use apply::{AllowAll, Applied, Gate, Outcome, apply};
 pub use inventory::{Inventory, InventoryError, Listing, Removal, Step, list_all, removal_action};

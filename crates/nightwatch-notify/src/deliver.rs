@@ -157,13 +157,12 @@ fn attempt(
 /// same server after one outage do not retry in step. A fifth keeps each wait longer than the
 /// one before until the cap.
 pub(crate) fn backoff(retry: &Retry, number: u32, jitter: f64) -> Duration {
-    let doublings = number.saturating_sub(1).min(31);
-    let base = retry
-        .initial
-        .checked_mul(1u32 << doublings)
-        .unwrap_or(retry.max)
-        .min(retry.max);
-    base.mul_f64(1.0 - 0.2 * jitter.clamp(0.0, 1.0))
+    nightwatch_time::backoff(
+        retry.initial,
+        retry.max,
+        number,
+        0.2 * jitter.clamp(0.0, 1.0),
+    )
 }
 
 /// A number in 0..1 from the standard library's per-process random hash keys: good enough to

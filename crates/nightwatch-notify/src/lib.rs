@@ -3,7 +3,8 @@
 //! The gate writes every decision to the ledger; some of them (a halt, an ask) also need someone to
 //! hear about it now, on a phone or in a team channel. This crate is that edge: the policy's
 //! `notifiers:` section is read into [`NotifierSpec`]s (validated while it is read, so a bad URL or
-//! a zero retry count is a policy error with a line and column, not a surprise at 3 a.m.), an
+//! a zero retry count is a policy error with a line and column, not a surprise at 3 a.m.; the
+//! types live in nightwatch-spec so policy can read them without an HTTP client), an
 //! [`Escalation`] is rendered for each channel (ntfy, Slack, a generic JSON webhook, or a local
 //! command), and [`deliver`] sends it with retries and exponential backoff.
 //!
@@ -32,7 +33,8 @@ mod deliver;
 mod escalation;
 mod failure;
 mod http;
-mod spec;
+
+use nightwatch_spec::notify as spec;
 
 pub use deliver::{Attempt, AttemptOutcome, Delivery, deliver, deliver_all};
 pub use escalation::Escalation;

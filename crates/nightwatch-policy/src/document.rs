@@ -32,11 +32,11 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     pub examples: Vec<ExampleSpec>,
     #[serde(default)]
-    pub checks: std::collections::BTreeMap<String, nightwatch_checks::CheckSpec>,
+    pub checks: std::collections::BTreeMap<String, nightwatch_spec::checks::CheckSpec>,
     #[serde(default)]
     pub always_check: Vec<String>,
     #[serde(default)]
-    pub notifiers: nightwatch_notify::Notifiers,
+    pub notifiers: nightwatch_spec::notify::Notifiers,
     #[serde(default)]
     pub escalate: crate::safeguards::Escalation,
     #[serde(default)]
@@ -44,7 +44,7 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     pub trust: crate::safeguards::TrustSettings,
     #[serde(default)]
-    pub sweep: nightwatch_janitor::SweepRules,
+    pub sweep: nightwatch_spec::sweep::SweepRules,
     #[serde(default)]
     pub egress: Option<RawEgress>,
 }

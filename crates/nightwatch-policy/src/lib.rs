@@ -160,7 +160,7 @@ pub struct Policy {
     tool_rules: Vec<usize>,
     examples: Vec<Example>,
     safeguards: Safeguards,
-    sweep: nightwatch_janitor::SweepRules,
+    sweep: nightwatch_spec::sweep::SweepRules,
     /// Where network effects may go (`egress:`); None puts no limit beyond the rules.
     egress: Option<egress::Egress>,
 }
@@ -343,7 +343,7 @@ impl Policy {
     }
 
     /// What the janitor removes and keeps (`sweep:`; the seed's rules when absent).
-    pub fn sweep(&self) -> &nightwatch_janitor::SweepRules {
+    pub fn sweep(&self) -> &nightwatch_spec::sweep::SweepRules {
         &self.sweep
     }
 
@@ -403,7 +403,7 @@ impl Policy {
             tool_rules,
             examples,
             safeguards: Safeguards::default(),
-            sweep: nightwatch_janitor::SweepRules::default(),
+            sweep: nightwatch_spec::sweep::SweepRules::default(),
             egress: None,
         }
     }

@@ -2,10 +2,10 @@
 //! which verdict, backup limits and retention, and the trust criteria. Policy only holds them;
 //! the gate runs checks, takes backups and sends notifications.
 
-use nightwatch_backup::{Limits, Retention};
-use nightwatch_checks::CheckSpec;
 use nightwatch_core::Verdict;
-use nightwatch_notify::NotifierSpec;
+use nightwatch_spec::backup::{Limits, Retention};
+use nightwatch_spec::checks::CheckSpec;
+use nightwatch_spec::notify::NotifierSpec;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 

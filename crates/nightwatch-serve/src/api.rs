@@ -67,8 +67,8 @@ where
     }
 }
 
-/// `since`/`until`: as on the page (see [`crate::web`]): RFC 3339, `now`, or a span back from
-/// now (`12h`).
+/// `since`/`until`: as on the page and in the CLI (see [`crate::web`]): RFC 3339, `now`,
+/// `yesterday`, a clock time (`2am`), or a span back from now (`12h`).
 pub fn parse_time(key: &str, text: &str, now_ms: i64) -> Result<i64, String> {
     crate::web::instant(key, text, now_ms)
 }
@@ -395,10 +395,23 @@ mod tests {
             3_600_000
         );
         assert!(
-            parse_time("since", "yesterday", now)
+            parse_time("since", "soon", now)
                 .unwrap_err()
                 .contains("RFC 3339")
         );
+    }
+
+    /// The API reads times as the CLI does (it refused `2am` and `yesterday` before).
+    #[test]
+    fn times_take_the_clis_grammar() {
+        // 2026-02-14T03:30:00Z; the daemon reads clock times in UTC.
+        let now = 1_771_039_800_000;
+        let at = |text: &str| parse_time("since", text, now).map(nightwatch_ledger::rfc3339);
+        assert_eq!(at("2am").as_deref(), Ok("2026-02-14T02:00:00Z"));
+        assert_eq!(at("11pm").as_deref(), Ok("2026-02-13T23:00:00Z"));
+        assert_eq!(at("yesterday").as_deref(), Ok("2026-02-13T00:00:00Z"));
+        assert_eq!(at("1h30m").as_deref(), Ok("2026-02-14T02:00:00Z"));
+        assert_eq!(at("+1h").as_deref(), Ok("2026-02-14T04:30:00Z"));
     }
 
     #[test]

@@ -14,6 +14,10 @@ use std::time::Duration;
 use globset::{Glob, GlobMatcher};
 use serde::Deserialize;
 
+/// The longest wait, timeout or period the file may name: far beyond any job, far below any
+/// overflow.
+const MAX_DURATION: Duration = Duration::from_secs(366 * 24 * 3600);
+
 /// Why `serve.yaml` was refused. The daemon does not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -291,9 +295,14 @@ impl Config {
         })?;
         let duration = |field: &str, text: Option<&str>, default: Duration| match text {
             None => Ok(default),
-            // The same reading of `30s`, `5m`, `1h30m` as the policy's checks.
-            Some(t) => nightwatch_checks::parse_duration(t)
-                .map_err(|why| invalid(format!("{field}: {why}"))),
+            // The one reading of `30s`, `5m`, `1h30m`, as in policy files; a year at most.
+            Some(t) => match nightwatch_time::parse_duration(t) {
+                Ok(d) if d > MAX_DURATION => {
+                    Err(invalid(format!("{field}: {t:?} is longer than a year")))
+                }
+                Ok(d) => Ok(d),
+                Err(why) => Err(invalid(format!("{field}: {why}"))),
+            },
         };
         let auth = |field: &str, auth: Option<FileAuth>| -> Result<Option<Auth>, ConfigError> {
             let Some(a) = auth else { return Ok(None) };

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fmt::Write as _;
 
 use nightwatch_intake::Alert;
-use nightwatch_ledger::{Record, event, parse_rfc3339, rfc3339};
+use nightwatch_ledger::{Record, event, rfc3339};
 use nightwatch_tasks::{Task, TaskEvent};
 use serde_json::Value;
 
@@ -45,10 +45,10 @@ pub struct TimelineQuery {
 
 impl TimelineQuery {
     /// Reads `since`, `until`, `host`, `actor` and `verdict` (other keys are ignored; empty
-    /// values count as absent). `since` and `until` take RFC 3339 (`2026-02-14T03:00:00Z`; a
-    /// time without a zone, or a bare date, is UTC), a span before `now_ms` (`12h`, `30m`,
-    /// `2d`, `90s`, `1w`) or `now`. Defaults: the 12 hours before `now_ms`. The error is a
-    /// sentence for the page.
+    /// values count as absent). `since` and `until` take what [`instant`] reads: RFC 3339
+    /// (`2026-02-14T03:00:00Z`; a time without a zone, or a bare date, is UTC), a span before
+    /// `now_ms` (`12h`, `30m`, `2d`, `90s`, `1w`), a clock time (`2am`), `yesterday` or `now`.
+    /// Defaults: the 12 hours before `now_ms`. The error is a sentence for the page.
     pub fn from_params(
         params: &BTreeMap<String, String>,
         now_ms: i64,
@@ -114,46 +114,19 @@ impl TimelineQuery {
     }
 }
 
-/// A `since`/`until` value: RFC 3339 (zone optional, read as UTC), `now`, or a span before now
-/// (`12h`, `30m`, `2d`, `1w`, `2h ago`). The page and the JSON API read times alike.
+/// The zone the daemon reads operator times in (`2am`, `yesterday`, a date, a time without an
+/// offset): UTC, as the page has always said, until the host hands the daemon its own zone.
+pub(crate) const READING_ZONE: jiff::tz::TimeZone = jiff::tz::TimeZone::UTC;
+
+/// A `since`/`until` value, read by the one grammar the CLI also uses
+/// ([`nightwatch_time::parse_instant`]): RFC 3339, a date or a time without an offset (in
+/// [`READING_ZONE`]), `now`, `today`, `yesterday`, a clock time (`2am`, `14:30`), or a span
+/// before now (`12h`, `1h30m`, `2h ago`, `-1h`) or after it (`+1h`). The page and the JSON API
+/// read times alike.
 pub(crate) fn instant(key: &str, text: &str, now_ms: i64) -> Result<i64, String> {
-    if text == "now" {
-        return Ok(now_ms);
-    }
-    let zoned = match text.len() {
-        10 => format!("{text}T00:00:00Z"),
-        16 => format!("{text}:00Z"),
-        19 => format!("{text}Z"),
-        _ => text.to_owned(),
-    };
-    if let Some(ms) = parse_rfc3339(text).or_else(|| parse_rfc3339(&zoned)) {
-        return Ok(ms);
-    }
-    let span = text.strip_suffix("ago").unwrap_or(text).trim_end();
-    let span = span.strip_prefix('-').unwrap_or(span);
-    let unit_at = span
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(span.len());
-    let (digits, unit) = span.split_at(unit_at);
-    let unit_ms: Option<i64> = match unit.trim() {
-        "s" | "sec" => Some(1_000),
-        "m" | "min" => Some(60_000),
-        "h" => Some(3_600_000),
-        "d" => Some(86_400_000),
-        "w" => Some(7 * 86_400_000),
-        _ => None,
-    };
-    let ago = unit_ms
-        .zip(digits.parse::<i64>().ok())
-        .and_then(|(unit, n)| n.checked_mul(unit));
-    match ago.and_then(|ago| now_ms.checked_sub(ago)) {
-        Some(ms) => Ok(ms),
-        None => Err(format!(
-            "{key} {:?} is neither a time (RFC 3339, like 2026-02-14T03:00:00Z) nor a span \
-             before now (like 12h, 30m, 2d)",
-            clip(text, 64).0
-        )),
-    }
+    let now = jiff::Timestamp::from_millisecond(now_ms)
+        .map_err(|e| format!("{key}: the daemon's clock is out of range: {e}"))?;
+    nightwatch_time::parse_instant(text, now, &READING_ZONE).map_err(|e| format!("{key} {e}"))
 }
 
 /// One line of the timeline before it is written out.
@@ -1420,7 +1393,7 @@ thead th{font-size:12px;color:var(--muted);font-weight:600}
 mod tests {
     use super::*;
     use crate::inbox::Disposition;
-    use nightwatch_ledger::{Outputs, RecordActor, RecordContext};
+    use nightwatch_ledger::{Outputs, RecordActor, RecordContext, parse_rfc3339};
     use nightwatch_tasks::{Lifecycle, Status};
     use serde_json::json;
 
@@ -1891,6 +1864,12 @@ mod tests {
                 NOW,
             ),
             (&[("since", " "), ("host", "")], NOW - 12 * 60 * MIN, NOW),
+            // The CLI's grammar: clock times and calendar words, read in UTC.
+            (
+                &[("since", "yesterday"), ("until", "2am")],
+                parse_rfc3339("2026-02-13T00:00:00Z").unwrap(),
+                parse_rfc3339("2026-02-14T02:00:00Z").unwrap(),
+            ),
         ];
         for (params, since, until) in ok {
             let q = query(params).unwrap_or_else(|e| panic!("{params:?}: {e}"));
@@ -1903,7 +1882,7 @@ mod tests {
         assert_eq!(query(&[("host", "")]).unwrap().host, None);
 
         let bad: &[(Params, &str)] = &[
-            (&[("since", "yesterday")], "since \"yesterday\" is neither"),
+            (&[("since", "soon")], "since \"soon\" is neither"),
             (&[("until", "12x")], "until \"12x\" is neither"),
             (&[("since", "h")], "since \"h\""),
             (

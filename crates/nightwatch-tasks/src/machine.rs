@@ -381,16 +381,19 @@ fn give_up(state: &Lifecycle, from: Status, policy: &Policy, now: i64, error: St
 
 /// The wait before retrying after failed attempt `attempt` (1-based): `base * 2^(attempt-1)`
 /// capped at `backoff_cap_ms`, then jittered down by up to half, so a fleet of tasks that
-/// failed together does not retry together. Always within `[d - d/2, d]` for that capped `d`.
+/// failed together does not retry together. Always within `[d - d/2, d]` for that capped `d`:
+/// `jitter` 0 gives the shortest wait, `u64::MAX` the full one.
 pub fn backoff(policy: &Policy, attempt: u32, jitter: u64) -> i64 {
-    let base = policy.backoff_base_ms.max(0);
-    let cap = policy.backoff_cap_ms.max(0);
-    let doublings = attempt.saturating_sub(1).min(62);
-    let full = base.saturating_mul(1i64 << doublings).min(cap);
-    let half = full / 2;
-    // half + 1 > 0, so the modulo is defined; the result fits since it is <= half.
-    let spread = (jitter % (half as u64 + 1)) as i64;
-    full - half + spread
+    let ms = |ms: i64| std::time::Duration::from_millis(u64::try_from(ms).unwrap_or(0));
+    // The top 53 bits as a fraction in [0, 1), turned so that 0 takes half the wait away.
+    let share = 0.5 * (1.0 - (jitter >> 11) as f64 / (1u64 << 53) as f64);
+    let wait = nightwatch_time::backoff(
+        ms(policy.backoff_base_ms),
+        ms(policy.backoff_cap_ms),
+        attempt,
+        share,
+    );
+    i64::try_from(wait.as_millis()).unwrap_or(i64::MAX)
 }
 
 /// A well-mixed 64-bit value from a task id and attempt (splitmix64), for [`backoff`].
@@ -862,7 +865,9 @@ mod tests {
             }
         }
         assert_eq!(backoff(&p, 1, 0), 50);
-        assert_eq!(backoff(&p, 1, 50), 100);
+        // Was `backoff(&p, 1, 50) == 100` when the jitter was taken modulo the spread; it is
+        // now read as a fraction of its range, so the full wait comes at the top of the range.
+        assert_eq!(backoff(&p, 1, u64::MAX), 100);
         assert_eq!(backoff(&p, u32::MAX, u64::MAX), backoff(&p, 60, u64::MAX));
     }
 

@@ -1,5 +1,6 @@
 //! The one clock. Every command takes "now" from here, and tests set it with `NIGHTWATCH_NOW`
-//! (any time `timespec` reads), so "at 2 AM" is tested without waiting for 2 AM.
+//! (any time `timespec` reads: `2am`, `+6d`, RFC 3339, ...), so "at 2 AM" is tested without
+//! waiting for 2 AM.
 
 use crate::environment::Environment;
 use jiff::Timestamp;
@@ -63,5 +64,29 @@ impl Clock {
 
     pub fn zone(&self) -> &TimeZone {
         &self.zone
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Environment {
+        let vars: std::collections::BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        serde_json::from_value(serde_json::json!({ "vars": vars })).expect("an environment")
+    }
+
+    #[test]
+    fn nightwatch_now_reads_the_one_grammar() {
+        let utc = |now: &str| Clock::from_env(&env(&[("NIGHTWATCH_NOW", now), ("TZ", "UTC")]));
+        let fixed = utc("2026-02-14T03:30:00Z").unwrap();
+        assert_eq!(fixed.now().to_string(), "2026-02-14T03:30:00Z");
+        // The future form, for a simulated week ahead.
+        let ahead = utc("+6d").unwrap().now_ms() - Timestamp::now().as_millisecond();
+        let six_days = 6 * 86_400_000;
+        assert!((six_days - 60_000..=six_days).contains(&ahead), "{ahead}");
+        let error = utc("soon").unwrap_err().to_string();
+        assert!(error.starts_with("NIGHTWATCH_NOW:"), "{error}");
+        assert!(error.contains("RFC 3339"), "{error}");
     }
 }

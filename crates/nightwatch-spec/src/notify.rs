@@ -1,4 +1,5 @@
-//! The `notifiers:` section of the policy, checked while it is read.
+//! The `notifiers:` section of the policy, checked while it is read. nightwatch-notify sends
+//! through them.
 //!
 //! Every value is validated inside its own `Deserialize` (a visitor, not `try_from`), so that the
 //! YAML reader attaches the line and column of the offending value to the error. Secrets are
@@ -25,10 +26,11 @@ const MAX_DURATION: Duration = Duration::from_secs(3600);
 pub enum SpecError {
     #[error("{url:?} is not an http(s) URL: {problem}")]
     Url { url: String, problem: String },
-    #[error(
-        "cannot read the duration {text:?}: write a whole number and a unit (500ms, 5s, 2m, 1h)"
-    )]
-    Duration { text: String },
+    #[error("cannot read the duration {text:?}: {problem} (write e.g. 500ms, 5s, 2m or 1h30m)")]
+    Duration {
+        text: String,
+        problem: nightwatch_time::DurationProblem,
+    },
     #[error("the duration {text:?} is out of range: it must be above zero and at most 1h")]
     DurationRange { text: String },
     #[error("attempts must be between 1 and {MAX_ATTEMPTS}, not {0}")]
@@ -207,9 +209,9 @@ impl HttpUrl {
             }
             Some(_) => {}
         }
-        let uri: ureq::http::Uri = text
+        let uri: http::Uri = text
             .parse()
-            .map_err(|e: ureq::http::uri::InvalidUri| problem(&e.to_string()))?;
+            .map_err(|e: http::uri::InvalidUri| problem(&e.to_string()))?;
         let https = match uri.scheme_str() {
             Some("https") => true,
             Some("http") => false,
@@ -301,36 +303,27 @@ impl HeaderName {
 }
 
 /// Whether a header value can be sent as it is: printable ASCII, spaces and tabs.
-pub(crate) fn is_header_value(text: &str) -> bool {
+pub fn is_header_value(text: &str) -> bool {
     text.bytes()
         .all(|b| b == b'\t' || (b' '..=b'~').contains(&b))
 }
 
-/// `500ms`, `5s`, `2m`, `1h`: a whole number and a unit, above zero and at most an hour.
-pub(crate) fn parse_duration(text: &str) -> Result<Duration, SpecError> {
-    let bad = || SpecError::Duration {
-        text: text.to_owned(),
-    };
-    let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
-    let (digits, unit) = text.split_at(split);
-    if digits.is_empty() {
-        // `-1s` lands here too: a negative wait has no meaning.
-        return Err(bad());
-    }
-    let unit_ms: u64 = match unit {
-        "ms" => 1,
-        "s" => 1_000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        _ => return Err(bad()),
-    };
-    let out_of_range = || SpecError::DurationRange {
-        text: text.to_owned(),
-    };
-    let count: u64 = digits.parse().map_err(|_| out_of_range())?;
-    let duration = Duration::from_millis(count.checked_mul(unit_ms).ok_or_else(out_of_range)?);
+/// A wait or timeout in the one duration grammar (see [`nightwatch_time::parse_duration`]),
+/// above zero and at most an hour.
+pub fn parse_duration(text: &str) -> Result<Duration, SpecError> {
+    let duration = nightwatch_time::parse_duration(text).map_err(|e| match e.problem {
+        nightwatch_time::DurationProblem::TooLong => SpecError::DurationRange {
+            text: text.to_owned(),
+        },
+        problem => SpecError::Duration {
+            text: text.to_owned(),
+            problem,
+        },
+    })?;
     if duration.is_zero() || duration > MAX_DURATION {
-        return Err(out_of_range());
+        return Err(SpecError::DurationRange {
+            text: text.to_owned(),
+        });
     }
     Ok(duration)
 }
@@ -415,10 +408,9 @@ impl<'de> Deserialize<'de> for HeaderName {
 
 struct Span(Duration);
 
-impl Scalar for Span {
-    const EXPECTING: &'static str = "a duration such as 500ms, 5s or 2m";
-    fn parse(text: &str) -> Result<Self, SpecError> {
-        parse_duration(text).map(Span)
+impl<'de> Deserialize<'de> for Span {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        nightwatch_time::serde::duration_by(deserializer, |text| parse_duration(text).map(Span))
     }
 }
 
@@ -488,7 +480,7 @@ macro_rules! deserialize_as_scalar {
     )*};
 }
 
-deserialize_as_scalar!(Span, Attempts, Priority, Tag, InlineHeaderValue);
+deserialize_as_scalar!(Attempts, Priority, Tag, InlineHeaderValue);
 
 // ----- Deserialize: mappings -----
 

@@ -1,8 +1,13 @@
-//! What a check is, as policy writes it. Pure: every value is validated while it is
-//! deserialized, so a bad policy file is rejected at the bad value, never at run time.
+//! The `checks:` section: what a pre-flight check is, as policy writes it. Pure: every value is
+//! validated while it is deserialized, so a bad policy file is rejected at the bad value, never
+//! at run time. nightwatch-checks runs them.
 
-use crate::error::SpecError;
-use crate::window::Window;
+mod error;
+mod window;
+
+pub use error::{SpecError, WindowError};
+pub use window::Window;
+
 use globset::{GlobBuilder, GlobMatcher};
 use nightwatch_core::Verdict;
 use serde::Deserialize;
@@ -333,22 +338,18 @@ impl PathGlob {
     }
 }
 
-/// Parses `30m`, `2s`, `1h30m` (jiff's friendly format, or ISO 8601) into a non-negative span
-/// no longer than [`MAX_SPAN`].
+/// Reads an age or window in the one duration grammar (`30m`, `2s`, `1h30m`: see
+/// [`nightwatch_time::parse_duration`]), no longer than [`MAX_SPAN`].
 pub fn parse_duration(text: &str) -> Result<Duration, SpecError> {
     let bad = |reason: &str| SpecError::Duration {
         text: text.to_owned(),
         reason: reason.to_owned(),
     };
-    let signed = jiff::SignedDuration::from_str(text.trim()).map_err(|e| bad(&e.to_string()))?;
-    if signed.is_negative() {
-        return Err(bad("must not be negative"));
-    }
-    let unsigned = signed.unsigned_abs();
-    if unsigned > MAX_SPAN {
+    let span = nightwatch_time::parse_duration(text).map_err(|e| bad(&e.problem.to_string()))?;
+    if span > MAX_SPAN {
         return Err(bad("is longer than a year"));
     }
-    Ok(unsigned)
+    Ok(span)
 }
 
 fn check_unit(unit: &str) -> Result<(), SpecError> {
@@ -379,7 +380,7 @@ fn check_url(url: &str) -> Result<(), SpecError> {
     if host.is_empty() {
         return Err(bad("has no host"));
     }
-    let uri: Result<ureq::http::Uri, _> = url.parse();
+    let uri: Result<http::Uri, _> = url.parse();
     uri.map_err(|e| bad(&e.to_string()))?;
     Ok(())
 }
@@ -420,14 +421,12 @@ where
     d.deserialize_str(TextVisitor { expecting, parse })
 }
 
-const DURATION: &str = "a duration with a unit, like 30m, 2s or 1h30m";
-
 fn age<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    text(d, DURATION, parse_duration)
+    nightwatch_time::serde::duration_by(d, parse_duration)
 }
 
 fn span<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    text(d, DURATION, |t| {
+    nightwatch_time::serde::duration_by(d, |t| {
         let span = parse_duration(t)?;
         if span.is_zero() {
             return Err(SpecError::Duration {
@@ -440,7 +439,7 @@ fn span<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
 }
 
 fn timeout<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-    text(d, DURATION, |t| {
+    nightwatch_time::serde::duration_by(d, |t| {
         let span = parse_duration(t)?;
         if span.is_zero() || span > MAX_TIMEOUT {
             return Err(SpecError::Timeout(t.to_owned()));

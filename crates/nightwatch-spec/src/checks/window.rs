@@ -1,7 +1,7 @@
 //! Weekly time windows in local time: `Sat 02:00-06:00`, `Mon-Fri 22:00-06:00`, `12:00-13:00`,
 //! `Sat-Sun`. Pure: the caller supplies the weekday and minute of day.
 
-use crate::error::WindowError;
+use super::error::WindowError;
 use jiff::civil::Weekday;
 use std::fmt;
 use std::str::FromStr;
@@ -162,18 +162,4 @@ fn parse_clock(text: &str, is_end: bool) -> Option<u16> {
         24 if is_end && m == 0 => Some(DAY_MINUTES),
         _ => None,
     }
-}
-
-/// The weekday and minute of day a window is judged by, as `HH:MM` for details.
-pub(crate) fn describe_now(weekday: Weekday, minute: u16) -> String {
-    let name = match weekday {
-        Weekday::Monday => "Mon",
-        Weekday::Tuesday => "Tue",
-        Weekday::Wednesday => "Wed",
-        Weekday::Thursday => "Thu",
-        Weekday::Friday => "Fri",
-        Weekday::Saturday => "Sat",
-        Weekday::Sunday => "Sun",
-    };
-    format!("{name} {:02}:{:02}", minute / 60, minute % 60)
 }
