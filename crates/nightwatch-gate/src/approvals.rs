@@ -1,7 +1,8 @@
 //! A human's approval of an asked call: bound to the actor and the call's content, good once,
 //! until it expires, and void once the call is rejected.
 
-use nightwatch_ledger::{Filter, Ledger, LedgerError, Record, event};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_store::{Ledger, StoreError as LedgerError};
 use serde_json::Value;
 
 /// How far back an approval is looked for: no approval lives longer.

@@ -6,8 +6,9 @@
 use crate::facts::{LiveFacts, Places};
 use nightwatch_backup::{BackupStore, Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History, Probe};
-use nightwatch_ledger::{Filter, Ledger, event};
+use nightwatch_ledger::{Filter, event};
 use nightwatch_policy::{NoFacts, PathFacts};
+use nightwatch_store::Ledger;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 

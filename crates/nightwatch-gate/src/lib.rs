@@ -32,10 +32,9 @@ pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
 pub use written::{Written, written_paths};
 
 use nightwatch_core::{Action, Actor, Tool, Verdict};
-use nightwatch_ledger::{
-    Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, event,
-};
+use nightwatch_ledger::{Entry, Outputs, Record, RecordActor, RecordContext, event};
 use nightwatch_policy::{Decision, Policy};
+use nightwatch_store::{Ledger, StoreError as LedgerError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 

@@ -9,8 +9,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use nightwatch_ledger::{Filter, Ledger, Record};
-use nightwatch_tasks::{Status, Task, TaskEvent, TaskFilter};
+use nightwatch_ledger::{Filter, Record};
+use nightwatch_store::{LedgerReader, Task, TaskEvent, TaskFilter};
+use nightwatch_tasks::Status;
 use serde_json::{Value, json};
 
 use crate::inbox::AlertEvent;

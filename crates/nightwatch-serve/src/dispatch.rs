@@ -12,8 +12,8 @@
 //! recorded by [`Daemon::record_unrecorded`]. Nothing takes a silent path.
 
 use nightwatch_intake::{Alert, Status};
-use nightwatch_ledger::{Entry, Ledger, Record, RecordActor, RecordContext, event};
-use nightwatch_tasks::{Offered, Resolved};
+use nightwatch_ledger::{Entry, Record, RecordActor, RecordContext, event};
+use nightwatch_store::{Ledger, Offered, Resolved};
 use serde_json::json;
 
 use crate::inbox::{AlertEvent, Arrival, Disposition};
@@ -176,7 +176,7 @@ impl Daemon {
                     // Only a new task counts against the limit: a repeat that attaches to the
                     // live task, or one the cooldown suppresses, is said as such.
                     let cooldown = self.tasks.policy().cooldown_ms;
-                    let known = self.tasks.tasks(&nightwatch_tasks::TaskFilter {
+                    let known = self.tasks.tasks(&nightwatch_store::TaskFilter {
                         identity: Some(identity.clone()),
                         status: None,
                     })?;

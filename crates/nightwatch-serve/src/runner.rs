@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
 use nightwatch_gate::{Gate, Proposal, Report};
 use nightwatch_intake::Alert;
-use nightwatch_ledger::{Entry, Ledger, Outputs, Record, RecordContext, event};
-use nightwatch_tasks::{Claim, Outcome, Status, TaskError};
+use nightwatch_ledger::{Entry, Outputs, Record, RecordContext, event};
+use nightwatch_store::{Claim, Ledger, TaskError};
+use nightwatch_tasks::{Outcome, Status};
 use serde_json::{Value, json};
 
 use crate::config::Route;
@@ -507,7 +508,7 @@ fn waiting_for_a_person(
     daemon: &Daemon,
     job: &Job<'_>,
     now: i64,
-) -> Result<Waiting, nightwatch_ledger::LedgerError> {
+) -> Result<Waiting, nightwatch_store::StoreError> {
     let decisions = daemon.ledger.query(&nightwatch_ledger::Filter {
         session: Some(job.session.clone()),
         event: Some(event::DECISION.to_owned()),

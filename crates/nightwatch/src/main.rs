@@ -9,6 +9,7 @@ mod environment;
 mod home;
 mod paths;
 mod report;
+mod stores;
 mod timespec;
 
 use clap::Parser;

@@ -7,7 +7,8 @@ use crate::clock::Clock;
 use crate::commands::open_ledger;
 use crate::context;
 use anyhow::{Context as _, bail};
-use nightwatch_ledger::{Entry, Ledger, Record, RecordActor, event};
+use nightwatch_ledger::{Entry, Record, RecordActor, event};
+use nightwatch_store::Ledger;
 use serde_json::json;
 
 pub fn approve(args: ApproveArgs) -> anyhow::Result<u8> {

@@ -5,7 +5,8 @@ use crate::cli::BackupsPruneArgs;
 use crate::clock::Clock;
 use crate::commands::{live_guards, load_policy, open_ledger};
 use nightwatch_backup::SnapshotId;
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, RecordActor, event};
+use nightwatch_ledger::{Entry, Filter, Outputs, RecordActor, event};
+use nightwatch_store::Ledger;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -5,8 +5,9 @@ use crate::cli::EscalateArgs;
 use crate::clock::Clock;
 use crate::commands::{load_policy, open_ledger};
 use anyhow::Context as _;
-use nightwatch_ledger::{Entry, Ledger, Outputs, Record, RecordActor, event};
+use nightwatch_ledger::{Entry, Outputs, Record, RecordActor, event};
 use nightwatch_notify::{Delivery, Escalation, deliver_all};
+use nightwatch_store::Ledger;
 use serde_json::{Value, json};
 
 pub fn run(args: EscalateArgs) -> anyhow::Result<u8> {

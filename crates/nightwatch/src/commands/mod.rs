@@ -68,12 +68,14 @@ pub fn hook_through_resident_gate() -> Option<u8> {
 }
 
 /// The ledger in the data directory.
-pub fn open_ledger() -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
+pub fn open_ledger() -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::Ledger>> {
     open_ledger_in(&home::data_dir())
 }
 
-pub fn open_ledger_in(dir: &std::path::Path) -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
-    nightwatch_ledger::SqliteLedger::open(dir)
+pub fn open_ledger_in(
+    dir: &std::path::Path,
+) -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::Ledger>> {
+    crate::stores::ledger(dir)
         .with_context(|| format!("cannot open the ledger in {}", dir.display()))
 }
 
@@ -91,7 +93,7 @@ pub fn policy_source_in(env: &crate::environment::Environment) -> PolicySource {
 /// starting tier. Never from the environment, which an agent could set for itself.
 pub fn place_in_tier(
     actor: &mut nightwatch_core::Actor,
-    ledger: &dyn nightwatch_ledger::Ledger,
+    ledger: &dyn nightwatch_store::Ledger,
     policy: &Policy,
 ) -> anyhow::Result<()> {
     // The tier is read on every hook call; when no rule looks at it, it cannot change a verdict.

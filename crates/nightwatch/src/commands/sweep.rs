@@ -10,10 +10,11 @@ use anyhow::{Context as _, bail};
 use nightwatch_core::{Actor, ActorKind, Verdict};
 use nightwatch_gate::{Gate, Proposal, Report};
 use nightwatch_janitor::{
-    Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, StateStore,
-    SweepRules, list_all, plan, removal_action,
+    Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, SweepRules,
+    list_all, plan, removal_action,
 };
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, RecordActor, event};
+use nightwatch_ledger::{Entry, Filter, Outputs, RecordActor, event};
+use nightwatch_store::{JanitorStore, Ledger};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -54,7 +55,7 @@ fn docker_here(
 
 /// Containers' exec and attach activity from the Engine's recent events, remembered in the
 /// janitor's state (the Engine forgets them).
-fn note_container_activity(store: &StateStore, rules: &SweepRules, now: i64) {
+fn note_container_activity(store: &dyn JanitorStore, rules: &SweepRules, now: i64) {
     if let Ok(Some(docker)) = docker_here(rules) {
         let since = now.saturating_sub(24 * 3600 * 1000);
         if let Err(error) = docker.record_activity(store, since, now) {
@@ -83,10 +84,10 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
     let now = now_ms(&clock, args.now.as_deref())?;
     let (policy, _) = load_policy(&args.source)?;
     let rules = policy.sweep();
-    let mut store =
-        StateStore::open(&home::data_dir()).context("cannot open the janitor's state")?;
+    let store = crate::stores::janitor_state(&home::data_dir())
+        .context("cannot open the janitor's state")?;
     let wall = clock.now_ms();
-    note_container_activity(&store, rules, wall);
+    note_container_activity(store.as_ref(), rules, wall);
     let mut state = store.load()?;
     let owned = inventories(rules);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
@@ -207,8 +208,8 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
     let rules = policy.sweep();
     let ledger = open_ledger()?;
     let guards = live_guards();
-    let mut store =
-        StateStore::open(&home::data_dir()).context("cannot open the janitor's state")?;
+    let store = crate::stores::janitor_state(&home::data_dir())
+        .context("cannot open the janitor's state")?;
     let mut state = store.load()?;
     let owned = inventories(rules);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();

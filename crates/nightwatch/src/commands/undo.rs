@@ -12,7 +12,8 @@ use anyhow::{Context as _, bail};
 use nightwatch_backup::{Observation, SnapshotId};
 use nightwatch_core::{Action, Tool, Verdict};
 use nightwatch_gate::{Gate, Proposal};
-use nightwatch_ledger::{Entry, Filter, Ledger, Outputs, Record, RecordActor, event};
+use nightwatch_ledger::{Entry, Filter, Outputs, Record, RecordActor, event};
+use nightwatch_store::Ledger;
 use serde_json::{Value, json};
 
 pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
