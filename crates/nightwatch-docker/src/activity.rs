@@ -6,7 +6,8 @@
 use crate::engine::DockerInventory;
 use bollard::query_parameters::EventsOptionsBuilder;
 use futures_util::StreamExt;
-use nightwatch_janitor::{InventoryError, Kind, StateError, StateStore};
+use nightwatch_janitor::{InventoryError, Kind};
+use nightwatch_store::{JanitorStore, StoreError};
 use std::collections::HashMap;
 
 /// The container events that count as activity. `exec_die` too: the end of a long
@@ -19,7 +20,7 @@ pub enum ActivityError {
     #[error(transparent)]
     Engine(#[from] InventoryError),
     #[error("cannot record container activity: {0}")]
-    State(#[from] StateError),
+    State(#[from] StoreError),
 }
 
 impl DockerInventory {
@@ -32,7 +33,7 @@ impl DockerInventory {
     /// the stream breaks off with an error.
     pub fn record_activity(
         &self,
-        store: &StateStore,
+        store: &dyn JanitorStore,
         since_ms: i64,
         until_ms: i64,
     ) -> Result<usize, ActivityError> {

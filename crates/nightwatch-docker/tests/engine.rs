@@ -7,8 +7,10 @@ use common::{Scratch, docker, now_ms};
 use nightwatch_docker::DockerInventory;
 use nightwatch_janitor::{
     ContainerFacts, ContainerRules, Decision, Facts, Inventory, InventoryError, Item, JanitorState,
-    Kind, StateStore, SweepRules, plan,
+    Kind, SweepRules, plan,
 };
+use nightwatch_sqlite::SqliteJanitorStore;
+use nightwatch_store::JanitorStore;
 use std::time::{Duration, Instant};
 
 const DAY_MS: i64 = 86_400_000;
@@ -275,7 +277,7 @@ fn exec_activity_is_recorded_and_survives_a_restart() {
     let scratch = Scratch::new("activity");
     let id = scratch.container("run", &[], &["sleep", "3600"]);
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = StateStore::open(dir.path()).expect("state store");
+    let store = SqliteJanitorStore::open(dir.path()).expect("state store");
     let inventory = inventory();
 
     let since = now_ms();
@@ -290,7 +292,7 @@ fn exec_activity_is_recorded_and_survives_a_restart() {
     within(at, since, until, "activity");
     drop(store);
 
-    let reopened = StateStore::open(dir.path()).expect("reopen");
+    let reopened = SqliteJanitorStore::open(dir.path()).expect("reopen");
     let state = reopened.load().expect("load");
     assert_eq!(state.activity(Kind::Container, &id), at);
 }
@@ -361,6 +363,6 @@ fn unreachable_engine_is_an_error_not_an_empty_list() {
     );
     assert!(!removal.succeeded());
 
-    let store = StateStore::open(dir.path()).expect("state store");
+    let store = SqliteJanitorStore::open(dir.path()).expect("state store");
     assert!(inventory.record_activity(&store, 0, 1).is_err());
 }

@@ -1,7 +1,8 @@
 //! A human's approval of an asked call: bound to the actor and the call's content, good once,
 //! until it expires, and void once the call is rejected.
 
-use nightwatch_ledger::{Filter, Ledger, LedgerError, Record, event};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_store::{LedgerReader, StoreError as LedgerError};
 use serde_json::Value;
 
 /// How far back an approval is looked for: no approval lives longer.
@@ -9,7 +10,7 @@ pub const LONGEST_APPROVAL_MS: i64 = 7 * 24 * 3600 * 1000;
 
 /// The approval that lets this call through now, if there is one.
 pub fn usable_approval(
-    ledger: &dyn Ledger,
+    ledger: &dyn LedgerReader,
     actor_id: &str,
     fingerprint: &str,
     now_ms: i64,
@@ -49,7 +50,7 @@ pub fn usable_approval(
 }
 
 /// Whether a decision after the approval already went through on it.
-fn used(ledger: &dyn Ledger, approval: &Record) -> Result<bool, LedgerError> {
+fn used(ledger: &dyn LedgerReader, approval: &Record) -> Result<bool, LedgerError> {
     let decisions = ledger.query(&Filter {
         since_ms: Some(approval.timestamp_ms),
         event: Some(event::DECISION.to_owned()),

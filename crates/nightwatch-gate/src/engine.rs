@@ -15,10 +15,10 @@ use crate::{Failure, Gate, Proposal, Report, Ruling, record_context};
 use nightwatch_core::{Action, Actor, Context, Verdict};
 use nightwatch_ledger::schema::{Answer, Notified, Placement, Swept, Undone};
 use nightwatch_ledger::{
-    Entry, Filter, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, Safeguards,
-    event,
+    Entry, Filter, Outputs, Record, RecordActor, RecordContext, Safeguards, event,
 };
 use nightwatch_policy::Policy;
+use nightwatch_store::{Ledger, StoreError as LedgerError};
 use serde_json::{Value, json};
 
 /// Where time comes from.

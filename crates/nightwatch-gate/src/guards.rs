@@ -6,8 +6,9 @@
 use crate::facts::{LiveFacts, Places};
 use nightwatch_backup::{BackupStore, Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History, Probe};
-use nightwatch_ledger::{Filter, Ledger, event};
+use nightwatch_ledger::{Filter, event};
 use nightwatch_policy::{NoFacts, PathFacts};
+use nightwatch_store::LedgerReader;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
@@ -133,7 +134,7 @@ impl Guards for LiveGuards {
 /// fingerprint (the one stored with the result, taken before redaction) and whose exit code
 /// was not 0.
 pub struct LedgerHistory<'a> {
-    pub ledger: &'a dyn Ledger,
+    pub ledger: &'a dyn LedgerReader,
 }
 
 impl History for LedgerHistory<'_> {

@@ -41,10 +41,9 @@ pub use written::{Written, written_paths};
 
 use nightwatch_core::{Action, Actor, Tool, Verdict};
 use nightwatch_ledger::schema::{ApprovalUsed, Backup};
-use nightwatch_ledger::{
-    Entry, Ledger, LedgerError, Outputs, Record, RecordActor, RecordContext, Safeguards, event,
-};
+use nightwatch_ledger::{Entry, Outputs, Record, RecordActor, RecordContext, Safeguards, event};
 use nightwatch_policy::{Decision, Policy};
+use nightwatch_store::{Ledger, StoreError as LedgerError};
 use serde_json::Value;
 use std::path::PathBuf;
 

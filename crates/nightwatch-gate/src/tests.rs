@@ -68,14 +68,8 @@ rules:
     paths: ["$NIGHTWATCH_HOME/**"]
 "#;
 
-fn ledger(name: &str) -> nightwatch_ledger::SqliteLedger {
-    let dir = std::env::temp_dir().join(format!(
-        "nightwatch-gate-pipeline-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("mkdir");
-    nightwatch_ledger::SqliteLedger::open(&dir).expect("ledger")
+fn ledger() -> nightwatch_store::memory::MemoryLedger {
+    nightwatch_store::memory::MemoryLedger::new()
 }
 
 /// A clock stopped at one instant, in UTC.
@@ -115,7 +109,7 @@ fn propose(engine: &Engine<'_>, policy: &Policy, line: &str, cwd: Option<&str>) 
 #[test]
 fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
     let policy = Policy::from_yaml(POLICY).expect("policy");
-    let ledger = ledger("names");
+    let ledger = ledger();
     let guards = MadeUp::default();
     let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
     let rows = [
@@ -134,7 +128,7 @@ fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
 #[test]
 fn backups_take_the_paths_as_the_line_names_them() {
     let policy = Policy::from_yaml(POLICY).expect("policy");
-    let ledger = ledger("backups");
+    let ledger = ledger();
     let guards = MadeUp::default();
     let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
     let ruling = propose(&engine, &policy, "echo hi > out.txt", Some("/srv/app"));

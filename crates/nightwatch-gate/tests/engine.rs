@@ -1,14 +1,16 @@
 //! The engine in process, table-driven over actors: every kind of actor gets the same steps
 //! (context completed, tier placed from the ledger, the verdict recorded, a halt or an ask
-//! escalated), with made-up guards and a ledger in a temporary directory.
+//! escalated), with made-up guards and the in-memory ledger.
 
 use nightwatch_backup::{Limits, Observation, Snapshot};
 use nightwatch_checks::{CheckSpec, Finding, History};
 use nightwatch_core::{Action, Actor, ActorKind, Tool, Verdict};
 use nightwatch_gate::{CheckSubject, Clock, Engine, Escalator, Event, Guards, Proposal};
 use nightwatch_ledger::schema::Placement;
-use nightwatch_ledger::{Filter, Ledger, Safeguards, event};
+use nightwatch_ledger::{Filter, Safeguards, event};
 use nightwatch_policy::Policy;
+use nightwatch_store::LedgerReader;
+use nightwatch_store::memory::MemoryLedger;
 use serde_json::json;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -75,13 +77,9 @@ rules:
     tier: [observe]
 "#;
 
-fn ledger(name: &str) -> nightwatch_ledger::SqliteLedger {
-    let dir = std::env::temp_dir().join(format!(
-        "nightwatch-gate-engine-{name}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    nightwatch_ledger::SqliteLedger::open(&dir).expect("ledger")
+/// The in-memory ledger: it chains and redacts as the SQLite one does.
+fn ledger(_name: &str) -> MemoryLedger {
+    MemoryLedger::new()
 }
 
 fn named(actor: &Actor, tool: &str) -> Action {

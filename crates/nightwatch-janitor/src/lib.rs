@@ -18,7 +18,8 @@
 //! - [`apply()`] re-inspects each planned removal and acts only on items still in the planned
 //!   state that the rules (re-run now) and the [`Gate`] still allow; failures back off and then
 //!   quarantine, reported once.
-//! - [`StateStore`] keeps first sightings, seen activity and failures in `janitor.db`.
+//! - [`JanitorState`] is the memory between runs (first sightings, seen activity, failures);
+//!   the `JanitorStore` trait of `nightwatch-store` keeps it.
 //!
 //! Invariants: the planner never fails and never reads a clock; an item labelled to stay is
 //! never removed; nothing that changed since the plan is removed; "cannot inspect" is never
@@ -65,4 +66,4 @@ pub use rules::{
     BranchRules, ContainerRules, FailureRules, NameMaxAge, PathRule, PrProvider, RulesError, Span,
     SweepRules, WorktreeRules,
 };
-pub use state::{FailureOutcome, Failures, JanitorState, StateError, StateStore};
+pub use state::{FailureOutcome, Failures, JanitorState};

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 
 /// A record's fields as the store keeps them: JSON-valued fields as their canonical JSON text,
 /// so that verification hashes stored bytes without parsing them.
-pub(crate) struct Fields<'a> {
+pub struct Fields<'a> {
     pub id: &'a str,
     pub seq: u64,
     pub event: &'a str,
@@ -99,7 +99,7 @@ pub(crate) fn encode_fields(f: &Fields<'_>, out: &mut Vec<u8>) {
 }
 
 /// The canonical bytes of an owned record (the slow path, for stores without stored text).
-pub(crate) fn encode_record(r: &Record, out: &mut Vec<u8>) {
+pub fn encode_record(r: &Record, out: &mut Vec<u8>) {
     let inputs = json_bytes(&r.inputs);
     let outputs = r.outputs.as_ref().map(outputs_bytes);
     let reasons = strings_bytes(&r.reasons);

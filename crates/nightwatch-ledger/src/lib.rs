@@ -4,11 +4,14 @@
 //! id, context, a timestamp it took from its own clock). The store redacts secrets
 //! ([`redact`]), caps captured output, gives the entry the next sequence number and the id
 //! `r<seq>`, chains it to the previous record by hash, and commits it to disk before
-//! [`Ledger::append`] returns the [`Record`]. Records are never updated: a result is a new record
+//! `Ledger::append` returns the [`Record`]. Records are never updated: a result is a new record
 //! joined to its decision by `call_id`.
 //!
-//! Stores sit behind the [`Ledger`] trait; [`SqliteLedger`] is the embedded default. [`verify`]
-//! walks any store's chain and names the first bad record.
+//! This crate is the record schema and everything a store must do alike, with no store in
+//! it: the canonical encoding, redaction, the capping of outputs ([`PreparedEntry`]), reading
+//! stored fields back ([`StoredFields::to_record`]) and walking a chain ([`verify_chain`]).
+//! The stores sit behind the `Ledger` trait of `nightwatch-store`; the embedded one is in
+//! `nightwatch-sqlite`.
 //!
 //! # The hash chain and its canonical encoding
 //!
@@ -50,7 +53,7 @@
 //!
 //! # The data directory
 //!
-//! [`SqliteLedger::open`] takes the data directory (`$NIGHTWATCH_HOME`) and keeps there:
+//! The SQLite store takes the data directory (`$NIGHTWATCH_HOME`) and keeps there:
 //!
 //! - `ledger.db` (with SQLite's `ledger.db-wal` and `ledger.db-shm`): the records, in WAL mode
 //!   with `synchronous=FULL`; triggers refuse `UPDATE` and `DELETE`.
@@ -62,45 +65,19 @@ mod canonical;
 mod record;
 pub mod redact;
 pub mod schema;
-mod sqlite;
+mod stored;
 mod time;
 mod verify;
 
+pub use canonical::encode_record;
 pub use record::{Entry, Filter, Outputs, Record, RecordActor, RecordContext, event};
 pub use schema::Safeguards;
-pub use sqlite::{SqliteLedger, SqliteOptions};
+pub use stored::{DEFAULT_OUTPUT_CAP, PreparedEntry, StoredFields, Unreadable};
 pub use time::{parse_rfc3339, rfc3339};
-pub use verify::{BadRecord, VerifyReport, verify};
-
-use std::path::PathBuf;
+pub use verify::{BadRecord, Checkpoint, VerifyReport, verify_chain};
 
 /// `prev_hash` of the first record.
 pub const GENESIS_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-/// Why a ledger operation failed.
-#[derive(Debug, thiserror::Error)]
-pub enum LedgerError {
-    #[error("cannot use the ledger's data directory {path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("ledger database error: {0}")]
-    Database(#[from] rusqlite::Error),
-    #[error(
-        "the ledger stayed busy for {waited_ms} ms (other writers held it); nothing was written"
-    )]
-    Busy { waited_ms: u64 },
-    #[error("record {seq} cannot be read back: {what}")]
-    Corrupt { seq: u64, what: String },
-    #[error("the head checkpoint {path} is unreadable: {reason}")]
-    BadCheckpoint { path: PathBuf, reason: String },
-    #[error("the ledger database has schema version {found}; this nightwatch knows up to {known}")]
-    SchemaTooNew { found: i64, known: i64 },
-    #[error("{0}")]
-    Visit(String),
-}
 
 /// One record's place in the chain, as [`verify`] needs it: the stored hash, and the canonical
 /// bytes it should be the hash of.
@@ -112,52 +89,4 @@ pub struct ChainLink<'a> {
     pub hash: &'a str,
     /// The canonical encoding of the stored fields (see the crate docs).
     pub canonical: &'a [u8],
-}
-
-/// A ledger store. Implementations: [`SqliteLedger`] (embedded); PostgreSQL later, behind the
-/// same trait, so callers never know which is in use.
-pub trait Ledger: Send + Sync {
-    /// Redacts, caps, chains and durably commits `entry`; returns the stored record.
-    fn append(&self, entry: Entry) -> Result<Record, LedgerError>;
-
-    /// A record by id (`r42`) or by sequence number (`42`).
-    fn get(&self, id_or_seq: &str) -> Result<Option<Record>, LedgerError>;
-
-    /// Records matching `filter`, in `seq` order.
-    fn query(&self, filter: &Filter) -> Result<Vec<Record>, LedgerError>;
-
-    /// The latest `decision` record for the agent's call id, if any.
-    fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, LedgerError>;
-
-    /// Visits every record in `seq` order, one at a time (never all in memory). The visitor must
-    /// not call back into the same store.
-    fn scan(
-        &self,
-        visit: &mut dyn FnMut(&Record) -> Result<(), LedgerError>,
-    ) -> Result<(), LedgerError>;
-
-    /// Visits every record's chain link in `seq` order. The default builds each [`Record`] and
-    /// re-encodes it; stores keeping canonical text override it to verify fast.
-    fn scan_chain(
-        &self,
-        visit: &mut dyn FnMut(&ChainLink<'_>) -> Result<(), LedgerError>,
-    ) -> Result<(), LedgerError> {
-        let mut buf = Vec::with_capacity(1024);
-        self.scan(&mut |r: &Record| {
-            canonical::encode_record(r, &mut buf);
-            visit(&ChainLink {
-                seq: r.seq,
-                id: &r.id,
-                event: &r.event,
-                prev_hash: &r.prev_hash,
-                hash: &r.hash,
-                canonical: &buf,
-            })
-        })
-    }
-
-    /// The head checkpoint kept outside the store (`seq`, `hash`), if there is one.
-    fn head_checkpoint(&self) -> Result<Option<(u64, String)>, LedgerError> {
-        Ok(None)
-    }
 }

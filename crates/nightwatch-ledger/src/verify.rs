@@ -3,7 +3,7 @@
 
 use crate::canonical::hash_matches;
 use crate::record::{Record, event};
-use crate::{ChainLink, GENESIS_HASH, Ledger, LedgerError};
+use crate::{ChainLink, GENESIS_HASH};
 use serde::Serialize;
 
 /// The first record that breaks the chain.
@@ -37,20 +37,34 @@ impl VerifyReport {
     }
 }
 
-/// Walks `ledger`'s chain in `seq` order and compares its tail with the head checkpoint.
+/// Where a store's head checkpoint stands, as [`verify_chain`] compares the tail with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// The store keeps none, or none was written yet.
+    None,
+    /// `seq` and `hash` of the last record the store knew it had committed.
+    At(u64, String),
+    /// It exists but cannot be read; why, for a person.
+    Unreadable(String),
+}
+
+/// Walks a store's chain in `seq` order and compares its tail with the head checkpoint.
 ///
-/// Detects a modified record (its hash no longer matches its fields), a deleted one (a gap in
-/// `seq`), an inserted or reordered one (`seq` and `prev_hash` are hashed, so a record moved to
-/// another place no longer matches), and a truncated tail (the checkpoint names a record that is
-/// gone or differs). Errors only when the store cannot be read.
-pub fn verify(ledger: &dyn Ledger) -> Result<VerifyReport, LedgerError> {
+/// `scan_chain` visits every record's [`ChainLink`] in `seq` order (a store's
+/// `scan_chain`); its error type is the store's, returned as is. Detects a modified record
+/// (its hash no longer matches its fields), a deleted one (a gap in `seq`), an inserted or
+/// reordered one (`seq` and `prev_hash` are hashed, so a record moved to another place no
+/// longer matches), and a truncated tail (the checkpoint names a record that is gone or
+/// differs). Errors only when the store cannot be read.
+pub fn verify_chain<E>(
+    checkpoint: Checkpoint,
+    scan_chain: impl FnOnce(&mut dyn FnMut(&ChainLink<'_>) -> Result<(), E>) -> Result<(), E>,
+) -> Result<VerifyReport, E> {
     let mut report = VerifyReport::default();
-    match ledger.head_checkpoint() {
-        Ok(c) => report.head_checkpoint = c,
-        Err(e @ LedgerError::BadCheckpoint { .. }) => {
-            report.checkpoint_problem = Some(e.to_string())
-        }
-        Err(e) => return Err(e),
+    match checkpoint {
+        Checkpoint::None => {}
+        Checkpoint::At(seq, hash) => report.head_checkpoint = Some((seq, hash)),
+        Checkpoint::Unreadable(why) => report.checkpoint_problem = Some(why),
     }
     // Reading rows and hashing them are the two costs; they run on two threads. The reader
     // checks the order of the chain as it goes and hands each record's bytes to the hasher in
@@ -61,10 +75,10 @@ pub fn verify(ledger: &dyn Ledger) -> Result<VerifyReport, LedgerError> {
     let mut checkpoint_seen = false;
     let mut found: Option<Found> = None;
     let mut position = 0u64;
-    let hash_found = std::thread::scope(|scope| -> Result<Option<Found>, LedgerError> {
+    let hash_found = std::thread::scope(|scope| -> Result<Option<Found>, E> {
         let hasher = scope.spawn(move || first_hash_mismatch(hasher_input));
         let mut batch = HashBatch::default();
-        let scanned = ledger.scan_chain(&mut |link: &ChainLink<'_>| {
+        let scanned = scan_chain(&mut |link: &ChainLink<'_>| {
             report.records += 1;
             if link.event == event::UNGUARDED_RESULT {
                 report.unguarded.push((link.seq, link.id.to_string()));
@@ -116,9 +130,10 @@ pub fn verify(ledger: &dyn Ledger) -> Result<VerifyReport, LedgerError> {
             let _ = batches.send(batch);
         }
         drop(batches);
+        // The hasher only fails by panicking; that panic is this call's.
         let hashed = hasher
             .join()
-            .map_err(|_| LedgerError::Visit("the hashing thread failed".to_owned()))?;
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         scanned.map(|()| hashed)
     })?;
     if let Some(hash_found) = hash_found

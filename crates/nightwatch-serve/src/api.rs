@@ -9,8 +9,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use nightwatch_ledger::{Filter, Ledger, Record};
-use nightwatch_tasks::{Status, Task, TaskEvent, TaskFilter};
+use nightwatch_ledger::{Filter, Record};
+use nightwatch_store::{Task, TaskEvent, TaskFilter};
+use nightwatch_tasks::Status;
 use serde_json::{Value, json};
 
 use crate::inbox::AlertEvent;
@@ -109,7 +110,7 @@ pub fn records_between(
     until: i64,
     limit: usize,
 ) -> Result<Vec<Record>, ServeError> {
-    Ok(daemon.ledger.query(&Filter {
+    Ok(daemon.reader().query(&Filter {
         since_ms: Some(since),
         until_ms: Some(until),
         limit: Some(limit),
@@ -118,7 +119,7 @@ pub fn records_between(
 }
 
 pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<Record>, ServeError> {
-    Ok(daemon.ledger.query(&Filter {
+    Ok(daemon.reader().query(&Filter {
         session: Some(id.to_owned()),
         limit: Some(MAX_LIMIT),
         ..Filter::default()
@@ -142,7 +143,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             event: p.get("event").cloned(),
             limit: Some(w.limit),
         };
-        let records = d.ledger.query(&filter)?;
+        let records = d.reader().query(&filter)?;
         Ok(axum::Json(json!({ "records": records })).into_response())
     })
     .await
@@ -150,7 +151,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
 
 async fn record(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
     blocking(move || {
-        Ok(match d.ledger.get(&id)? {
+        Ok(match d.reader().get(&id)? {
             Some(r) => axum::Json(r).into_response(),
             None => not_found(format!("no record {id}")),
         })
@@ -348,7 +349,7 @@ pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeErr
             tasks.push((t, events));
         }
     }
-    let records = daemon.ledger.query(&Filter {
+    let records = daemon.reader().query(&Filter {
         alert: Some(alert_id.to_owned()),
         limit: Some(MAX_LIMIT),
         ..Filter::default()

@@ -14,7 +14,7 @@
 use nightwatch_gate::{Dispatch, Event};
 use nightwatch_intake::{Alert, Status};
 use nightwatch_ledger::{Record, RecordContext};
-use nightwatch_tasks::{Offered, Resolved};
+use nightwatch_store::{Offered, Resolved};
 use serde_json::json;
 
 use crate::inbox::{AlertEvent, Arrival, Disposition};
@@ -169,7 +169,7 @@ impl Daemon {
                     // Only a new task counts against the limit: a repeat that attaches to the
                     // live task, or one the cooldown suppresses, is said as such.
                     let cooldown = self.tasks.policy().cooldown_ms;
-                    let known = self.tasks.tasks(&nightwatch_tasks::TaskFilter {
+                    let known = self.tasks.tasks(&nightwatch_store::TaskFilter {
                         identity: Some(identity.clone()),
                         status: None,
                     })?;

@@ -278,7 +278,7 @@ async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
     let probe = tokio::task::spawn_blocking(move || -> Result<(), String> {
         d.inbox.count().map_err(|e| e.to_string())?;
         d.tasks.counts().map_err(|e| e.to_string())?;
-        nightwatch_ledger::Ledger::head_checkpoint(&d.ledger).map_err(|e| e.to_string())?;
+        nightwatch_store::LedgerReader::head_checkpoint(&d.ledger).map_err(|e| e.to_string())?;
         Ok(())
     })
     .await;

@@ -36,11 +36,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use nightwatch_ledger::{LedgerError, SqliteLedger, SqliteOptions};
-use nightwatch_tasks::{TaskError, TaskStore};
+use nightwatch_store::{AlertInbox, Ledger, StoreError, TaskError, TaskQueue};
 
 pub use config::Config;
-use inbox::{Inbox, InboxError};
 
 /// What the daemon needs from the rest of nightwatch: the one clock, the policy, the world's
 /// guards, the notifiers and the janitor. The binary implements it.
@@ -69,11 +67,9 @@ pub enum ServeError {
     #[error("{what}: {why}")]
     Storage { what: &'static str, why: String },
     #[error(transparent)]
-    Inbox(#[from] InboxError),
+    Store(#[from] StoreError),
     #[error(transparent)]
     Tasks(#[from] TaskError),
-    #[error(transparent)]
-    Ledger(#[from] LedgerError),
     #[error("cannot listen on {addr}: {source}")]
     Listen {
         addr: std::net::SocketAddr,
@@ -83,17 +79,27 @@ pub enum ServeError {
     Runtime(String),
 }
 
+/// The stores the daemon works with, opened by the binary.
+pub struct Stores {
+    pub inbox: Arc<dyn AlertInbox>,
+    pub tasks: Arc<dyn TaskQueue>,
+    /// Appends from the intake path give up after a few seconds, so a wedged ledger becomes
+    /// a 503 the sender retries, not a request that hangs.
+    pub intake_ledger: Arc<dyn Ledger>,
+    /// The workers' and readers' handle, with the ledger's usual patience.
+    pub ledger: Arc<dyn Ledger>,
+}
+
 /// The daemon's shared state.
 pub struct Daemon {
     pub config: Config,
     pub data_dir: PathBuf,
-    pub inbox: Inbox,
-    pub tasks: TaskStore,
-    /// Appends from the intake path give up after a few seconds, so a wedged ledger becomes
-    /// a 503 the sender retries, not a request that hangs.
-    pub intake_ledger: SqliteLedger,
-    /// The workers' and readers' handle, with the ledger's usual patience.
-    pub ledger: SqliteLedger,
+    pub inbox: Arc<dyn AlertInbox>,
+    pub tasks: Arc<dyn TaskQueue>,
+    /// Written only through the engines ([`Daemon::engine`], [`Daemon::intake_engine`]);
+    /// read through [`Daemon::reader`]. See [`Stores::intake_ledger`].
+    intake_ledger: Arc<dyn Ledger>,
+    ledger: Arc<dyn Ledger>,
     pub edges: Arc<dyn Edges>,
     pub metrics: metrics::Metrics,
     shutting_down: AtomicBool,
@@ -101,30 +107,20 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Opens the stores in `data_dir`.
-    pub fn open(
+    /// The daemon over `stores`; `data_dir` is the data directory they are kept in.
+    pub fn new(
         config: Config,
         data_dir: &Path,
+        stores: Stores,
         edges: Arc<dyn Edges>,
     ) -> Result<Daemon, ServeError> {
-        let inbox = Inbox::open(data_dir)?;
-        let tasks = TaskStore::open(data_dir, config.queue.policy.clone())?;
-        let intake_ledger = SqliteLedger::open_with(
-            data_dir,
-            SqliteOptions {
-                busy_timeout: Duration::from_millis(500),
-                retry_deadline: Duration::from_secs(3),
-                ..SqliteOptions::default()
-            },
-        )?;
-        let ledger = SqliteLedger::open(data_dir)?;
         Ok(Daemon {
             config,
             data_dir: data_dir.to_path_buf(),
-            inbox,
-            tasks,
-            intake_ledger,
-            ledger,
+            inbox: stores.inbox,
+            tasks: stores.tasks,
+            intake_ledger: stores.intake_ledger,
+            ledger: stores.ledger,
             edges,
             metrics: metrics::Metrics::new(),
             shutting_down: AtomicBool::new(false),
@@ -143,14 +139,19 @@ impl Daemon {
         self.engine_on(&self.intake_ledger)
     }
 
-    fn engine_on<'a>(&'a self, ledger: &'a SqliteLedger) -> nightwatch_gate::Engine<'a> {
+    fn engine_on<'a>(&'a self, ledger: &'a Arc<dyn Ledger>) -> nightwatch_gate::Engine<'a> {
         nightwatch_gate::Engine::new(
-            ledger,
+            ledger.as_ref(),
             self.edges.guards(),
             self.edges.clock(),
             self.edges.escalator(),
             self.edges.host(),
         )
+    }
+
+    /// The ledger, for reading: the daemon writes only through its engines.
+    pub fn reader(&self) -> &dyn nightwatch_store::LedgerReader {
+        self.ledger.as_ref()
     }
 
     /// Now, as the engine's clock says.
@@ -193,10 +194,11 @@ impl Daemon {
 pub fn run(
     config: Config,
     data_dir: &Path,
+    stores: Stores,
     edges: Arc<dyn Edges>,
     announce: &dyn Fn(std::net::SocketAddr),
 ) -> Result<(), ServeError> {
-    let daemon = Arc::new(Daemon::open(config, data_dir, edges)?);
+    let daemon = Arc::new(Daemon::new(config, data_dir, stores, edges)?);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

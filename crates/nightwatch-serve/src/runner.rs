@@ -18,8 +18,9 @@ use std::time::{Duration, Instant};
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
 use nightwatch_gate::{Dispatch, Event, Proposal, Report};
 use nightwatch_intake::Alert;
-use nightwatch_ledger::{Ledger, Outputs, Record, RecordContext, event};
-use nightwatch_tasks::{Claim, Outcome, Status, TaskError};
+use nightwatch_ledger::{Outputs, Record, RecordContext, event};
+use nightwatch_store::{Claim, TaskError};
+use nightwatch_tasks::{Outcome, Status};
 use serde_json::{Value, json};
 
 use crate::config::Route;
@@ -169,7 +170,7 @@ impl DecisionTail {
             since_ms: Some(tail.since_ms - 1_000),
             ..nightwatch_ledger::Filter::default()
         };
-        if let Ok(records) = daemon.ledger.query(&filter) {
+        if let Ok(records) = daemon.reader().query(&filter) {
             tail.last_seq = records.last().map_or(0, |r| r.seq);
         }
         tail
@@ -183,7 +184,7 @@ impl DecisionTail {
             event: Some(event::DECISION.to_owned()),
             ..nightwatch_ledger::Filter::default()
         };
-        let Ok(records) = daemon.ledger.query(&filter) else {
+        let Ok(records) = daemon.reader().query(&filter) else {
             return;
         };
         for r in records.iter().filter(|r| r.seq > self.last_seq) {
@@ -541,8 +542,8 @@ fn waiting_for_a_person(
     daemon: &Daemon,
     job: &Job<'_>,
     now: i64,
-) -> Result<Waiting, nightwatch_ledger::LedgerError> {
-    let decisions = daemon.ledger.query(&nightwatch_ledger::Filter {
+) -> Result<Waiting, nightwatch_store::StoreError> {
+    let decisions = daemon.reader().query(&nightwatch_ledger::Filter {
         session: Some(job.session.clone()),
         event: Some(event::DECISION.to_owned()),
         tool: Some("runbook".into()),
@@ -554,7 +555,7 @@ fn waiting_for_a_person(
     else {
         return Ok(Waiting::No);
     };
-    let rejections = daemon.ledger.query(&nightwatch_ledger::Filter {
+    let rejections = daemon.reader().query(&nightwatch_ledger::Filter {
         since_ms: Some(asked.timestamp_ms),
         event: Some(event::REJECTION.to_owned()),
         ..nightwatch_ledger::Filter::default()
@@ -571,7 +572,7 @@ fn waiting_for_a_person(
     }
     // The runbook's inputs hold no secret, but the stored fingerprint is the one to compare.
     let fingerprint = nightwatch_gate::fingerprint_of(asked);
-    if nightwatch_gate::usable_approval(&daemon.ledger, "nightwatch-serve", &fingerprint, now)?
+    if nightwatch_gate::usable_approval(daemon.reader(), "nightwatch-serve", &fingerprint, now)?
         .is_some()
     {
         return Ok(Waiting::No);

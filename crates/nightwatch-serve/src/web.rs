@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 
 use nightwatch_intake::Alert;
 use nightwatch_ledger::{Record, event, rfc3339};
-use nightwatch_tasks::{Task, TaskEvent};
+use nightwatch_store::{Task, TaskEvent};
 use serde_json::Value;
 
 use crate::inbox::AlertEvent;

@@ -17,7 +17,8 @@ use nightwatch_ledger::{Outputs, Record, RecordActor, RecordContext, event, pars
 use nightwatch_serve::inbox::{AlertEvent, Disposition};
 use nightwatch_serve::route;
 use nightwatch_serve::web::{self, TimelineQuery};
-use nightwatch_tasks::{Lifecycle, Status, Task, TaskEvent};
+use nightwatch_store::{Task, TaskEvent};
+use nightwatch_tasks::{Lifecycle, Status};
 use serde_json::{Value, json};
 
 /// Text a hostile sender puts in an alert: it must reach the page as text, never as markup.

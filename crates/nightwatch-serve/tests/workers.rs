@@ -8,8 +8,20 @@ use std::time::{Duration, Instant};
 
 use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator};
 use nightwatch_intake::{Alert, Source, Status};
-use nightwatch_ledger::{Filter, Ledger, Record, event};
-use nightwatch_serve::{Config, Daemon, Edges, runner};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_serve::{Config, Daemon, Edges, Stores, runner};
+use nightwatch_sqlite::{SqliteInbox, SqliteLedger, SqliteTaskQueue};
+
+/// The daemon over SQLite stores in `dir`, as the binary opens them.
+fn daemon(config: Config, dir: &std::path::Path, edges: PanicsOnce) -> Arc<Daemon> {
+    let stores = Stores {
+        inbox: Arc::new(SqliteInbox::open(dir).expect("inbox")),
+        tasks: Arc::new(SqliteTaskQueue::open(dir, config.queue.policy.clone()).expect("queue")),
+        intake_ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
+        ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
+    };
+    Arc::new(Daemon::new(config, dir, stores, Arc::new(edges)).expect("daemon"))
+}
 
 struct Utc(jiff::tz::TimeZone);
 
@@ -79,7 +91,7 @@ fn alert(identity: &str) -> Alert {
 
 fn dispatches(daemon: &Daemon, disposition: &str) -> Vec<Record> {
     daemon
-        .ledger
+        .reader()
         .query(&Filter {
             event: Some(event::DISPATCH.to_owned()),
             ..Filter::default()
@@ -105,7 +117,7 @@ fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
         guards: LiveGuards::new(dir.path()),
         reads: AtomicUsize::new(0),
     };
-    let daemon = Arc::new(Daemon::open(config, dir.path(), Arc::new(edges)).expect("daemon"));
+    let daemon = daemon(config, dir.path(), edges);
     let threads = runner::start(&daemon);
 
     let dispatched = daemon
@@ -125,7 +137,7 @@ fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
     let ran = dispatches(&daemon, "ran");
     assert_eq!(ran.len(), 2, "both tasks ran in the end: {ran:#?}");
     let panics = daemon
-        .ledger
+        .reader()
         .query(&Filter {
             event: Some(event::INTERNAL_ERROR.to_owned()),
             ..Filter::default()
@@ -166,7 +178,7 @@ fn the_daemon_serves_in_process_and_stops_when_told() {
         // Past its one panic: this test is about serving.
         reads: AtomicUsize::new(1),
     };
-    let daemon = Arc::new(Daemon::open(config, dir.path(), Arc::new(edges)).expect("daemon"));
+    let daemon = daemon(config, dir.path(), edges);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -15,27 +15,11 @@
 //! - every state change is a row in the append-only `task_events` table, written in the same
 //!   transaction as the change.
 //!
-//! [`machine`] is the pure core (no I/O, no clock); [`TaskStore`] is the SQLite edge. Every
-//! call takes `now` in milliseconds from the caller, the one clock.
-//!
-//! ```
-//! use nightwatch_tasks::{Offered, Outcome, Policy, Status, TaskStore};
-//!
-//! let dir = tempfile::tempdir().unwrap();
-//! let store = TaskStore::open(dir.path(), Policy::default()).unwrap();
-//! let Offered::Created(id) = store.offer("disk-full/db1", "{}", "runbook:disk", 0).unwrap()
-//! else { unreachable!() };
-//! let claim = store.claim("worker-1", 0, 60_000).unwrap().unwrap();
-//! assert_eq!(claim.task_id, id);
-//! let status = store.complete(id, claim.attempt, &Outcome::Succeeded, 1_000).unwrap();
-//! assert_eq!(status, Status::Done);
-//! assert_eq!(store.events(id).unwrap().len(), 3); // offered, claimed, succeeded
-//! ```
+//! This crate is the pure core, [`machine`]: no I/O, no clock, no database. Every call takes
+//! `now` in milliseconds from the caller, the one clock. The queue that stores its answers is
+//! the `TaskQueue` trait of `nightwatch-store` (with the values it hands out: `Claim`, `Task`,
+//! `TaskEvent`, ...); the embedded one is in `nightwatch-sqlite`.
 
 pub mod machine;
-mod store;
 
 pub use machine::{Lifecycle, Outcome, Policy, Status};
-pub use store::{
-    Claim, Escalation, Offered, Resolved, Task, TaskError, TaskEvent, TaskFilter, TaskStore,
-};

@@ -5,8 +5,9 @@
 use crate::clock::Clock;
 use crate::environment::Environment;
 use nightwatch_gate::{Engine, Escalator, LiveGuards};
-use nightwatch_ledger::{Ledger, SqliteLedger};
+use nightwatch_store::{Ledger, LedgerReader};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 impl nightwatch_gate::Clock for Clock {
     fn now_ms(&self) -> i64 {
@@ -36,7 +37,7 @@ pub struct Host {
     /// This machine's name as records write it (`NIGHTWATCH_HOST`, else the hostname).
     pub name: Option<String>,
     pub guards: LiveGuards,
-    ledger: SqliteLedger,
+    ledger: Arc<dyn Ledger>,
     escalator: Background,
 }
 
@@ -63,16 +64,16 @@ impl Host {
         })
     }
 
-    /// The ledger, for reading; writing is the engine's.
-    pub fn ledger(&self) -> &dyn Ledger {
-        &self.ledger
+    /// The ledger, for reading: writing is the engine's.
+    pub fn ledger(&self) -> &dyn LedgerReader {
+        self.ledger.as_ref()
     }
 
     /// The engine: every proposal and every record of this command goes through it; halts,
     /// asks and records naming notifiers escalate through `nightwatch escalate`.
     pub fn engine(&self) -> Engine<'_> {
         Engine::new(
-            &self.ledger,
+            self.ledger.as_ref(),
             &self.guards,
             &self.clock,
             &self.escalator,

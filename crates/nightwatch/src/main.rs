@@ -10,6 +10,7 @@ mod home;
 mod host;
 mod paths;
 mod report;
+mod stores;
 mod timespec;
 
 use clap::Parser;

@@ -7,7 +7,8 @@ use crate::context;
 use crate::host::Host;
 use anyhow::{Context as _, bail};
 use nightwatch_gate::Event;
-use nightwatch_ledger::{Ledger, Record, event};
+use nightwatch_ledger::{Record, event};
+use nightwatch_store::LedgerReader;
 
 pub fn approve(args: ApproveArgs) -> anyhow::Result<u8> {
     let host = Host::open()?;
@@ -38,7 +39,7 @@ pub fn reject(args: RejectArgs) -> anyhow::Result<u8> {
 }
 
 /// The record, which must be a decision that asked.
-fn asked_decision(ledger: &dyn Ledger, id: &str) -> anyhow::Result<Record> {
+fn asked_decision(ledger: &dyn LedgerReader, id: &str) -> anyhow::Result<Record> {
     let record = ledger.get(id)?.with_context(|| format!("no record {id}"))?;
     if record.event != event::DECISION {
         bail!("{} is a {} record, not a decision", record.id, record.event);

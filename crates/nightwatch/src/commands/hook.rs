@@ -12,8 +12,9 @@ use nightwatch_agents::{
     Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
 };
 use nightwatch_gate::{Engine, Escalator, Event, Failure, Proposal, Report};
-use nightwatch_ledger::{Ledger, Outputs};
+use nightwatch_ledger::Outputs;
 use nightwatch_policy::Policy;
+use nightwatch_store::Ledger;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -51,7 +52,7 @@ impl Escalator for Escalation<'_> {
 /// The world of one hook process: opened on first use.
 struct Local {
     env: Environment,
-    ledger: OnceLock<Result<nightwatch_ledger::SqliteLedger, String>>,
+    ledger: OnceLock<Result<Arc<dyn Ledger>, String>>,
     guards: nightwatch_gate::LiveGuards,
 }
 

@@ -5,7 +5,8 @@ use crate::clock::Clock;
 use crate::commands::open_ledger;
 use crate::timespec;
 use anyhow::{Context as _, bail};
-use nightwatch_ledger::{Filter, Ledger, Record, event, verify as verify_chain};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_store::{LedgerReader, verify as verify_chain};
 use std::fmt::Write as _;
 use std::io::Write;
 
@@ -301,10 +302,10 @@ pub fn export(args: ExportArgs) -> anyhow::Result<u8> {
     ledger
         .scan(&mut |record| {
             let line = serde_json::to_string(record)
-                .map_err(|e| nightwatch_ledger::LedgerError::Visit(e.to_string()))?;
+                .map_err(|e| nightwatch_store::StoreError::Visit(e.to_string()))?;
             if let Err(e) = writeln!(out, "{line}") {
                 failure = Some(e);
-                return Err(nightwatch_ledger::LedgerError::Visit(
+                return Err(nightwatch_store::StoreError::Visit(
                     "stdout closed".to_owned(),
                 ));
             }

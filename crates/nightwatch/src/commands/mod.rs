@@ -68,12 +68,15 @@ pub fn hook_through_resident_gate() -> Option<u8> {
 }
 
 /// The ledger in the data directory.
-pub fn open_ledger() -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
-    open_ledger_in(&home::data_dir())
+/// The ledger in the data directory, for reading: commands write through the host's engine.
+pub fn open_ledger() -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::LedgerReader>> {
+    Ok(open_ledger_in(&home::data_dir())?)
 }
 
-pub fn open_ledger_in(dir: &std::path::Path) -> anyhow::Result<nightwatch_ledger::SqliteLedger> {
-    nightwatch_ledger::SqliteLedger::open(dir)
+pub fn open_ledger_in(
+    dir: &std::path::Path,
+) -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::Ledger>> {
+    crate::stores::ledger(dir)
         .with_context(|| format!("cannot open the ledger in {}", dir.display()))
 }
 

@@ -8,7 +8,7 @@ use crate::commands::trust::local_time;
 use crate::commands::{load_policy, open_ledger};
 use crate::timespec;
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
-use nightwatch_ledger::{Filter, Ledger, Record, event};
+use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_policy::Policy;
 use serde::Serialize;
 

@@ -17,8 +17,8 @@ use crate::commands::hook::{MAX_INPUT, World, answer};
 use crate::environment::Environment;
 use anyhow::{Context as _, bail};
 use nightwatch_agents::{Agent, Reply, reply_to_failure};
-use nightwatch_ledger::{Ledger, SqliteLedger};
 use nightwatch_policy::Policy;
+use nightwatch_store::Ledger;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -180,7 +180,7 @@ fn serve_one(stream: UnixStream, world: &Resident) {
 /// The gate's world: one ledger connection and the policies it has read, each re-read when
 /// its file changes.
 struct Resident {
-    ledger: SqliteLedger,
+    ledger: Arc<dyn Ledger>,
     guards: nightwatch_gate::LiveGuards,
     policies: Mutex<HashMap<PolicyKey, Arc<Policy>>>,
 }

@@ -123,7 +123,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         println!("configuration and policy are valid");
         return Ok(0);
     }
-    nightwatch_serve::run(config, &data_dir, Arc::new(edges), &|addr| {
+    let stores = crate::stores::daemon(&data_dir, config.queue.policy.clone())
+        .with_context(|| format!("cannot open the daemon's stores in {}", data_dir.display()))?;
+    nightwatch_serve::run(config, &data_dir, stores, Arc::new(edges), &|addr| {
         // One line on stdout, for whoever started the daemon (tests read the port from it).
         println!("nightwatch serve: listening on http://{addr}");
         use std::io::Write;

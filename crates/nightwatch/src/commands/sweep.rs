@@ -10,12 +10,13 @@ use anyhow::{Context as _, bail};
 use nightwatch_core::{Actor, ActorKind, Verdict};
 use nightwatch_gate::{Engine, Event, Proposal, Report, Simulated};
 use nightwatch_janitor::{
-    Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, StateStore,
-    SweepRules, list_all, plan, removal_action,
+    Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, SweepRules,
+    list_all, plan, removal_action,
 };
 use nightwatch_ledger::schema::Swept;
-use nightwatch_ledger::{Filter, Ledger, Outputs, event};
+use nightwatch_ledger::{Filter, Outputs, event};
 use nightwatch_policy::Policy;
+use nightwatch_store::{JanitorStore, LedgerReader};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::io::IsTerminal;
@@ -58,7 +59,12 @@ fn docker_here(
 
 /// Containers' exec and attach activity from the Engine's recent events, remembered in the
 /// janitor's state (the Engine forgets them).
-fn note_container_activity(store: &StateStore, rules: &SweepRules, env: &Environment, now: i64) {
+fn note_container_activity(
+    store: &dyn JanitorStore,
+    rules: &SweepRules,
+    env: &Environment,
+    now: i64,
+) {
     if let Ok(Some(docker)) = docker_here(rules, env) {
         let since = now.saturating_sub(24 * 3600 * 1000);
         if let Err(error) = docker.record_activity(store, since, now) {
@@ -98,8 +104,9 @@ pub fn plan_at(
     wall: i64,
 ) -> anyhow::Result<Planned> {
     let rules = policy.sweep();
-    let mut store = StateStore::open(data_dir).context("cannot open the janitor's state")?;
-    note_container_activity(&store, rules, env, wall);
+    let store =
+        crate::stores::janitor_state(data_dir).context("cannot open the janitor's state")?;
+    note_container_activity(store.as_ref(), rules, env, wall);
     let mut state = store.load()?;
     let owned = inventories(rules, env);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
@@ -253,7 +260,8 @@ pub fn apply_plan(
 ) -> anyhow::Result<Tally> {
     let rules = policy.sweep();
     let now = engine.now_ms();
-    let mut store = StateStore::open(data_dir).context("cannot open the janitor's state")?;
+    let store =
+        crate::stores::janitor_state(data_dir).context("cannot open the janitor's state")?;
     let mut state = store.load()?;
     let owned = inventories(rules, env);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();

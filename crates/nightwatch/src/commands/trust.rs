@@ -10,7 +10,8 @@ use crate::timespec;
 use anyhow::bail;
 use nightwatch_gate::Event;
 use nightwatch_ledger::schema::Placement;
-use nightwatch_ledger::{Filter, Ledger, Record, event};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_store::LedgerReader;
 use nightwatch_trust::{AgentReport, Bound, Judgement, Outcome, Recommendation};
 use serde::Serialize;
 use serde_json::json;
@@ -96,7 +97,7 @@ pub fn report(args: TrustReportArgs) -> anyhow::Result<u8> {
     Ok(0)
 }
 
-fn trust_records(ledger: &dyn Ledger) -> anyhow::Result<Vec<Record>> {
+fn trust_records(ledger: &dyn LedgerReader) -> anyhow::Result<Vec<Record>> {
     Ok(ledger.query(&Filter {
         event: Some(event::TRUST.to_owned()),
         ..Filter::default()

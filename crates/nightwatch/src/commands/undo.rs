@@ -13,7 +13,8 @@ use nightwatch_backup::{Observation, SnapshotId};
 use nightwatch_core::{Action, Tool, Verdict};
 use nightwatch_gate::{Event, Proposal};
 use nightwatch_ledger::schema::Undone;
-use nightwatch_ledger::{Filter, Ledger, Record, Safeguards, event};
+use nightwatch_ledger::{Filter, Record, Safeguards, event};
+use nightwatch_store::LedgerReader;
 use serde_json::{Value, json};
 
 pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
@@ -109,7 +110,7 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
 }
 
 /// The decision a record names: itself, or the decision of a result.
-fn decision_of(ledger: &dyn Ledger, id: &str) -> anyhow::Result<Record> {
+fn decision_of(ledger: &dyn LedgerReader, id: &str) -> anyhow::Result<Record> {
     let record = ledger.get(id)?.with_context(|| format!("no record {id}"))?;
     if record.event == event::DECISION {
         return Ok(record);
@@ -128,7 +129,7 @@ fn decision_of(ledger: &dyn Ledger, id: &str) -> anyhow::Result<Record> {
 }
 
 /// The session's backed-up decisions not undone yet, latest first.
-fn session_decisions(ledger: &dyn Ledger, session: &str) -> anyhow::Result<Vec<Record>> {
+fn session_decisions(ledger: &dyn LedgerReader, session: &str) -> anyhow::Result<Vec<Record>> {
     let records = ledger.query(&Filter {
         session: Some(session.to_owned()),
         ..Filter::default()
@@ -156,7 +157,10 @@ fn snapshot_of(decision: &Record) -> Option<String> {
 }
 
 /// What the action left behind, from its result record.
-fn after_state(ledger: &dyn Ledger, decision: &Record) -> anyhow::Result<Option<Observation>> {
+fn after_state(
+    ledger: &dyn LedgerReader,
+    decision: &Record,
+) -> anyhow::Result<Option<Observation>> {
     let Some(call_id) = &decision.call_id else {
         return Ok(None);
     };

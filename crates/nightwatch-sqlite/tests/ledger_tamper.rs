@@ -4,7 +4,8 @@
 mod common;
 
 use common::decision;
-use nightwatch_ledger::{Ledger, SqliteLedger, verify};
+use nightwatch_sqlite::SqliteLedger;
+use nightwatch_store::{Ledger, LedgerReader, verify};
 use rusqlite::Connection;
 
 /// A ledger of `n` records and a raw connection with the append-only triggers dropped.

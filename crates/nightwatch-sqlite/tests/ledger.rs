@@ -3,9 +3,9 @@
 mod common;
 
 use common::{T0, agent, decision, result};
-use nightwatch_ledger::{
-    Entry, Filter, GENESIS_HASH, Ledger, Outputs, SqliteLedger, SqliteOptions, event, verify,
-};
+use nightwatch_ledger::{Entry, Filter, GENESIS_HASH, Outputs, event};
+use nightwatch_sqlite::{LedgerOptions, SqliteLedger};
+use nightwatch_store::{Ledger, LedgerReader, verify};
 use serde_json::json;
 
 #[test]
@@ -222,9 +222,9 @@ fn secrets_are_redacted_before_storage_and_the_record_says_so() {
 #[test]
 fn long_output_is_capped_with_a_marker() {
     let dir = tempfile::tempdir().unwrap();
-    let options = SqliteOptions {
+    let options = LedgerOptions {
         output_cap: 1000,
-        ..SqliteOptions::default()
+        ..LedgerOptions::default()
     };
     let ledger = SqliteLedger::open_with(dir.path(), options).unwrap();
     let mut entry = result(1, "s", &"x".repeat(5000));

@@ -1,7 +1,9 @@
 //! Many processes writing one ledger, and a writer killed mid-append: real processes (this test
 //! binary re-run as a writer), a real SQLite file.
 
-use nightwatch_ledger::{Entry, Ledger, RecordActor, SqliteLedger, event, verify};
+use nightwatch_ledger::{Entry, RecordActor, event};
+use nightwatch_sqlite::SqliteLedger;
+use nightwatch_store::{Ledger, LedgerReader, verify};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

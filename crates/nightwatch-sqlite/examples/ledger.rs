@@ -1,14 +1,16 @@
 //! A tiny driver for process-level tests and benchmarks.
 //!
 //! ```text
-//! cargo run --release -p nightwatch-ledger --example ledger -- append DIR COUNT
-//! cargo run --release -p nightwatch-ledger --example ledger -- verify DIR
+//! cargo run --release -p nightwatch-sqlite --example ledger -- append DIR COUNT
+//! cargo run --release -p nightwatch-sqlite --example ledger -- verify DIR
 //! ```
 //!
 //! `append` writes COUNT decision records and prints the median and worst append time;
 //! `verify` prints the report as JSON and exits 2 when the chain is broken.
 
-use nightwatch_ledger::{Entry, Ledger, RecordActor, SqliteLedger, event, verify};
+use nightwatch_ledger::{Entry, RecordActor, event};
+use nightwatch_sqlite::SqliteLedger;
+use nightwatch_store::{Ledger, verify};
 use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};

@@ -1,126 +1,29 @@
-//! The SQLite edge: `tasks.db` in the data directory, WAL, `synchronous=FULL`.
+//! `tasks.db`: the task queue in SQLite, WAL, `synchronous=FULL`.
 //!
 //! Every write is one `BEGIN IMMEDIATE` transaction that loads the task, asks the
-//! [`machine`](crate::machine) what happens, and writes the new row and its event together.
+//! [`machine`] what happens, and writes the new row and its event together.
 //! IMMEDIATE takes the write lock before reading, so two workers can never both read a task as
 //! ready and both claim it: the second waits, then reads it as running.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use rusqlite::{Connection, OptionalExtension, Row, Transaction, TransactionBehavior, params};
-
-use crate::machine::{
+use nightwatch_store::{
+    Claim, Escalation, Offered, Resolved, StoreError, Task, TaskError, TaskEvent, TaskFilter,
+    TaskQueue, store_name,
+};
+use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
 };
+use rusqlite::{OptionalExtension, Row, Transaction, params};
 
-/// Why a store call failed. Nothing was written.
-#[derive(Debug, thiserror::Error)]
-pub enum TaskError {
-    #[error(
-        "task {task_id}: attempt {attempt} no longer holds this task (it is {status} at attempt {current}); its result was not applied. Another worker reclaimed it after the lease expired, or it already finished: heartbeat more often than the lease"
-    )]
-    Stale {
-        task_id: i64,
-        attempt: u32,
-        current: u32,
-        status: Status,
-    },
-    #[error("task {0} does not exist")]
-    NotFound(i64),
-    #[error(
-        "task {task_id} has status {found:?} in the database, which this version does not know"
-    )]
-    Corrupt { task_id: i64, found: String },
-    #[error("cannot create data directory {path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("the task database stayed busy for {waited_ms} ms; another process holds it")]
-    Busy { waited_ms: u64 },
-    #[error("task database: {0}")]
-    Database(#[from] rusqlite::Error),
-}
+use crate::db::{Db, Failure, Migration, Schema};
 
-/// What `offer` did with an alert.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Offered {
-    Created(i64),
-    /// A repeat of an alert whose task is still live: counted on that task.
-    Attached(i64),
-    /// A task for this identity ran recently; the reason names it and when the cooldown ends.
-    Suppressed {
-        why: String,
-    },
-}
+type Fail = Failure<TaskError>;
 
-/// What `resolve` did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Resolved {
-    CancelledBeforeStart(i64),
-    /// Already running: it finishes; the event log notes the alert cleared.
-    TooLate(i64),
-    NoTask,
-}
-
-/// A task handed to a worker. `attempt` is the fencing token for heartbeat and complete.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Claim {
-    pub task_id: i64,
-    pub attempt: u32,
-    pub alert_json: String,
-    pub route: String,
-}
-
-/// A task as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Task {
-    pub id: i64,
-    pub identity: String,
-    pub alert_json: String,
-    pub route: String,
-    pub created_at: i64,
-    /// Repeats of the alert attached while the task was live.
-    pub repeats: u32,
-    pub last_seen: i64,
-    pub lifecycle: Lifecycle,
-}
-
-/// One row of the append-only `task_events` table.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TaskEvent {
-    pub seq: i64,
-    pub task_id: i64,
-    pub at: i64,
-    /// `None` for the creation event.
-    pub from: Option<Status>,
-    pub to: Status,
-    pub why: String,
-}
-
-/// A task that gave up and has not been handed to a person yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Escalation {
-    pub task_id: i64,
-    pub identity: String,
-    pub route: String,
-    pub attempts: u32,
-    pub last_error: Option<String>,
-}
-
-/// Which tasks `tasks` returns; empty fields match everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TaskFilter {
-    pub identity: Option<String>,
-    pub status: Option<Status>,
-}
-
-/// How long a write keeps retrying a busy database.
-const BUSY_DEADLINE: Duration = Duration::from_secs(30);
-
-const SCHEMA: &str = "
+/// Schema 1, as files made before it was numbered have it (`deferrals` was added to them
+/// by a column check; schema 1 adds it where it is missing).
+const SCHEMA_1: &str = "
 CREATE TABLE IF NOT EXISTS tasks (
     id INTEGER PRIMARY KEY,
     identity TEXT NOT NULL,
@@ -160,72 +63,72 @@ CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
 ";
 
+const MIGRATIONS: [Migration; 1] = [|tx| {
+    tx.execute_batch(SCHEMA_1)?;
+    let has: bool = tx
+        .prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = 'deferrals'")?
+        .exists([])?;
+    if !has {
+        tx.execute_batch("ALTER TABLE tasks ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0")?;
+    }
+    Ok(())
+}];
+
+const SCHEMA: Schema = Schema {
+    file: "tasks.db",
+    store: store_name::TASKS,
+    migrations: &MIGRATIONS,
+};
+
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
 
-/// The durable queue. Each handle owns one connection; many handles (threads or processes)
-/// may share one data directory.
-pub struct TaskStore {
-    conn: Mutex<Connection>,
+/// The durable queue in `tasks.db`. Each handle owns one connection; many handles (threads
+/// or processes) may share one data directory.
+pub struct SqliteTaskQueue {
+    db: Db,
     policy: Policy,
-    path: PathBuf,
 }
 
-impl TaskStore {
-    /// Opens (creating if needed) `tasks.db` in `dir`.
-    pub fn open(dir: &Path, policy: Policy) -> Result<TaskStore, TaskError> {
-        std::fs::create_dir_all(dir).map_err(|source| TaskError::Io {
-            path: dir.to_path_buf(),
-            source,
-        })?;
-        let path = dir.join("tasks.db");
-        let conn = Connection::open(&path)?;
-        conn.busy_timeout(Duration::from_secs(5))?;
-        // WAL sticks to the file, so a racing opener at worst repeats it.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
-        // FULL: a committed claim or completion survives power loss, not just a crash.
-        conn.pragma_update(None, "synchronous", "FULL")?;
-        let store = TaskStore {
-            conn: Mutex::new(conn),
+impl SqliteTaskQueue {
+    /// Opens (creating if needed) `tasks.db` in `dir`; the queue applies `policy`.
+    pub fn open(dir: &Path, policy: Policy) -> Result<SqliteTaskQueue, StoreError> {
+        SqliteTaskQueue::open_with(dir, policy, crate::db::DEFAULT_PATIENCE)
+    }
+
+    /// As [`SqliteTaskQueue::open`]; a write waits at most `patience` for a busy database.
+    pub fn open_with(
+        dir: &Path,
+        policy: Policy,
+        patience: Duration,
+    ) -> Result<SqliteTaskQueue, StoreError> {
+        Ok(SqliteTaskQueue {
+            db: Db::open(dir, &SCHEMA, patience)?,
             policy,
-            path,
-        };
-        store.write(|tx| {
-            tx.execute_batch(SCHEMA)?;
-            // Files made before deferrals existed get the column (every task: none yet).
-            let has: bool = tx
-                .prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = 'deferrals'")?
-                .exists([])?;
-            if !has {
-                tx.execute_batch(
-                    "ALTER TABLE tasks ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0",
-                )?;
-            }
-            Ok(())
-        })?;
-        Ok(store)
+        })
     }
 
     /// The database file.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.db.path()
     }
+}
 
-    /// The policy this handle applies.
-    pub fn policy(&self) -> &Policy {
+impl TaskQueue for SqliteTaskQueue {
+    fn policy(&self) -> &Policy {
         &self.policy
     }
 
     /// Offers an alert: creates a task, attaches it to the identity's live task, or
     /// suppresses it during the cooldown after the identity's last run.
-    pub fn offer(
+    fn offer(
         &self,
         identity: &str,
         alert_json: &str,
         route: &str,
         now: i64,
     ) -> Result<Offered, TaskError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let live: Option<i64> = tx
                 .query_row(
                     "SELECT id FROM tasks WHERE identity = ?1 AND status IN ('pending', 'running')",
@@ -291,8 +194,8 @@ impl TaskStore {
     }
 
     /// The alert cleared: a task not yet started is cancelled; a running one finishes.
-    pub fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError> {
-        self.write(|tx| {
+    fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError> {
+        self.db.write(|tx| {
             let task: Option<(i64, Lifecycle)> = tx
                 .query_row(
                     &format!(
@@ -324,8 +227,8 @@ impl TaskStore {
     /// Claims the oldest ready task (pending past its ready time, or running with an expired
     /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
     /// expired gives up on the way (and is escalated) instead of being handed out.
-    pub fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
-        self.write(|tx| {
+    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+        self.db.write(|tx| {
             loop {
                 let task = tx
                     .query_row(
@@ -364,7 +267,7 @@ impl TaskStore {
     }
 
     /// Extends the lease of `attempt` to `now + lease_ms`; fenced like `complete`.
-    pub fn heartbeat(
+    fn heartbeat(
         &self,
         task_id: i64,
         attempt: u32,
@@ -377,7 +280,7 @@ impl TaskStore {
 
     /// Records how `attempt` ended. Rejected with [`TaskError::Stale`] unless `attempt` is the
     /// task's current, running attempt. Returns the task's new status.
-    pub fn complete(
+    fn complete(
         &self,
         task_id: i64,
         attempt: u32,
@@ -388,8 +291,8 @@ impl TaskStore {
     }
 
     /// Hands over every task that gave up and was not handed over before: each exactly once.
-    pub fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
-        self.write(|tx| {
+    fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
+        self.db.write(|tx| {
             let mut stmt = tx.prepare(
                 "SELECT id, identity, route, attempt, last_error FROM tasks
                  WHERE escalation = 1 ORDER BY id",
@@ -422,124 +325,133 @@ impl TaskStore {
     }
 
     /// One task by id.
-    pub fn task(&self, task_id: i64) -> Result<Option<Task>, TaskError> {
-        let conn = self.conn();
-        conn.query_row(
-            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-            [task_id],
-            |r| Ok(read_task(r)),
-        )
-        .optional()?
-        .transpose()
+    fn task(&self, task_id: i64) -> Result<Option<Task>, TaskError> {
+        self.db.run(|conn| {
+            conn.query_row(
+                &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                [task_id],
+                |r| Ok(read_task(r)),
+            )
+            .optional()?
+            .transpose()
+        })
     }
 
     /// Tasks matching `filter`, oldest first.
-    pub fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks
-             WHERE (?1 IS NULL OR identity = ?1) AND (?2 IS NULL OR status = ?2)
-             ORDER BY id"
-        ))?;
-        let rows = stmt.query_map(
-            params![filter.identity, filter.status.map(Status::as_str)],
-            |r| Ok(read_task(r)),
-        )?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row??);
-        }
-        Ok(out)
+    fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks
+                 WHERE (?1 IS NULL OR identity = ?1) AND (?2 IS NULL OR status = ?2)
+                 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map(
+                params![filter.identity, filter.status.map(Status::as_str)],
+                |r| Ok(read_task(r)),
+            )?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
     }
 
     /// How many tasks `route` created at or after `since_ms`: the route's throttle counts them.
-    pub fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError> {
-        let conn = self.conn();
-        let n: i64 = conn.query_row(
-            "SELECT count(*) FROM tasks WHERE route = ?1 AND created_ms >= ?2",
-            params![route, since_ms],
-            |r| r.get(0),
-        )?;
-        Ok(u32::try_from(n).unwrap_or(u32::MAX))
+    fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError> {
+        self.db.run(|conn| {
+            let n: i64 = conn.query_row(
+                "SELECT count(*) FROM tasks WHERE route = ?1 AND created_ms >= ?2",
+                params![route, since_ms],
+                |r| r.get(0),
+            )?;
+            Ok(u32::try_from(n).unwrap_or(u32::MAX))
+        })
     }
 
     /// How many tasks are in each status (statuses with none are left out).
-    pub fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
-        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (status, n) = row?;
-            if let Some(status) = Status::parse(&status) {
-                out.push((status, n));
+    fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare("SELECT status, count(*) FROM tasks GROUP BY status")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (status, n) = row?;
+                if let Some(status) = Status::parse(&status) {
+                    out.push((status, n));
+                }
             }
-        }
-        Ok(out)
+            Ok(out)
+        })
     }
 
     /// When the longest-waiting claimable task became ready: `now` minus this is the queue's age.
-    pub fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError> {
-        let conn = self.conn();
-        Ok(conn.query_row(
-            "SELECT min(ready_ms) FROM tasks WHERE status = 'pending' AND ready_ms <= ?1",
-            [now],
-            |r| r.get(0),
-        )?)
+    fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError> {
+        self.db.run(|conn| {
+            Ok(conn.query_row(
+                "SELECT min(ready_ms) FROM tasks WHERE status = 'pending' AND ready_ms <= ?1",
+                [now],
+                |r| r.get(0),
+            )?)
+        })
     }
 
     /// Tasks created, or finished, in `[since_ms, until_ms)`, oldest first.
-    pub fn active_between(&self, since_ms: i64, until_ms: i64) -> Result<Vec<Task>, TaskError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(&format!(
-            "SELECT {TASK_COLUMNS} FROM tasks
-             WHERE (created_ms >= ?1 AND created_ms < ?2)
-                OR (finished_ms >= ?1 AND finished_ms < ?2)
-                OR (created_ms < ?2 AND status IN ('pending', 'running'))
-             ORDER BY id"
-        ))?;
-        let rows = stmt.query_map(params![since_ms, until_ms], |r| Ok(read_task(r)))?;
-        let mut out = Vec::new();
-        for row in rows {
-            out.push(row??);
-        }
-        Ok(out)
+    fn active_between(&self, since_ms: i64, until_ms: i64) -> Result<Vec<Task>, TaskError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {TASK_COLUMNS} FROM tasks
+                 WHERE (created_ms >= ?1 AND created_ms < ?2)
+                    OR (finished_ms >= ?1 AND finished_ms < ?2)
+                    OR (created_ms < ?2 AND status IN ('pending', 'running'))
+                 ORDER BY id"
+            ))?;
+            let rows = stmt.query_map(params![since_ms, until_ms], |r| Ok(read_task(r)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
     }
 
     /// Everything that happened to a task, in order.
-    pub fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare(
-            "SELECT seq, task_id, at_ms, from_status, to_status, why FROM task_events
-             WHERE task_id = ?1 ORDER BY seq",
-        )?;
-        let rows = stmt.query_map([task_id], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, i64>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, Option<String>>(3)?,
-                r.get::<_, String>(4)?,
-                r.get::<_, String>(5)?,
-            ))
-        })?;
-        let mut out = Vec::new();
-        for row in rows {
-            let (seq, task_id, at, from, to, why) = row?;
-            out.push(TaskEvent {
-                seq,
-                task_id,
-                at,
-                from: from.map(|f| parse_status(task_id, &f)).transpose()?,
-                to: parse_status(task_id, &to)?,
-                why,
-            });
-        }
-        Ok(out)
+    fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT seq, task_id, at_ms, from_status, to_status, why FROM task_events
+                 WHERE task_id = ?1 ORDER BY seq",
+            )?;
+            let rows = stmt.query_map([task_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (seq, task_id, at, from, to, why) = row?;
+                out.push(TaskEvent {
+                    seq,
+                    task_id,
+                    at,
+                    from: from.map(|f| parse_status(task_id, &f)).transpose()?,
+                    to: parse_status(task_id, &to)?,
+                    why,
+                });
+            }
+            Ok(out)
+        })
     }
+}
 
+impl SqliteTaskQueue {
     fn change(&self, task_id: i64, now: i64, input: &Input<'_>) -> Result<Status, TaskError> {
-        self.write(|tx| {
+        self.db.write(|tx| {
             let task = tx
                 .query_row(
                     &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
@@ -548,7 +460,7 @@ impl TaskStore {
                 )
                 .optional()?
                 .transpose()?
-                .ok_or(TaskError::NotFound(task_id))?;
+                .ok_or(Failure::Caller(TaskError::NotFound(task_id)))?;
             let jitter = machine::jitter_for(task_id, task.lifecycle.attempt);
             match machine::apply(&task.lifecycle, input, &self.policy, now, jitter) {
                 Ok(step) => {
@@ -559,70 +471,31 @@ impl TaskStore {
                     attempt,
                     current,
                     status,
-                }) => Err(TaskError::Stale {
+                }) => Err(Failure::Caller(TaskError::Stale {
                     task_id,
                     attempt,
                     current,
                     status,
-                }),
+                })),
                 // Heartbeat and complete only refuse as stale.
-                Err(_) => Err(TaskError::NotFound(task_id)),
+                Err(_) => Err(Failure::Caller(TaskError::NotFound(task_id))),
             }
         })
     }
-
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        // SQLite rolls back an unfinished transaction, so a poisoned lock carries no damage.
-        self.conn.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Runs `op` in a `BEGIN IMMEDIATE` transaction, retrying while another writer holds the
-    /// database past SQLite's own busy timeout.
-    fn write<T>(
-        &self,
-        mut op: impl FnMut(&Transaction<'_>) -> Result<T, TaskError>,
-    ) -> Result<T, TaskError> {
-        let mut conn = self.conn();
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(1);
-        loop {
-            let result = (|| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-                let value = op(&tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
-            match result {
-                Err(TaskError::Database(e)) if is_busy(&e) => {
-                    if started.elapsed() >= BUSY_DEADLINE {
-                        return Err(TaskError::Busy {
-                            waited_ms: started.elapsed().as_millis() as u64,
-                        });
-                    }
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                other => return other,
-            }
-        }
-    }
 }
 
-fn is_busy(e: &rusqlite::Error) -> bool {
-    matches!(
-        e.sqlite_error_code(),
-        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
-    )
-}
-
-fn parse_status(task_id: i64, s: &str) -> Result<Status, TaskError> {
-    Status::parse(s).ok_or_else(|| TaskError::Corrupt {
-        task_id,
-        found: s.to_string(),
+fn parse_status(task_id: i64, s: &str) -> Result<Status, Fail> {
+    Status::parse(s).ok_or_else(|| {
+        Failure::Caller(TaskError::Store(StoreError::Corrupt {
+            store: store_name::TASKS,
+            what: format!(
+                "task {task_id} has status {s:?} in the database, which this version does not know"
+            ),
+        }))
     })
 }
 
-fn read_task(r: &Row<'_>) -> Result<Task, TaskError> {
+fn read_task(r: &Row<'_>) -> Result<Task, Fail> {
     let id: i64 = r.get(0)?;
     let status: String = r.get(7)?;
     Ok(Task {
@@ -651,7 +524,7 @@ fn write_step(
     task_id: i64,
     now: i64,
     step: &machine::Step,
-) -> Result<(), TaskError> {
+) -> Result<(), Fail> {
     let n = &step.next;
     tx.execute(
         "UPDATE tasks SET status = ?2, attempt = ?3, ready_ms = ?4, lease_until_ms = ?5,
@@ -684,7 +557,7 @@ fn insert_event(
     from: Option<Status>,
     to: Status,
     why: &str,
-) -> Result<(), TaskError> {
+) -> Result<(), Fail> {
     tx.execute(
         "INSERT INTO task_events (task_id, at_ms, from_status, to_status, why)
          VALUES (?1, ?2, ?3, ?4, ?5)",

@@ -3,7 +3,9 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
-use nightwatch_tasks::{Offered, Outcome, Policy, Status, TaskFilter, TaskStore};
+use nightwatch_sqlite::SqliteTaskQueue;
+use nightwatch_store::{Offered, TaskFilter, TaskQueue};
+use nightwatch_tasks::{Outcome, Policy, Status};
 
 const TASKS: usize = 500;
 const WORKERS: usize = 8;
@@ -11,7 +13,7 @@ const WORKERS: usize = 8;
 #[test]
 fn eight_workers_claim_each_of_500_tasks_exactly_once() {
     let dir = tempfile::tempdir().unwrap();
-    let store = TaskStore::open(dir.path(), Policy::default()).unwrap();
+    let store = SqliteTaskQueue::open(dir.path(), Policy::default()).unwrap();
     for i in 0..TASKS {
         let offered = store.offer(&format!("alert/{i}"), "{}", "r", 0).unwrap();
         assert!(matches!(offered, Offered::Created(_)));
@@ -29,7 +31,7 @@ fn eight_workers_claim_each_of_500_tasks_exactly_once() {
             let claims = Arc::clone(&claims);
             let start = Arc::clone(&start);
             std::thread::spawn(move || {
-                let store = TaskStore::open(&dir, Policy::default()).unwrap();
+                let store = SqliteTaskQueue::open(&dir, Policy::default()).unwrap();
                 start.wait();
                 let worker = format!("w{w}");
                 // The lease outlives the test, so nothing is reclaimed: one claim per task.
@@ -66,7 +68,7 @@ fn eight_workers_claim_each_of_500_tasks_exactly_once() {
     let workers_used: HashSet<usize> = claims.iter().map(|c| c.2).collect();
     assert!(workers_used.len() > 1, "only one worker ever got a task");
 
-    let store = TaskStore::open(dir.path(), Policy::default()).unwrap();
+    let store = SqliteTaskQueue::open(dir.path(), Policy::default()).unwrap();
     let tasks = store.tasks(&TaskFilter::default()).unwrap();
     assert_eq!(tasks.len(), TASKS);
     for t in &tasks {

@@ -1,8 +1,8 @@
 //! The queue against a real `tasks.db` in a temp dir, one story per test.
 
-use nightwatch_tasks::{
-    Offered, Outcome, Policy, Resolved, Status, TaskError, TaskFilter, TaskStore, machine,
-};
+use nightwatch_sqlite::SqliteTaskQueue;
+use nightwatch_store::{Offered, Resolved, TaskError, TaskFilter, TaskQueue};
+use nightwatch_tasks::{Outcome, Policy, Status, machine};
 
 const MIN: i64 = 60_000;
 
@@ -16,8 +16,8 @@ fn policy() -> Policy {
     }
 }
 
-fn open(dir: &tempfile::TempDir, policy: Policy) -> TaskStore {
-    TaskStore::open(dir.path(), policy).unwrap()
+fn open(dir: &tempfile::TempDir, policy: Policy) -> SqliteTaskQueue {
+    SqliteTaskQueue::open(dir.path(), policy).unwrap()
 }
 
 fn created(o: Offered) -> i64 {
@@ -32,7 +32,7 @@ fn failed(e: &str) -> Outcome {
 }
 
 /// Every event chains: first from nothing, then each `from` is the previous `to`.
-fn assert_event_chain(store: &TaskStore, id: i64) {
+fn assert_event_chain(store: &SqliteTaskQueue, id: i64) {
     let events = store.events(id).unwrap();
     assert!(!events.is_empty(), "task {id} has zero events");
     assert_eq!(events[0].from, None);
@@ -339,7 +339,7 @@ fn reopening_the_store_keeps_tasks_leases_and_events() {
         assert_eq!(e.task_id, done);
         store.complete(done, 1, &Outcome::Succeeded, 5).unwrap();
     }
-    let before = |s: &TaskStore| {
+    let before = |s: &SqliteTaskQueue| {
         (
             s.tasks(&TaskFilter::default()).unwrap(),
             [running, pending, done].map(|id| s.events(id).unwrap()),
@@ -456,7 +456,7 @@ fn a_file_from_before_deferrals_is_upgraded_and_keeps_its_tasks() {
         )
         .unwrap();
     }
-    let store = TaskStore::open(dir.path(), Policy::default()).unwrap();
+    let store = SqliteTaskQueue::open(dir.path(), Policy::default()).unwrap();
     let task = store.task(1).unwrap().expect("the old task is still there");
     assert_eq!(task.lifecycle.deferrals, 0);
     let claim = store.claim("w", 10, 1_000).unwrap().expect("and claimable");

@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use nightwatch_tasks::{Offered, Outcome, Policy, Status, TaskError, TaskFilter, TaskStore};
+use nightwatch_sqlite::SqliteTaskQueue;
+use nightwatch_store::{Offered, TaskError, TaskFilter, TaskQueue};
+use nightwatch_tasks::{Outcome, Policy, Status};
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
@@ -48,7 +50,7 @@ proptest! {
         ops in proptest::collection::vec(op(), 1..60),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let store = TaskStore::open(dir.path(), policy(delay)).unwrap();
+        let store = SqliteTaskQueue::open(dir.path(), policy(delay)).unwrap();
         let mut now = 0i64;
         let mut created = 0usize;
         // Every claim ever handed out, newest last: (task id, attempt).

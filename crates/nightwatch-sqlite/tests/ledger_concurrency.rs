@@ -3,7 +3,8 @@
 mod common;
 
 use common::decision;
-use nightwatch_ledger::{Ledger, SqliteLedger, verify};
+use nightwatch_sqlite::SqliteLedger;
+use nightwatch_store::{Ledger, LedgerReader, verify};
 use std::sync::{Arc, Barrier};
 
 #[test]

@@ -1,9 +1,36 @@
 //! `janitor.db` survives restarts and merges with an event watcher writing beside it.
 
-mod common;
+use nightwatch_janitor::{
+    BranchFacts, ContainerFacts, Facts, FailureRules, Item, JanitorState, Kind,
+};
+use nightwatch_sqlite::SqliteJanitorStore;
+use nightwatch_store::JanitorStore;
 
-use common::*;
-use nightwatch_janitor::{FailureRules, JanitorState, Kind, StateStore};
+fn container(id: &str, name: &str, edit: impl FnOnce(&mut ContainerFacts)) -> Item {
+    let mut facts = ContainerFacts::default();
+    edit(&mut facts);
+    Item {
+        id: id.into(),
+        name: name.into(),
+        facts: Facts::Container(facts),
+    }
+}
+
+fn branch(name: &str, edit: impl FnOnce(&mut BranchFacts)) -> Item {
+    let mut facts = BranchFacts {
+        repo: "/src/app".into(),
+        name: name.into(),
+        tip: "abc123def4567890".into(),
+        merged_commit: Some("abc123def4567890".into()),
+        checked_out_in: None,
+    };
+    edit(&mut facts);
+    Item {
+        id: format!("/src/app#{name}"),
+        name: name.into(),
+        facts: Facts::Branch(facts),
+    }
+}
 
 #[test]
 fn state_survives_a_restart() {
@@ -19,11 +46,11 @@ fn state_survives_a_restart() {
         state.record_failure(Kind::Container, "c1", 10_000, &rules, "remove: busy");
     }
     {
-        let mut store = StateStore::open(dir.path()).unwrap();
+        let store = SqliteJanitorStore::open(dir.path()).unwrap();
         store.save(&mut state).unwrap();
         assert_eq!(store.path(), dir.path().join("janitor.db"));
     }
-    let store = StateStore::open(dir.path()).unwrap();
+    let store = SqliteJanitorStore::open(dir.path()).unwrap();
     let loaded = store.load().unwrap();
     assert_eq!(loaded, state);
     let failures = loaded.failures(Kind::Container, "c1").unwrap();
@@ -41,13 +68,13 @@ fn state_survives_a_restart() {
 #[test]
 fn a_watcher_and_a_sweep_do_not_overwrite_each_other() {
     let dir = tempfile::tempdir().unwrap();
-    let mut sweep_store = StateStore::open(dir.path()).unwrap();
+    let sweep_store = SqliteJanitorStore::open(dir.path()).unwrap();
     let mut state = sweep_store.load().unwrap();
     state.note_activity(Kind::Container, "c1", 5_000);
     state.note_first_seen(Kind::Container, "c1", 9_000);
 
     // The event watcher, in another process, sees a newer exec and an earlier sighting.
-    let watcher = StateStore::open(dir.path()).unwrap();
+    let watcher = SqliteJanitorStore::open(dir.path()).unwrap();
     watcher.note_activity(Kind::Container, "c1", 7_000).unwrap();
     watcher.note_activity(Kind::Container, "c1", 6_000).unwrap();
 
@@ -67,7 +94,7 @@ fn a_watcher_and_a_sweep_do_not_overwrite_each_other() {
 #[test]
 fn removed_and_released_items_are_forgotten() {
     let dir = tempfile::tempdir().unwrap();
-    let mut store = StateStore::open(dir.path()).unwrap();
+    let store = SqliteJanitorStore::open(dir.path()).unwrap();
     let rules = FailureRules::default();
     let mut state = JanitorState::new();
     state.note_first_seen(Kind::Container, "gone", 1);
@@ -97,11 +124,13 @@ fn removed_and_released_items_are_forgotten() {
 #[test]
 fn a_newer_schema_is_refused() {
     let dir = tempfile::tempdir().unwrap();
-    drop(StateStore::open(dir.path()).unwrap());
+    drop(SqliteJanitorStore::open(dir.path()).unwrap());
     let conn = rusqlite::Connection::open(dir.path().join("janitor.db")).unwrap();
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
-    let error = StateStore::open(dir.path()).err().unwrap().to_string();
+    let error = SqliteJanitorStore::open(dir.path())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(error.contains("schema version 99"), "{error}");
-    let _ = DAY;
 }

@@ -5,7 +5,7 @@
 //! 2. `verify` over 1,000,000 records.
 //!
 //! ```text
-//! cargo bench -p nightwatch-ledger --bench ledger
+//! cargo bench -p nightwatch-sqlite --bench ledger
 //! ```
 //!
 //! The 1,000,000-record ledger is built once through the public API (one writer, `append` in a
@@ -16,7 +16,9 @@
 //! count uses its own cache directory), `BENCH_LEDGER_DIR` (where the append ledgers go;
 //! default the system temp directory).
 
-use nightwatch_ledger::{Entry, Ledger, RecordActor, RecordContext, SqliteLedger, event, verify};
+use nightwatch_ledger::{Entry, RecordActor, RecordContext, event};
+use nightwatch_sqlite::SqliteLedger;
+use nightwatch_store::{Ledger, verify};
 use std::path::{Path, PathBuf};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};

@@ -1,0 +1,291 @@
+//! The one way a database file is opened, configured, migrated and written, for all four.
+
+use nightwatch_store::StoreError;
+use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long SQLite itself waits for another connection's lock before reporting busy (less
+/// when the caller's patience is shorter).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a write keeps retrying a busy database, unless the opener says otherwise.
+pub const DEFAULT_PATIENCE: Duration = Duration::from_secs(60);
+
+/// WAL size above which a closing handle checkpoints the WAL into the database and truncates
+/// it. About 6 pages of 4 KiB go into the ledger's WAL per append, so this is every 10 or so
+/// appends there.
+const WAL_CLOSE_CHECKPOINT_BYTES: u64 = 256 * 1024;
+
+/// One step of a database's schema, applied inside the migration's write transaction.
+pub(crate) type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
+
+/// A database file of the data directory and how its schema came to be.
+pub(crate) struct Schema {
+    /// The file's name in the data directory (`ledger.db`, ...).
+    pub file: &'static str,
+    /// The store's name in errors (see `nightwatch_store::store_name`).
+    pub store: &'static str,
+    /// Migration `i` takes the schema from version `i` to `i + 1` (`PRAGMA user_version`).
+    pub migrations: &'static [Migration],
+}
+
+impl Schema {
+    pub fn version(&self) -> i64 {
+        i64::try_from(self.migrations.len()).unwrap_or(i64::MAX)
+    }
+}
+
+/// A failure inside a store operation: SQLite's (busy ones are retried), or the caller's own.
+pub(crate) enum Failure<E> {
+    Sql(rusqlite::Error),
+    Caller(E),
+}
+
+impl<E> From<rusqlite::Error> for Failure<E> {
+    fn from(e: rusqlite::Error) -> Failure<E> {
+        Failure::Sql(e)
+    }
+}
+
+/// One connection to one database file, shared by the threads of one handle.
+pub(crate) struct Db {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+    store: &'static str,
+    patience: Duration,
+}
+
+impl Db {
+    /// Opens (creating the directory and the file if needed) `schema.file` in `dir`: WAL,
+    /// `synchronous=FULL` (a commit survives power loss, not only a crash), one busy timeout,
+    /// then brings the schema up to date. Refuses a schema newer than this build knows.
+    pub fn open(dir: &Path, schema: &Schema, patience: Duration) -> Result<Db, StoreError> {
+        let io = |source| StoreError::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let path = dir.join(schema.file);
+        // SQLite is built not to sync the directory (see `.cargo/config.toml`), so a new
+        // database or WAL file gets its directory entry synced here, after it is created.
+        let creates = !path.exists() || !path.with_extension("db-wal").exists();
+        let store = schema.store;
+        let sql = |e| backend(store, e);
+        let conn = Connection::open(&path).map_err(sql)?;
+        conn.busy_timeout(BUSY_TIMEOUT.min(patience)).map_err(sql)?;
+        // Hooks are short processes. Checkpointing the WAL into the database on every close
+        // (and then recreating the WAL) cost three extra fsyncs per call; SQLite's automatic
+        // checkpoints during commits keep the WAL bounded, and `Drop` truncates a long one.
+        conn.set_db_config(
+            rusqlite::config::DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE,
+            true,
+        )
+        .map_err(sql)?;
+        let mut conn = conn;
+        retry_busy(store, patience, || configure(&mut conn, schema))?;
+        if creates {
+            std::fs::File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(io)?;
+        }
+        Ok(Db {
+            conn: Mutex::new(conn),
+            path,
+            store,
+            patience,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves the connection usable: SQLite rolls back an
+        // unfinished transaction, so the poison flag carries no information here.
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Runs `op` on the connection, in no transaction of its own: reads, and writes of one
+    /// statement (which commit by themselves, waiting at most the busy timeout).
+    pub fn run<T, E: From<StoreError>>(
+        &self,
+        op: impl FnOnce(&Connection) -> Result<T, Failure<E>>,
+    ) -> Result<T, E> {
+        op(&self.conn()).map_err(|f| self.failed(f))
+    }
+
+    /// Runs `op` in a `BEGIN IMMEDIATE` transaction and commits it, retrying while another
+    /// writer holds the database. IMMEDIATE takes the write lock before the first read, so what
+    /// `op` reads cannot change before it writes.
+    pub fn write<T, E: From<StoreError>>(
+        &self,
+        mut op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
+    ) -> Result<T, E> {
+        let mut conn = self.conn();
+        retry_busy(self.store, self.patience, || {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let value = op(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    }
+
+    pub fn failed<E: From<StoreError>>(&self, f: Failure<E>) -> E {
+        match f {
+            Failure::Sql(e) => E::from(backend(self.store, e)),
+            Failure::Caller(e) => e,
+        }
+    }
+}
+
+impl Drop for Db {
+    /// Each hook process is the only connection while it runs, and SQLite rebuilds its WAL
+    /// index by reading the whole WAL when the first connection opens; what a process
+    /// checkpoints is forgotten with that index. So the WAL only shrinks when it is
+    /// checkpointed and truncated, which a closing handle does once it is long (truncated,
+    /// not deleted, so its directory entry stays put). When others hold the database it
+    /// does not wait: a later handle will do it.
+    fn drop(&mut self) {
+        let wal = self.path.with_extension("db-wal");
+        let long = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_CLOSE_CHECKPOINT_BYTES);
+        if long {
+            let conn = self.conn.get_mut().unwrap_or_else(|p| p.into_inner());
+            let _ = conn.busy_timeout(Duration::ZERO);
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        }
+    }
+}
+
+/// The pragmas every database gets, then its migrations.
+fn configure(conn: &mut Connection, schema: &Schema) -> Result<(), Failure<StoreError>> {
+    let mode: String = conn.query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(Failure::Caller(StoreError::Backend {
+            store: schema.store,
+            message: format!("the database could not be put in WAL mode (it is in {mode} mode)"),
+        }));
+    }
+    conn.execute_batch("PRAGMA synchronous=FULL; PRAGMA foreign_keys=OFF;")?;
+    migrate(conn, schema)
+}
+
+/// Brings the schema to `schema.version()`, one migration at a time, in one write transaction
+/// that reads the version itself, so of several processes opening a new file at once exactly
+/// one migrates and the others find it done.
+fn migrate(conn: &mut Connection, schema: &Schema) -> Result<(), Failure<StoreError>> {
+    let known = schema.version();
+    let too_new = |found| {
+        Failure::Caller(StoreError::SchemaTooNew {
+            store: schema.store,
+            found,
+            known,
+        })
+    };
+    // Most opens find the schema current: a read, no write lock.
+    let found = user_version(conn)?;
+    if found == known {
+        return Ok(());
+    }
+    if found > known {
+        return Err(too_new(found));
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let found = user_version(&tx)?;
+    if found > known {
+        return Err(too_new(found));
+    }
+    let from = usize::try_from(found).unwrap_or(0);
+    for step in &schema.migrations[from..] {
+        step(&tx)?;
+    }
+    tx.pragma_update(None, "user_version", known)?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn user_version(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+}
+
+/// Runs `op` until it does not fail with busy, backing off between tries, for at most
+/// `patience`; then [`StoreError::Busy`]. The one retry loop of every store.
+pub(crate) fn retry_busy<T, E: From<StoreError>>(
+    store: &'static str,
+    patience: Duration,
+    mut op: impl FnMut() -> Result<T, Failure<E>>,
+) -> Result<T, E> {
+    let started = Instant::now();
+    let mut attempt = 0u32;
+    loop {
+        match op() {
+            Ok(value) => return Ok(value),
+            Err(Failure::Sql(e)) if is_busy(&e) => {
+                if started.elapsed() >= patience {
+                    return Err(E::from(StoreError::Busy {
+                        store,
+                        waited_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                    }));
+                }
+                attempt += 1;
+                backoff(attempt);
+            }
+            Err(Failure::Sql(e)) => return Err(E::from(backend(store, e))),
+            Err(Failure::Caller(e)) => return Err(e),
+        }
+    }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+    )
+}
+
+fn backoff(attempt: u32) {
+    // Exponential from 1 ms to 50 ms, with jitter from the clock's nanoseconds so that
+    // writers that collided once do not collide again in lockstep.
+    let base = 1u64 << attempt.min(6);
+    let jitter = u64::from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0)
+            % 1000,
+    );
+    std::thread::sleep(Duration::from_micros((base * 1000).min(50_000) + jitter));
+}
+
+/// SQLite's error as the store's: damage is [`StoreError::Corrupt`], the rest its message.
+pub(crate) fn backend(store: &'static str, e: rusqlite::Error) -> StoreError {
+    match e.sqlite_error_code() {
+        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase) => StoreError::Corrupt {
+            store,
+            what: e.to_string(),
+        },
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => StoreError::Busy {
+            store,
+            waited_ms: 0,
+        },
+        _ => StoreError::Backend {
+            store,
+            message: e.to_string(),
+        },
+    }
+}
+
+impl From<StoreError> for Failure<StoreError> {
+    fn from(e: StoreError) -> Failure<StoreError> {
+        Failure::Caller(e)
+    }
+}
+
+impl From<nightwatch_store::TaskError> for Failure<nightwatch_store::TaskError> {
+    fn from(e: nightwatch_store::TaskError) -> Failure<nightwatch_store::TaskError> {
+        Failure::Caller(e)
+    }
+}

@@ -1,0 +1,289 @@
+//! `alerts.db`: the alert inbox in SQLite. The arrival itself is written with a full sync
+//! before its sender gets a reply; the notes added later (settle, record) are not (see
+//! [`relaxed`]).
+
+use std::path::Path;
+
+use nightwatch_store::{AlertEvent, AlertInbox, Arrival, Disposition, StoreError, store_name};
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::db::{Db, Failure, Migration, Schema};
+
+/// Schema 1, as files made before it was numbered have it.
+const SCHEMA_1: &str = "
+CREATE TABLE IF NOT EXISTS alert_events (
+    id INTEGER PRIMARY KEY,
+    received_ms INTEGER NOT NULL,
+    source TEXT NOT NULL,
+    alert_id TEXT NOT NULL,
+    status TEXT NOT NULL,
+    title TEXT NOT NULL,
+    host TEXT,
+    alert_json TEXT NOT NULL,
+    disposition TEXT,
+    reason TEXT,
+    route TEXT,
+    task_id INTEGER,
+    record TEXT
+);
+CREATE INDEX IF NOT EXISTS alert_events_alert ON alert_events(alert_id, id);
+CREATE INDEX IF NOT EXISTS alert_events_time ON alert_events(received_ms);
+CREATE INDEX IF NOT EXISTS alert_events_unrecorded ON alert_events(id) WHERE record IS NULL;
+";
+
+const MIGRATIONS: [Migration; 1] = [|tx| tx.execute_batch(SCHEMA_1)];
+
+const SCHEMA: Schema = Schema {
+    file: "alerts.db",
+    store: store_name::INBOX,
+    migrations: &MIGRATIONS,
+};
+
+const COLUMNS: &str = "id, received_ms, source, alert_id, status, title, host, alert_json, \
+     disposition, reason, route, task_id, record";
+
+/// The store of arrivals in `alerts.db`.
+pub struct SqliteInbox {
+    db: Db,
+}
+
+impl SqliteInbox {
+    /// Opens (creating if needed) `alerts.db` in `dir`.
+    pub fn open(dir: &Path) -> Result<SqliteInbox, StoreError> {
+        Ok(SqliteInbox {
+            db: Db::open(dir, &SCHEMA, crate::db::DEFAULT_PATIENCE)?,
+        })
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        self.db.path()
+    }
+
+    fn select(
+        &self,
+        clause: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<AlertEvent>, StoreError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM alert_events {clause}"))?;
+            let rows = stmt.query_map(params, |r| Ok(read_row(r)))?;
+            let mut out = Vec::new();
+            for row in rows {
+                out.push(row??);
+            }
+            Ok(out)
+        })
+    }
+}
+
+impl AlertInbox for SqliteInbox {
+    fn receive(&self, arrival: &Arrival<'_>) -> Result<i64, StoreError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO alert_events (received_ms, source, alert_id, status, title, host, alert_json)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    arrival.received_ms,
+                    arrival.source,
+                    arrival.alert_id,
+                    arrival.status,
+                    arrival.title,
+                    arrival.host,
+                    arrival.alert_json
+                ],
+            )?;
+            Ok(tx.last_insert_rowid())
+        })
+    }
+
+    fn settle(
+        &self,
+        id: i64,
+        disposition: Disposition,
+        reason: &str,
+        route: Option<&str>,
+        task_id: Option<i64>,
+    ) -> Result<(), StoreError> {
+        self.db.run(|conn| {
+            relaxed(conn, |conn| {
+                conn.execute(
+                    "UPDATE alert_events SET disposition = ?2, reason = ?3, route = ?4, task_id = ?5
+                     WHERE id = ?1",
+                    params![id, disposition.as_str(), reason, route, task_id],
+                )
+            })?;
+            Ok(())
+        })
+    }
+
+    fn mark_recorded(&self, id: i64, record: &str) -> Result<(), StoreError> {
+        self.db.run(|conn| {
+            relaxed(conn, |conn| {
+                conn.execute(
+                    "UPDATE alert_events SET record = ?2 WHERE id = ?1",
+                    params![id, record],
+                )
+            })?;
+            Ok(())
+        })
+    }
+
+    fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        self.select(
+            "WHERE record IS NULL ORDER BY id LIMIT ?1",
+            params![limit as i64],
+        )
+    }
+
+    fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {
+        self.db.run(|conn| {
+            let row = conn
+                .query_row(
+                    &format!("SELECT {COLUMNS} FROM alert_events WHERE id = ?1"),
+                    [id],
+                    |r| Ok(read_row(r)),
+                )
+                .optional()?;
+            row.transpose()
+        })
+    }
+
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError> {
+        self.select("WHERE alert_id = ?1 ORDER BY id", params![alert_id])
+    }
+
+    fn between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<AlertEvent>, StoreError> {
+        let mut rows = self.select(
+            "WHERE received_ms >= ?1 AND received_ms < ?2 ORDER BY id DESC LIMIT ?3",
+            params![since_ms, until_ms, limit as i64],
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn count(&self) -> Result<i64, StoreError> {
+        self.db
+            .run(|conn| Ok(conn.query_row("SELECT count(*) FROM alert_events", [], |r| r.get(0))?))
+    }
+}
+
+/// Runs a write without waiting for the disk. Only for notes that can be rebuilt: a settle or
+/// a record mark lost to a power cut (never to a crash: WAL keeps committed writes) leaves the
+/// arrival unrecorded, and [`AlertInbox::unrecorded`] brings it back to be decided and recorded.
+/// The arrival itself is always written with a full sync.
+fn relaxed<T>(
+    conn: &Connection,
+    write: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let result = write(conn);
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    result
+}
+
+fn read_row(r: &Row<'_>) -> Result<AlertEvent, Failure<StoreError>> {
+    let alert_json: String = r.get(7)?;
+    let disposition: Option<String> = r.get(8)?;
+    Ok(AlertEvent {
+        id: r.get(0)?,
+        received_ms: r.get(1)?,
+        source: r.get(2)?,
+        alert_id: r.get(3)?,
+        status: r.get(4)?,
+        title: r.get(5)?,
+        host: r.get(6)?,
+        alert: serde_json::from_str(&alert_json).map_err(|e| StoreError::Corrupt {
+            store: store_name::INBOX,
+            what: format!(
+                "the stored alert JSON of arrival {} is unreadable: {e}",
+                r.get::<_, i64>(0).unwrap_or(0)
+            ),
+        })?,
+        disposition: disposition.as_deref().and_then(Disposition::parse),
+        reason: r.get(9)?,
+        route: r.get(10)?,
+        task_id: r.get(11)?,
+        record: r.get(12)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arrival<'a>(alert_id: &'a str, at: i64) -> Arrival<'a> {
+        Arrival {
+            received_ms: at,
+            source: "alertmanager",
+            alert_id,
+            status: "firing",
+            title: "DiskFull",
+            host: Some("db1"),
+            alert_json: r#"{"identity":"x"}"#,
+        }
+    }
+
+    #[test]
+    fn an_arrival_is_stored_unsettled_then_settled_then_recorded() {
+        let dir = tempfile::tempdir().unwrap();
+        let inbox = SqliteInbox::open(dir.path()).unwrap();
+        let id = inbox.receive(&arrival("alert_1", 10)).unwrap();
+        assert_eq!(inbox.unrecorded(10).unwrap().len(), 1);
+        let stored = inbox.get(id).unwrap().unwrap();
+        assert_eq!(stored.disposition, None);
+        inbox
+            .settle(id, Disposition::Routed, "route disk", Some("disk"), Some(7))
+            .unwrap();
+        assert_eq!(
+            inbox.unrecorded(10).unwrap().len(),
+            1,
+            "settled is not recorded"
+        );
+        inbox.mark_recorded(id, "r5").unwrap();
+        assert!(inbox.unrecorded(10).unwrap().is_empty());
+        let stored = inbox.get(id).unwrap().unwrap();
+        assert_eq!(stored.disposition, Some(Disposition::Routed));
+        assert_eq!(stored.task_id, Some(7));
+        assert_eq!(stored.record.as_deref(), Some("r5"));
+    }
+
+    #[test]
+    fn arrivals_survive_reopening_and_are_found_by_alert_and_time() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let inbox = SqliteInbox::open(dir.path()).unwrap();
+            inbox.receive(&arrival("alert_1", 10)).unwrap();
+            inbox.receive(&arrival("alert_2", 20)).unwrap();
+            inbox.receive(&arrival("alert_1", 30)).unwrap();
+        }
+        let inbox = SqliteInbox::open(dir.path()).unwrap();
+        assert_eq!(inbox.count().unwrap(), 3);
+        let one: Vec<i64> = inbox
+            .for_alert("alert_1")
+            .unwrap()
+            .iter()
+            .map(|e| e.received_ms)
+            .collect();
+        assert_eq!(one, [10, 30]);
+        let window: Vec<i64> = inbox
+            .between(15, 31, 10)
+            .unwrap()
+            .iter()
+            .map(|e| e.received_ms)
+            .collect();
+        assert_eq!(window, [20, 30]);
+        let newest: Vec<i64> = inbox
+            .between(0, 100, 2)
+            .unwrap()
+            .iter()
+            .map(|e| e.received_ms)
+            .collect();
+        assert_eq!(newest, [20, 30], "a limit keeps the newest, in order");
+    }
+}

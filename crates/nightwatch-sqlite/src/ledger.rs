@@ -1,0 +1,497 @@
+//! `ledger.db` and `ledger.head`: the records in one SQLite file in WAL mode, append-only by
+//! trigger, safe for many writer processes at once; the head checkpoint beside it.
+
+use crate::db::{Db, Failure, Migration, Schema};
+use nightwatch_ledger::{
+    ChainLink, DEFAULT_OUTPUT_CAP, Entry, Filter, GENESIS_HASH, PreparedEntry, Record,
+    StoredFields, event,
+};
+use nightwatch_store::{Ledger, LedgerReader, StoreError, store_name};
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OptionalExtension, Row, ToSql, Transaction};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Schema 1: the records.
+const SCHEMA_1: &str = "
+CREATE TABLE IF NOT EXISTS records (
+    seq          INTEGER PRIMARY KEY,
+    id           TEXT NOT NULL UNIQUE,
+    event        TEXT NOT NULL,
+    timestamp_ms INTEGER NOT NULL,
+    session_id   TEXT,
+    actor_kind   TEXT NOT NULL,
+    actor_id     TEXT NOT NULL,
+    tool         TEXT NOT NULL,
+    inputs       TEXT NOT NULL,  -- canonical JSON
+    outputs      TEXT,           -- canonical JSON object, or NULL
+    triggered_by TEXT,
+    alert_id     TEXT,
+    host         TEXT,
+    task         TEXT,
+    duration_ms  INTEGER,
+    verdict      TEXT,
+    rule         TEXT,
+    reasons      TEXT NOT NULL,  -- canonical JSON array of strings
+    call_id      TEXT,
+    redacted     TEXT NOT NULL,  -- canonical JSON array of strings
+    cwd          TEXT,
+    prev_hash    TEXT NOT NULL,
+    hash         TEXT NOT NULL
+);
+";
+
+/// The triggers that keep the ledger append-only and the indexes of schema 1. Every migration
+/// (re)creates them, as a ledger whose table was rebuilt may have lost them.
+const GUARDS: &str = "
+CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
+BEGIN SELECT RAISE(ABORT, 'the nightwatch ledger is append-only: records cannot be updated'); END;
+CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
+BEGIN SELECT RAISE(ABORT, 'the nightwatch ledger is append-only: records cannot be deleted'); END;
+CREATE INDEX IF NOT EXISTS records_timestamp ON records(timestamp_ms);
+CREATE INDEX IF NOT EXISTS records_session ON records(session_id);
+CREATE INDEX IF NOT EXISTS records_call ON records(call_id);
+CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict);
+";
+
+/// Schema 2: safeguards (canonical JSON object, or NULL; the hashes of records chained
+/// before do not cover it), and the partial indexes of the rare events.
+const SCHEMA_2: &str = "
+ALTER TABLE records ADD COLUMN safeguards TEXT;
+CREATE INDEX IF NOT EXISTS records_trust ON records(actor_id) WHERE event = 'trust';
+CREATE INDEX IF NOT EXISTS records_approval ON records(seq) WHERE event = 'approval';
+";
+
+const MIGRATIONS: [Migration; 2] = [
+    |tx| tx.execute_batch(&format!("{SCHEMA_1}{GUARDS}")),
+    |tx| tx.execute_batch(&format!("{SCHEMA_2}{GUARDS}")),
+];
+
+const SCHEMA: Schema = Schema {
+    file: "ledger.db",
+    store: store_name::LEDGER,
+    migrations: &MIGRATIONS,
+};
+
+/// The head checkpoint's file name in the data directory.
+pub const HEAD_FILE: &str = "ledger.head";
+
+/// Events that a person makes now and then and that the hook looks up (placements in trust
+/// tiers, approvals): each has a partial index, so finding them does not scan the ledger and
+/// appending other records costs nothing more. Every index is parsed by every hook process
+/// when SQLite reads the schema, so there are only these two.
+const RARE_EVENTS: [&str; 2] = [event::TRUST, event::APPROVAL];
+
+const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
+    inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
+    call_id, redacted, cwd, safeguards, prev_hash, hash";
+
+/// Settings of a [`SqliteLedger`].
+#[derive(Clone, Debug)]
+pub struct LedgerOptions {
+    /// Bytes of `stdout` and of `stderr` kept per record; the rest is cut with a marker.
+    pub output_cap: usize,
+    /// How long an append keeps waiting for a busy database before giving up.
+    pub patience: Duration,
+}
+
+impl Default for LedgerOptions {
+    fn default() -> LedgerOptions {
+        LedgerOptions {
+            output_cap: DEFAULT_OUTPUT_CAP,
+            patience: crate::db::DEFAULT_PATIENCE,
+        }
+    }
+}
+
+/// The embedded ledger: `ledger.db` and `ledger.head` in a data directory.
+///
+/// Each handle owns one connection. Many handles (threads or processes) may append to the same
+/// directory at once: every append runs in a `BEGIN IMMEDIATE` transaction that reads the tail
+/// and inserts the next record, so seq stays 1, 2, 3, ... and the chain one line.
+pub struct SqliteLedger {
+    db: Db,
+    head_path: PathBuf,
+    /// The checkpoint file, opened on the first append and kept.
+    head_file: Mutex<Option<std::fs::File>>,
+    output_cap: usize,
+}
+
+impl SqliteLedger {
+    /// Opens (creating if needed) the ledger in data directory `dir` with default options.
+    pub fn open(dir: &Path) -> Result<SqliteLedger, StoreError> {
+        SqliteLedger::open_with(dir, LedgerOptions::default())
+    }
+
+    pub fn open_with(dir: &Path, options: LedgerOptions) -> Result<SqliteLedger, StoreError> {
+        let db = Db::open(dir, &SCHEMA, options.patience)?;
+        Ok(SqliteLedger {
+            db,
+            head_path: dir.join(HEAD_FILE),
+            head_file: Mutex::new(None),
+            output_cap: options.output_cap,
+        })
+    }
+
+    /// The database file.
+    pub fn db_path(&self) -> &Path {
+        self.db.path()
+    }
+
+    /// The head checkpoint file.
+    pub fn head_path(&self) -> &Path {
+        &self.head_path
+    }
+
+    /// Writes the head checkpoint in place, at a fixed width (`{seq:020} {hash}\n`, 86
+    /// bytes, inside one disk sector), so every write covers the whole previous one and a
+    /// crash leaves the old or the new checkpoint. It is not synced: it is written after the
+    /// record's commit is on disk, so it can never name a record a crash would lose; after a
+    /// power loss it can at worst be an older one, which hides a truncation of the last few
+    /// records but never raises a false alarm. Writing in place, rather than a new file and a
+    /// rename, keeps the directory out of every append.
+    fn write_checkpoint(&self, seq: u64, hash: &str) -> Result<(), StoreError> {
+        use std::os::unix::fs::FileExt;
+        let io = |source| StoreError::Io {
+            path: self.head_path.clone(),
+            source,
+        };
+        let mut head = self.head_file.lock().unwrap_or_else(|p| p.into_inner());
+        if head.is_none() {
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.head_path)
+                .map_err(io)?;
+            *head = Some(file);
+        }
+        let line = format!("{seq:020} {hash}\n");
+        match head.as_ref() {
+            Some(file) => file.write_all_at(line.as_bytes(), 0).map_err(io),
+            None => Ok(()),
+        }
+    }
+
+    fn select(
+        &self,
+        sql_where: &str,
+        params: &[&dyn ToSql],
+        suffix: &str,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.db.run(|conn| {
+            let sql = format!("SELECT {COLUMNS} FROM records {sql_where} {suffix}");
+            let mut stmt = conn.prepare(&sql)?;
+            let mut rows = stmt.query(params)?;
+            let mut out = Vec::new();
+            while let Some(row) = rows.next()? {
+                out.push(record_from_row(row)?);
+            }
+            Ok(out)
+        })
+    }
+
+    fn scan_rows(
+        &self,
+        mut visit: impl FnMut(&Row<'_>) -> Result<(), Failure<StoreError>>,
+    ) -> Result<(), StoreError> {
+        self.db.run(|conn: &Connection| {
+            let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM records ORDER BY seq"))?;
+            let mut rows = stmt.query([])?;
+            while let Some(row) = rows.next()? {
+                visit(row)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+fn tail(tx: &Transaction<'_>) -> rusqlite::Result<Option<(i64, String)>> {
+    tx.query_row(
+        "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+}
+
+fn str_at<'r>(row: &'r Row<'_>, i: usize) -> rusqlite::Result<&'r str> {
+    row.get_ref(i)?.as_str().map_err(rusqlite::Error::from)
+}
+
+fn opt_str_at<'r>(row: &'r Row<'_>, i: usize) -> rusqlite::Result<Option<&'r str>> {
+    row.get_ref(i)?
+        .as_str_or_null()
+        .map_err(rusqlite::Error::from)
+}
+
+fn opt_i64_at(row: &Row<'_>, i: usize) -> rusqlite::Result<Option<i64>> {
+    match row.get_ref(i)? {
+        ValueRef::Null => Ok(None),
+        v => v.as_i64().map(Some).map_err(rusqlite::Error::from),
+    }
+}
+
+/// Runs `visit` on the stored fields of one row (columns in [`COLUMNS`] order).
+fn with_fields<T>(
+    row: &Row<'_>,
+    visit: impl FnOnce(&StoredFields<'_>, &str) -> Result<T, Failure<StoreError>>,
+) -> Result<T, Failure<StoreError>> {
+    let seq: i64 = row.get(0)?;
+    let fields = StoredFields {
+        seq: u64::try_from(seq).unwrap_or(0),
+        id: str_at(row, 1)?,
+        event: str_at(row, 2)?,
+        timestamp_ms: row.get(3)?,
+        session_id: opt_str_at(row, 4)?,
+        actor_kind: str_at(row, 5)?,
+        actor_id: str_at(row, 6)?,
+        tool: str_at(row, 7)?,
+        inputs: str_at(row, 8)?.as_bytes(),
+        outputs: opt_str_at(row, 9)?.map(str::as_bytes),
+        triggered_by: opt_str_at(row, 10)?,
+        alert_id: opt_str_at(row, 11)?,
+        host: opt_str_at(row, 12)?,
+        task: opt_str_at(row, 13)?,
+        duration_ms: opt_i64_at(row, 14)?,
+        verdict: opt_str_at(row, 15)?,
+        rule: opt_str_at(row, 16)?,
+        reasons: str_at(row, 17)?.as_bytes(),
+        call_id: opt_str_at(row, 18)?,
+        redacted: str_at(row, 19)?.as_bytes(),
+        cwd: opt_str_at(row, 20)?,
+        safeguards: opt_str_at(row, 21)?.map(str::as_bytes),
+        prev_hash: str_at(row, 22)?,
+    };
+    let hash = str_at(row, 23)?;
+    visit(&fields, hash)
+}
+
+fn record_from_row(row: &Row<'_>) -> Result<Record, Failure<StoreError>> {
+    with_fields(row, |f, hash| {
+        f.to_record(hash).map_err(|e| {
+            Failure::Caller(StoreError::Corrupt {
+                store: store_name::LEDGER,
+                what: e.to_string(),
+            })
+        })
+    })
+}
+
+fn text(bytes: &[u8]) -> &str {
+    // Canonical encodings are built from `str`s, so they are always UTF-8.
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+impl LedgerReader for SqliteLedger {
+    fn get(&self, id_or_seq: &str) -> Result<Option<Record>, StoreError> {
+        let digits = id_or_seq.strip_prefix('r').unwrap_or(id_or_seq);
+        let found = match digits.parse::<i64>() {
+            Ok(seq) => self.select("WHERE seq = ?1", &[&seq], "")?,
+            Err(_) => self.select("WHERE id = ?1", &[&id_or_seq], "")?,
+        };
+        Ok(found.into_iter().next())
+    }
+
+    fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+        let mut clauses: Vec<&str> = Vec::new();
+        let mut params: Vec<&dyn ToSql> = Vec::new();
+        if let Some(v) = &filter.since_ms {
+            clauses.push("timestamp_ms >= ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.until_ms {
+            clauses.push("timestamp_ms < ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.session {
+            clauses.push("session_id = ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.actor {
+            clauses.push("(actor_kind = ? OR actor_id = ?)");
+            params.push(v);
+            params.push(v);
+        }
+        if let Some(v) = &filter.verdict {
+            clauses.push("verdict = ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.tool {
+            clauses.push("tool = ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.alert {
+            clauses.push("alert_id = ?");
+            params.push(v);
+        }
+        if let Some(v) = &filter.event {
+            // The rare human events have partial indexes, which SQLite only uses when the
+            // query names the event literally; the names are our own constants.
+            match RARE_EVENTS.iter().find(|rare| **rare == v.as_str()) {
+                Some(rare) => clauses.push(match *rare {
+                    event::TRUST => "event = 'trust'",
+                    _ => "event = 'approval'",
+                }),
+                None => {
+                    clauses.push("event = ?");
+                    params.push(v);
+                }
+            }
+        }
+        let sql_where = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        match filter.limit {
+            Some(limit) => {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let mut records = self.select(
+                    &sql_where,
+                    &params,
+                    &format!("ORDER BY seq DESC LIMIT {limit}"),
+                )?;
+                records.reverse();
+                Ok(records)
+            }
+            None => self.select(&sql_where, &params, "ORDER BY seq"),
+        }
+    }
+
+    fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
+        let found = self.select(
+            "WHERE call_id = ?1 AND event = ?2",
+            &[&call_id, &event::DECISION],
+            "ORDER BY seq DESC LIMIT 1",
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    fn scan(
+        &self,
+        visit: &mut dyn FnMut(&Record) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.scan_rows(|row| visit(&record_from_row(row)?).map_err(Failure::Caller))
+    }
+
+    fn scan_chain(
+        &self,
+        visit: &mut dyn FnMut(&ChainLink<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut buf = Vec::with_capacity(1024);
+        self.scan_rows(|row| {
+            with_fields(row, |f, hash| {
+                f.encode(&mut buf);
+                visit(&ChainLink {
+                    seq: f.seq,
+                    id: f.id,
+                    event: f.event,
+                    prev_hash: f.prev_hash,
+                    hash,
+                    canonical: &buf,
+                })
+                .map_err(Failure::Caller)
+            })
+        })
+    }
+
+    fn head_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
+        let content = match std::fs::read_to_string(&self.head_path) {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(StoreError::Io {
+                    path: self.head_path.clone(),
+                    source,
+                });
+            }
+        };
+        // Empty is what an unsynced checkpoint can be after a power loss: no checkpoint.
+        if content.is_empty() {
+            return Ok(None);
+        }
+        let bad = |reason: &str| StoreError::Corrupt {
+            store: store_name::LEDGER,
+            what: format!(
+                "the head checkpoint {} is unreadable: {reason}",
+                self.head_path.display()
+            ),
+        };
+        let mut parts = content.split_whitespace();
+        let seq = parts
+            .next()
+            .and_then(|s| s.parse::<u64>().ok())
+            .ok_or_else(|| bad("expected `<seq> <hash>`"))?;
+        let hash = parts
+            .next()
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .ok_or_else(|| bad("expected a 64-digit hex hash after the seq"))?;
+        if parts.next().is_some() {
+            return Err(bad("unexpected text after `<seq> <hash>`"));
+        }
+        Ok(Some((seq, hash.to_string())))
+    }
+}
+
+impl Ledger for SqliteLedger {
+    fn append(&self, entry: Entry) -> Result<Record, StoreError> {
+        let prepared = PreparedEntry::new(entry, self.output_cap);
+        let mut buf = Vec::with_capacity(1024);
+        let (seq, id, prev_hash, hash) = self.db.write(|tx| {
+            // The tail is read inside the write transaction: no other writer can append
+            // between this read and our insert.
+            let (last_seq, prev_hash) = match tail(tx)? {
+                Some((s, h)) => (u64::try_from(s).unwrap_or(0), h),
+                None => (0, GENESIS_HASH.to_string()),
+            };
+            let seq = last_seq + 1;
+            let id = Record::id_for(seq);
+            let f = prepared.fields(seq, &id, &prev_hash);
+            let hash = f.hash(&mut buf);
+            tx.prepare_cached(&format!(
+                "INSERT INTO records ({COLUMNS}) VALUES \
+                 (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
+            ))?
+            .execute(rusqlite::params![
+                i64::try_from(seq).unwrap_or(i64::MAX),
+                f.id,
+                f.event,
+                f.timestamp_ms,
+                f.session_id,
+                f.actor_kind,
+                f.actor_id,
+                f.tool,
+                text(f.inputs),
+                f.outputs.map(text),
+                f.triggered_by,
+                f.alert_id,
+                f.host,
+                f.task,
+                f.duration_ms,
+                f.verdict,
+                f.rule,
+                text(f.reasons),
+                f.call_id,
+                text(f.redacted),
+                f.cwd,
+                f.safeguards.map(text),
+                f.prev_hash,
+                hash,
+            ])?;
+            Ok((seq, id, prev_hash, hash))
+        })?;
+        // The checkpoint is written under the write lock from the committed tail, so
+        // concurrent writers can only move it forward, and it never names an uncommitted
+        // record (which a crash would turn into a false "truncated").
+        self.db.write(|tx| {
+            if let Some((s, h)) = tail(tx)? {
+                self.write_checkpoint(u64::try_from(s).unwrap_or(0), &h)
+                    .map_err(Failure::Caller)?;
+            }
+            Ok(())
+        })?;
+        Ok(prepared.into_record(seq, id, prev_hash, hash))
+    }
+}

@@ -1,0 +1,155 @@
+//! The alert inbox's trait and what it stores: every alert that arrived, kept before its
+//! sender gets a reply, with what the dispatcher did with it and why.
+//!
+//! A row is written in two steps: [`AlertInbox::receive`] stores the alert as it came (durable
+//! through a power loss) before anything else happens, and [`AlertInbox::settle`] adds the
+//! disposition once the task queue has answered. A row left unsettled by a crash or a storage
+//! failure is found again by [`AlertInbox::unrecorded`], so no arrival is ever without a
+//! record.
+
+use crate::StoreError;
+use serde::Serialize;
+
+/// What the dispatcher did with one arrival. Every arrival gets exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Disposition {
+    /// A new task was queued for a route.
+    Routed,
+    /// A task for the same alert identity is still live; the arrival was counted on it.
+    Deduplicated,
+    /// A task for this identity ran recently (cooldown); no new task.
+    Suppressed,
+    /// The route reached its limit of tasks per hour; no new task.
+    Throttled,
+    /// No route matches the alert; nothing runs.
+    NoRoute,
+    /// The alert resolved and a task that had not started was cancelled.
+    Cancelled,
+    /// The alert resolved; nothing to cancel (no task, or one already running).
+    Resolved,
+    /// A test notification ("send test" button): acknowledged, never runs anything.
+    Test,
+}
+
+impl Disposition {
+    pub const ALL: [Disposition; 8] = [
+        Disposition::Routed,
+        Disposition::Deduplicated,
+        Disposition::Suppressed,
+        Disposition::Throttled,
+        Disposition::NoRoute,
+        Disposition::Cancelled,
+        Disposition::Resolved,
+        Disposition::Test,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Routed => "routed",
+            Disposition::Deduplicated => "deduplicated",
+            Disposition::Suppressed => "suppressed",
+            Disposition::Throttled => "throttled",
+            Disposition::NoRoute => "no_route",
+            Disposition::Cancelled => "cancelled",
+            Disposition::Resolved => "resolved",
+            Disposition::Test => "test",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Disposition> {
+        Disposition::ALL.into_iter().find(|d| d.as_str() == text)
+    }
+}
+
+/// One arrival, as stored.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct AlertEvent {
+    /// Arrival number, 1, 2, 3, ...
+    pub id: i64,
+    pub received_ms: i64,
+    /// `uptime-kuma`, `alertmanager`, or the generic hook's name.
+    pub source: String,
+    /// The short id every record about this alert carries (`alert_88c2d1`): the same for the
+    /// firing and the resolved notification of one problem.
+    pub alert_id: String,
+    /// `firing`, `resolved` or `test`.
+    pub status: String,
+    pub title: String,
+    /// The host the alert is about, when its labels name one (`host`, `hostname`, `instance`).
+    pub host: Option<String>,
+    /// The whole `nightwatch_intake::Alert` as JSON, the sender's raw JSON inside it.
+    pub alert: serde_json::Value,
+    /// `None` until settled.
+    pub disposition: Option<Disposition>,
+    pub reason: Option<String>,
+    pub route: Option<String>,
+    pub task_id: Option<i64>,
+    /// The ledger record of the disposition, once written.
+    pub record: Option<String>,
+}
+
+/// What [`AlertInbox::receive`] stores.
+pub struct Arrival<'a> {
+    pub received_ms: i64,
+    pub source: &'a str,
+    pub alert_id: &'a str,
+    pub status: &'a str,
+    pub title: &'a str,
+    pub host: Option<&'a str>,
+    pub alert_json: &'a str,
+}
+
+/// The store of arrivals.
+pub trait AlertInbox: Send + Sync {
+    /// Stores one arrival, unsettled, durably; returns its id.
+    fn receive(&self, arrival: &Arrival<'_>) -> Result<i64, StoreError>;
+
+    /// Adds what the dispatcher did with arrival `id`. May be written without waiting for the
+    /// disk: a settle lost to a power cut leaves the arrival unrecorded, and
+    /// [`AlertInbox::unrecorded`] brings it back.
+    fn settle(
+        &self,
+        id: i64,
+        disposition: Disposition,
+        reason: &str,
+        route: Option<&str>,
+        task_id: Option<i64>,
+    ) -> Result<(), StoreError>;
+
+    /// Notes the ledger record that holds arrival `id`'s disposition (durability as `settle`).
+    fn mark_recorded(&self, id: i64, record: &str) -> Result<(), StoreError>;
+
+    /// Arrivals without a ledger record (unsettled, or settled but not yet recorded), oldest
+    /// first: what a crash or a storage failure interrupted.
+    fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError>;
+
+    /// One arrival.
+    fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError>;
+
+    /// Every arrival for one alert id, oldest first.
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError>;
+
+    /// Arrivals received in `[since_ms, until_ms)`, oldest first, at most `limit` (the newest).
+    fn between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<AlertEvent>, StoreError>;
+
+    /// How many arrivals are stored.
+    fn count(&self) -> Result<i64, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Disposition;
+
+    #[test]
+    fn disposition_names_round_trip() {
+        for d in Disposition::ALL {
+            assert_eq!(Disposition::parse(d.as_str()), Some(d));
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! The task queue's trait and the values it hands out. The lifecycle itself (what a claim,
+//! a failure or a resolve does to a task) is `nightwatch_tasks::machine`, pure; a queue
+//! stores its answers, each change with its event, in one transaction.
+
+use crate::StoreError;
+use nightwatch_tasks::{Lifecycle, Outcome, Policy, Status};
+
+/// Why a store call failed. Nothing was written.
+/// Why a queue call failed. Nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error(
+        "task {task_id}: attempt {attempt} no longer holds this task (it is {status} at attempt {current}); its result was not applied. Another worker reclaimed it after the lease expired, or it already finished: heartbeat more often than the lease"
+    )]
+    Stale {
+        task_id: i64,
+        attempt: u32,
+        current: u32,
+        status: Status,
+    },
+    #[error("task {0} does not exist")]
+    NotFound(i64),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// What `offer` did with an alert.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Offered {
+    Created(i64),
+    /// A repeat of an alert whose task is still live: counted on that task.
+    Attached(i64),
+    /// A task for this identity ran recently; the reason names it and when the cooldown ends.
+    Suppressed {
+        why: String,
+    },
+}
+
+/// What `resolve` did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolved {
+    CancelledBeforeStart(i64),
+    /// Already running: it finishes; the event log notes the alert cleared.
+    TooLate(i64),
+    NoTask,
+}
+
+/// A task handed to a worker. `attempt` is the fencing token for heartbeat and complete.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Claim {
+    pub task_id: i64,
+    pub attempt: u32,
+    pub alert_json: String,
+    pub route: String,
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Task {
+    pub id: i64,
+    pub identity: String,
+    pub alert_json: String,
+    pub route: String,
+    pub created_at: i64,
+    /// Repeats of the alert attached while the task was live.
+    pub repeats: u32,
+    pub last_seen: i64,
+    pub lifecycle: Lifecycle,
+}
+
+/// One row of the append-only `task_events` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEvent {
+    pub seq: i64,
+    pub task_id: i64,
+    pub at: i64,
+    /// `None` for the creation event.
+    pub from: Option<Status>,
+    pub to: Status,
+    pub why: String,
+}
+
+/// A task that gave up and has not been handed to a person yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Escalation {
+    pub task_id: i64,
+    pub identity: String,
+    pub route: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+}
+
+/// Which tasks `tasks` returns; empty fields match everything.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TaskFilter {
+    pub identity: Option<String>,
+    pub status: Option<Status>,
+}
+
+/// The durable queue behind `nightwatch serve`. Every call takes `now` (ms) from the caller's
+/// clock; every write asks the machine what happens and stores the change and its event
+/// together, so two workers never both claim a task and a stale worker never overwrites the
+/// result of the one that reclaimed it.
+pub trait TaskQueue: Send + Sync {
+    /// The policy this queue applies.
+    fn policy(&self) -> &Policy;
+
+    /// Offers an alert: creates a task, attaches it to the identity's live task, or
+    /// suppresses it during the cooldown after the identity's last run.
+    fn offer(
+        &self,
+        identity: &str,
+        alert_json: &str,
+        route: &str,
+        now: i64,
+    ) -> Result<Offered, TaskError>;
+
+    /// The alert cleared: a task not yet started is cancelled; a running one finishes.
+    fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError>;
+
+    /// Claims the oldest ready task (pending past its ready time, or running with an expired
+    /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
+    /// expired gives up on the way (and is escalated) instead of being handed out.
+    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError>;
+
+    /// Extends the lease of `attempt` to `now + lease_ms`; fenced like `complete`.
+    fn heartbeat(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(), TaskError>;
+
+    /// Records how `attempt` ended. Rejected with [`TaskError::Stale`] unless `attempt` is the
+    /// task's current, running attempt. Returns the task's new status.
+    fn complete(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        outcome: &Outcome,
+        now: i64,
+    ) -> Result<Status, TaskError>;
+
+    /// Hands over every task that gave up and was not handed over before: each exactly once.
+    fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError>;
+
+    /// One task by id.
+    fn task(&self, task_id: i64) -> Result<Option<Task>, TaskError>;
+
+    /// Tasks matching `filter`, oldest first.
+    fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError>;
+
+    /// How many tasks `route` created at or after `since_ms`: the route's throttle counts them.
+    fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError>;
+
+    /// How many tasks are in each status (statuses with none are left out).
+    fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError>;
+
+    /// When the longest-waiting claimable task became ready: `now` minus this is the queue's age.
+    fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError>;
+
+    /// Tasks created, or finished, in `[since_ms, until_ms)`, or live then, oldest first.
+    fn active_between(&self, since_ms: i64, until_ms: i64) -> Result<Vec<Task>, TaskError>;
+
+    /// Everything that happened to a task, in order.
+    fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError>;
+}
