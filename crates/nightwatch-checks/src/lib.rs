@@ -92,18 +92,6 @@ pub trait History {
     ) -> Result<u32, String>;
 }
 
-/// Local minute of day and weekday of `now_ms` in the system time zone, for [`Probe`].
-///
-/// The one place this crate reads the host's zone; the host is to pass its zone instead. `None`
-/// when `now_ms` is outside the range of civil time.
-pub fn local_clock(now_ms: i64) -> Option<(u16, Weekday)> {
-    let zoned = jiff::Timestamp::from_millisecond(now_ms)
-        .ok()?
-        .to_zoned(jiff::tz::TimeZone::system());
-    let minute = u16::try_from(zoned.hour()).ok()? * 60 + u16::try_from(zoned.minute()).ok()?;
-    Some((minute, zoned.weekday()))
-}
-
 /// What one check found, as the ledger records it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finding {

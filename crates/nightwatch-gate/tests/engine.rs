@@ -126,7 +126,10 @@ fn every_actor_gets_the_same_steps() {
         assert_eq!(restart.record.context.host.as_deref(), Some("web-1"));
         assert_eq!(restart.record.timestamp_ms, NIGHT);
         // A halt is escalated, whoever proposed it.
-        assert_eq!(*told.0.lock().unwrap(), [restart.record.id.clone()]);
+        assert_eq!(
+            *told.0.lock().unwrap(),
+            std::slice::from_ref(&restart.record.id)
+        );
 
         // The tier comes from the ledger: observers ask, a placement in `trusted` allows.
         assert_eq!(

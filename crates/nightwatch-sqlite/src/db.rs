@@ -247,17 +247,25 @@ fn is_busy(e: &rusqlite::Error) -> bool {
 }
 
 fn backoff(attempt: u32) {
-    // Exponential from 1 ms to 50 ms, with jitter from the clock's nanoseconds so that
-    // writers that collided once do not collide again in lockstep.
-    let base = 1u64 << attempt.min(6);
-    let jitter = u64::from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0)
-            % 1000,
+    // Exponential from 1 ms to 50 ms (nightwatch-time's one backoff), less a random share so
+    // that writers that collided once do not collide again in lockstep.
+    let wait = nightwatch_time::backoff(
+        Duration::from_millis(1),
+        Duration::from_millis(50),
+        attempt.saturating_add(1),
+        random_share() / 2.0,
     );
-    std::thread::sleep(Duration::from_micros((base * 1000).min(50_000) + jitter));
+    std::thread::sleep(wait);
+}
+
+/// A number in `[0, 1)` that differs from call to call and thread to thread: the standard
+/// library's randomly keyed hasher, so no clock is read for it.
+fn random_share() -> f64 {
+    use std::hash::{BuildHasher, Hasher};
+    let bits = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// SQLite's error as the store's: damage is [`StoreError::Corrupt`], the rest its message.

@@ -107,3 +107,64 @@ fn the_check_above_would_catch_a_read() {
     let commented = "// SystemTime::now() is read by the host only\n";
     assert!(uses(commented, &["SystemTime::now("]).is_empty());
 }
+
+#[test]
+fn only_the_engine_appends_to_the_ledger() {
+    // The engine writes; the store crates define and implement the append it calls.
+    let writers = [
+        "crates/nightwatch-gate/src/engine.rs",
+        "crates/nightwatch-gate/src/lib.rs",
+    ];
+    let stores = ["crates/nightwatch-store/", "crates/nightwatch-sqlite/"];
+    let mut found = Vec::new();
+    for (file, code) in &sources() {
+        if writers.contains(&file.as_str()) || stores.iter().any(|s| file.starts_with(s)) {
+            continue;
+        }
+        // `Vec::append` takes `&mut`; a ledger's takes an entry.
+        for line in uses(code, &[".append("]) {
+            if !line.contains(".append(&mut") {
+                found.push(format!("{file}:{line}"));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "appended to the ledger outside the engine (record a typed Event through \
+         Engine::record instead):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn only_the_engine_and_the_stores_hold_a_writable_ledger() {
+    // Everything else is handed a `LedgerReader`; these build the engine from a store.
+    let allowed = [
+        "crates/nightwatch-gate/src/",
+        "crates/nightwatch-store/",
+        "crates/nightwatch-sqlite/",
+        "crates/nightwatch/src/stores.rs",
+        "crates/nightwatch/src/host.rs",
+        "crates/nightwatch/src/commands/mod.rs",
+        "crates/nightwatch/src/commands/hook.rs",
+        "crates/nightwatch/src/commands/resident.rs",
+        "crates/nightwatch-serve/src/lib.rs",
+    ];
+    let mut found = Vec::new();
+    for (file, code) in &sources() {
+        if allowed.iter().any(|a| file.starts_with(a)) {
+            continue;
+        }
+        for line in uses(
+            code,
+            &["dyn Ledger>", "dyn Ledger ", "dyn Ledger)", "dyn Ledger,"],
+        ) {
+            found.push(format!("{file}:{line}"));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "a writable ledger outside the engine's builders (take a LedgerReader):\n{}",
+        found.join("\n")
+    );
+}
