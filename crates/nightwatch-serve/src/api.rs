@@ -103,6 +103,99 @@ fn window(params: &BTreeMap<String, String>, now: i64) -> Result<Window, String>
     })
 }
 
+/// A record as the API shows it: its own type, so the storage type can change without the API
+/// changing with it (and the other way round). Today it has the stored record's fields, with
+/// `timestamp` as RFC 3339 text; `openapi.json` documents it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ApiRecord {
+    pub id: String,
+    pub seq: u64,
+    pub event: String,
+    pub timestamp: String,
+    pub session_id: Option<String>,
+    pub actor: ApiActor,
+    pub tool: String,
+    pub inputs: Value,
+    pub outputs: Option<ApiOutputs>,
+    pub context: ApiContext,
+    pub duration_ms: Option<u64>,
+    pub verdict: Option<String>,
+    pub rule: Option<String>,
+    pub reasons: Vec<String>,
+    pub call_id: Option<String>,
+    pub redacted: Vec<String>,
+    pub cwd: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub safeguards: Option<Value>,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ApiActor {
+    pub kind: String,
+    pub id: String,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ApiOutputs {
+    pub exit_code: Option<i64>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ApiContext {
+    pub triggered_by: Option<String>,
+    pub alert_id: Option<String>,
+    pub host: Option<String>,
+    pub task: Option<String>,
+}
+
+impl From<&Record> for ApiRecord {
+    fn from(r: &Record) -> ApiRecord {
+        ApiRecord {
+            id: r.id.clone(),
+            seq: r.seq,
+            event: r.event.clone(),
+            timestamp: r.timestamp_text(),
+            session_id: r.session_id.clone(),
+            actor: ApiActor {
+                kind: r.actor.kind.clone(),
+                id: r.actor.id.clone(),
+            },
+            tool: r.tool.clone(),
+            inputs: r.inputs.clone(),
+            outputs: r.outputs.as_ref().map(|o| ApiOutputs {
+                exit_code: o.exit_code,
+                stdout: o.stdout.clone(),
+                stderr: o.stderr.clone(),
+            }),
+            context: ApiContext {
+                triggered_by: r.context.triggered_by.clone(),
+                alert_id: r.context.alert_id.clone(),
+                host: r.context.host.clone(),
+                task: r.context.task.clone(),
+            },
+            duration_ms: r.duration_ms,
+            verdict: r.verdict.clone(),
+            rule: r.rule.clone(),
+            reasons: r.reasons.clone(),
+            call_id: r.call_id.clone(),
+            redacted: r.redacted.clone(),
+            cwd: r.cwd.clone(),
+            safeguards: r.safeguards.clone(),
+            prev_hash: r.prev_hash.clone(),
+            hash: r.hash.clone(),
+        }
+    }
+}
+
+/// The API's view of each record.
+pub fn api_records(records: &[Record]) -> Vec<ApiRecord> {
+    records.iter().map(ApiRecord::from).collect()
+}
+
 /// The ledger's records in `[since, until)`, the newest `limit`, in order.
 pub fn records_between(
     daemon: &Daemon,
@@ -144,7 +237,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             limit: Some(w.limit),
         };
         let records = d.reader().query(&filter)?;
-        Ok(axum::Json(json!({ "records": records })).into_response())
+        Ok(axum::Json(json!({ "records": api_records(&records) })).into_response())
     })
     .await
 }
@@ -152,7 +245,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
 async fn record(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
     blocking(move || {
         Ok(match d.reader().get(&id)? {
-            Some(r) => axum::Json(r).into_response(),
+            Some(r) => axum::Json(ApiRecord::from(&r)).into_response(),
             None => not_found(format!("no record {id}")),
         })
     })
@@ -226,7 +319,7 @@ async fn session(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Respon
         let refs: Vec<&Record> = records.iter().collect();
         Ok(axum::Json(json!({
             "session": session_summary(&id, &refs),
-            "records": records,
+            "records": api_records(&records),
         }))
         .into_response())
     })
@@ -376,7 +469,7 @@ async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response
             "alert_id": id,
             "arrivals": view.arrivals,
             "tasks": tasks,
-            "records": view.records,
+            "records": api_records(&view.records),
         }))
         .into_response())
     })
@@ -386,6 +479,58 @@ async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The API's own type shows a record as the API always has (the stored type's JSON), so
+    /// separating them changed nothing for clients; a later change to either is deliberate.
+    #[test]
+    fn the_api_shows_a_record_as_it_always_has() {
+        let record = Record {
+            id: "r7".into(),
+            seq: 7,
+            event: "decision".into(),
+            timestamp_ms: 1_771_039_042_000,
+            session_id: Some("sess_1".into()),
+            actor: nightwatch_ledger::RecordActor {
+                kind: "agent".into(),
+                id: "claude-code".into(),
+            },
+            tool: "exec".into(),
+            inputs: json!({ "command": "df -h" }),
+            outputs: Some(nightwatch_ledger::Outputs {
+                exit_code: Some(0),
+                stdout: "ok".into(),
+                stderr: String::new(),
+            }),
+            context: nightwatch_ledger::RecordContext {
+                triggered_by: Some("alert".into()),
+                alert_id: None,
+                host: Some("web-1".into()),
+                task: None,
+            },
+            duration_ms: Some(12),
+            verdict: Some("allow".into()),
+            rule: Some("read-only".into()),
+            reasons: vec!["read-only".into()],
+            call_id: Some("toolu_1".into()),
+            redacted: vec![],
+            cwd: Some("/srv".into()),
+            safeguards: Some(json!({ "fingerprint": "ab" })),
+            prev_hash: "0".repeat(64),
+            hash: "f".repeat(64),
+        };
+        let stored = serde_json::to_value(&record).unwrap();
+        let shown = serde_json::to_value(ApiRecord::from(&record)).unwrap();
+        assert_eq!(shown, stored);
+        let bare = Record {
+            safeguards: None,
+            outputs: None,
+            ..record
+        };
+        assert_eq!(
+            serde_json::to_value(ApiRecord::from(&bare)).unwrap(),
+            serde_json::to_value(&bare).unwrap()
+        );
+    }
 
     #[test]
     fn times_are_rfc3339_or_spans_back_from_now() {
