@@ -47,8 +47,9 @@ pub trait Edges: Send + Sync {
     fn clock(&self) -> &dyn nightwatch_gate::Clock;
     /// This host's name, as records write it.
     fn host(&self) -> Option<String>;
-    /// The policy as it is now (read again for each runbook, so edits apply).
-    fn policy(&self) -> Result<nightwatch_policy::Policy, String>;
+    /// The policy as it is now (asked for each runbook, so edits apply; compiled again only
+    /// when it changed).
+    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String>;
     fn guards(&self) -> &(dyn nightwatch_gate::Guards + Sync);
     /// Delivers the escalation a record names (its `safeguards.notify`), in the background;
     /// every attempt is recorded by the delivery.

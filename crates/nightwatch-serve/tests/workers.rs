@@ -48,11 +48,12 @@ impl Edges for PanicsOnce {
     fn host(&self) -> Option<String> {
         Some("test-host".into())
     }
-    fn policy(&self) -> Result<nightwatch_policy::Policy, String> {
+    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
         if self.reads.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("a poisoned task");
         }
         nightwatch_policy::Policy::from_yaml("version: 1\ndefault: allow\n")
+            .map(Arc::new)
             .map_err(|e| e.to_string())
     }
     fn guards(&self) -> &(dyn Guards + Sync) {

@@ -137,19 +137,61 @@ pub fn load_policy_for_test(source: &PolicySource) -> anyhow::Result<(Policy, Or
     load_with(source, Policy::compile)
 }
 
+/// Policies kept by a long-running process (the resident gate, the daemon), each read again
+/// when its file's content changes: the one strategy for every process that keeps a policy.
+/// A hook process answers one call and loads its policy once.
+#[derive(Default)]
+pub struct Policies {
+    kept: std::sync::Mutex<
+        std::collections::HashMap<Option<std::path::PathBuf>, (u64, std::sync::Arc<Policy>)>,
+    >,
+}
+
+impl Policies {
+    /// The policy `source` names, compiled again only when its text changed.
+    pub fn get(&self, source: &PolicySource) -> anyhow::Result<std::sync::Arc<Policy>> {
+        use std::hash::{Hash, Hasher};
+        let path = policy_path(source);
+        let text = match &path {
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read policy {}", path.display()))?,
+            None => String::new(),
+        };
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut hasher);
+        let content = hasher.finish();
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, policy)) = kept.get(&path)
+            && *seen == content
+        {
+            return Ok(std::sync::Arc::clone(policy));
+        }
+        let policy = std::sync::Arc::new(match &path {
+            Some(path) => Policy::from_yaml(&text)
+                .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?,
+            None => Policy::builtin(),
+        });
+        // One version per file: a file edited often must not fill memory.
+        kept.insert(path, (content, std::sync::Arc::clone(&policy)));
+        Ok(policy)
+    }
+}
+
+/// The policy file `source` names, the data directory's when it names none and that exists;
+/// None for the built-in policy.
+fn policy_path(source: &PolicySource) -> Option<std::path::PathBuf> {
+    match &source.policy {
+        Some(path) => Some(path.clone()),
+        None => Some(home::policy_file()).filter(|path| path.exists()),
+    }
+}
+
 fn load_with(
     source: &PolicySource,
     compile: fn(&str) -> Result<Policy, nightwatch_policy::PolicyError>,
 ) -> anyhow::Result<(Policy, Origin)> {
-    let path = match &source.policy {
-        Some(path) => path.clone(),
-        None => {
-            let path = home::policy_file();
-            if !path.exists() {
-                return Ok((Policy::builtin(), Origin::Builtin));
-            }
-            path
-        }
+    let Some(path) = policy_path(source) else {
+        return Ok((Policy::builtin(), Origin::Builtin));
     };
     let text = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read policy {}", path.display()))?;

@@ -20,12 +20,11 @@ use nightwatch_agents::{Agent, Reply, reply_to_failure};
 use nightwatch_policy::Policy;
 use nightwatch_store::Ledger;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// How long a hook waits for the gate's answer (checks have their own, shorter deadlines).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -119,7 +118,7 @@ pub fn run(_args: GateArgs) -> anyhow::Result<u8> {
     let world = Arc::new(Resident {
         ledger: super::open_ledger_in(&dir)?,
         guards: nightwatch_gate::LiveGuards::new(&dir),
-        policies: Mutex::new(HashMap::new()),
+        policies: super::Policies::default(),
     });
     eprintln!(
         "nightwatch: resident gate on {}; hooks in this data directory answer through it",
@@ -182,12 +181,8 @@ fn serve_one(stream: UnixStream, world: &Resident) {
 struct Resident {
     ledger: Arc<dyn Ledger>,
     guards: nightwatch_gate::LiveGuards,
-    policies: Mutex<HashMap<PolicyKey, Arc<Policy>>>,
+    policies: super::Policies,
 }
-
-/// A policy file as it is now: its path, size and modification time (None: the built-in one).
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct PolicyKey(Option<(PathBuf, u64, Option<SystemTime>)>);
 
 impl World for Resident {
     fn ledger(&self) -> anyhow::Result<&dyn Ledger> {
@@ -195,25 +190,7 @@ impl World for Resident {
     }
 
     fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
-        let source = super::policy_source_in(env);
-        let key = match &source.policy {
-            None => PolicyKey(None),
-            Some(path) => {
-                let meta = std::fs::metadata(path)
-                    .with_context(|| format!("cannot read policy {}", path.display()))?;
-                PolicyKey(Some((path.clone(), meta.len(), meta.modified().ok())))
-            }
-        };
-        let mut policies = self.policies.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(policy) = policies.get(&key) {
-            return Ok(Arc::clone(policy));
-        }
-        let (policy, _) = super::load_policy(&source)?;
-        let policy = Arc::new(policy);
-        // Old versions of a file are dropped; a file edited often must not fill memory.
-        policies.retain(|k, _| k.0.as_ref().map(|f| &f.0) != key.0.as_ref().map(|f| &f.0));
-        policies.insert(key, Arc::clone(&policy));
-        Ok(policy)
+        self.policies.get(&super::policy_source_in(env))
     }
 
     fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {

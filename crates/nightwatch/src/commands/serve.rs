@@ -22,6 +22,7 @@ struct Binary {
     env: Environment,
     host: Option<String>,
     escalator: Background,
+    policies: super::Policies,
 }
 
 impl Edges for Binary {
@@ -33,9 +34,9 @@ impl Edges for Binary {
         self.host.clone()
     }
 
-    fn policy(&self) -> Result<nightwatch_policy::Policy, String> {
-        load_policy(&self.source)
-            .map(|(policy, _)| policy)
+    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
+        self.policies
+            .get(&self.source)
             .map_err(|e| format!("{e:#}"))
     }
 
@@ -103,6 +104,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let clock = Clock::from_env(&env)?;
     let edges = Binary {
         escalator: Background { env: env.clone() },
+        policies: super::Policies::default(),
         clock,
         source: args.source,
         data_dir: data_dir.clone(),
