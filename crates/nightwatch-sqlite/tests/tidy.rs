@@ -1,10 +1,10 @@
-//! Nothing above the store traits names SQLite: only this crate, and the binary's one module
+//! Nothing above the store traits names SQLite: only this crate, and the host's one module
 //! that opens the stores, may. Fails the build on a violation, naming where.
 
 use std::path::{Path, PathBuf};
 
 /// The only source file outside this crate that may name the backend.
-const OPENING_MODULE: &str = "crates/nightwatch/src/stores.rs";
+const OPENING_MODULE: &str = "crates/nightwatch-host/src/stores.rs";
 
 const THIS_CRATE: &str = "nightwatch-sqlite";
 
@@ -100,8 +100,8 @@ fn no_crate_above_the_traits_depends_on_sqlite() {
             let built_with = dependency["kind"].is_null() || dependency["kind"] == "build";
             let allowed = match dependency_name {
                 "rusqlite" => name == THIS_CRATE,
-                // The binary opens the stores (in its one opening module).
-                THIS_CRATE => name == "nightwatch",
+                // The host opens the stores (in its one opening module).
+                THIS_CRATE => name == "nightwatch-host",
                 _ => true,
             };
             if built_with && !allowed {
@@ -111,7 +111,7 @@ fn no_crate_above_the_traits_depends_on_sqlite() {
     }
     assert!(
         violations.is_empty(),
-        "only {THIS_CRATE} may depend on rusqlite, and only the binary on {THIS_CRATE}:\n{}",
+        "only {THIS_CRATE} may depend on rusqlite, and only the host on {THIS_CRATE}:\n{}",
         violations.join("\n")
     );
 }

@@ -2,16 +2,17 @@
 //! judgement lives in the library crates.
 
 mod cli;
-mod clock;
 mod commands;
-mod context;
-mod environment;
-mod home;
-mod host;
-mod paths;
 mod report;
-mod stores;
-mod timespec;
+
+// The host (environment, clock, data directory, stores, engine) is nightwatch-host's; these
+// names keep the commands' paths short.
+use nightwatch_host::{clock, context, environment, home, host, paths, stores};
+
+/// Times as operators type them: nightwatch-time's one grammar.
+mod timespec {
+    pub use nightwatch_time::parse_instant as parse;
+}
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -68,8 +68,8 @@ fn uses(code: &str, needles: &[&str]) -> Vec<String> {
 fn only_the_host_reads_the_clock_or_the_environment() {
     // The host's capture: the one place each is read.
     let host = [
-        "crates/nightwatch/src/environment.rs",
-        "crates/nightwatch/src/clock.rs",
+        "crates/nightwatch-host/src/environment.rs",
+        "crates/nightwatch-host/src/clock.rs",
     ];
     let reads = [
         "env::var(",
@@ -143,8 +143,8 @@ fn only_the_engine_and_the_stores_hold_a_writable_ledger() {
         "crates/nightwatch-gate/src/",
         "crates/nightwatch-store/",
         "crates/nightwatch-sqlite/",
-        "crates/nightwatch/src/stores.rs",
-        "crates/nightwatch/src/host.rs",
+        "crates/nightwatch-host/src/stores.rs",
+        "crates/nightwatch-host/src/host.rs",
         "crates/nightwatch/src/commands/mod.rs",
         "crates/nightwatch/src/commands/hook.rs",
         "crates/nightwatch/src/commands/resident.rs",

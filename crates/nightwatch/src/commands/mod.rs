@@ -90,26 +90,7 @@ pub fn policy_source_in(env: &crate::environment::Environment) -> PolicySource {
     PolicySource { policy }
 }
 
-/// Sends a halt's or an ask's escalation from a process of its own (`nightwatch escalate`), so
-/// that the agent gets its answer now while delivery retries for as long as it needs. The
-/// child gets its own process group, so it outlives a hook that the agent times out. A child
-/// that cannot start is said on stderr; the decision is already recorded either way.
-pub fn send_escalation_in_background(record_id: &str, env: &crate::environment::Environment) {
-    use std::os::unix::process::CommandExt;
-    let started = std::env::current_exe().and_then(|exe| {
-        std::process::Command::new(exe)
-            .args(["escalate", record_id])
-            .envs(env.pairs())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-    });
-    if let Err(error) = started {
-        eprintln!("nightwatch: cannot start the escalation for {record_id}: {error}");
-    }
-}
+pub use nightwatch_host::host::send_escalation_in_background;
 
 /// Where the policy came from, for messages.
 pub enum Origin {
@@ -137,49 +118,9 @@ pub fn load_policy_for_test(source: &PolicySource) -> anyhow::Result<(Policy, Or
     load_with(source, Policy::compile)
 }
 
-/// Policies kept by a long-running process (the resident gate, the daemon), each read again
-/// when its file's content changes: the one strategy for every process that keeps a policy.
-/// A hook process answers one call and loads its policy once.
-#[derive(Default)]
-pub struct Policies {
-    kept: std::sync::Mutex<
-        std::collections::HashMap<Option<std::path::PathBuf>, (u64, std::sync::Arc<Policy>)>,
-    >,
-}
-
-impl Policies {
-    /// The policy `source` names, compiled again only when its text changed.
-    pub fn get(&self, source: &PolicySource) -> anyhow::Result<std::sync::Arc<Policy>> {
-        use std::hash::{Hash, Hasher};
-        let path = policy_path(source);
-        let text = match &path {
-            Some(path) => std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read policy {}", path.display()))?,
-            None => String::new(),
-        };
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut hasher);
-        let content = hasher.finish();
-        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((seen, policy)) = kept.get(&path)
-            && *seen == content
-        {
-            return Ok(std::sync::Arc::clone(policy));
-        }
-        let policy = std::sync::Arc::new(match &path {
-            Some(path) => Policy::from_yaml(&text)
-                .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?,
-            None => Policy::builtin(),
-        });
-        // One version per file: a file edited often must not fill memory.
-        kept.insert(path, (content, std::sync::Arc::clone(&policy)));
-        Ok(policy)
-    }
-}
-
 /// The policy file `source` names, the data directory's when it names none and that exists;
 /// None for the built-in policy.
-fn policy_path(source: &PolicySource) -> Option<std::path::PathBuf> {
+pub fn policy_path(source: &PolicySource) -> Option<std::path::PathBuf> {
     match &source.policy {
         Some(path) => Some(path.clone()),
         None => Some(home::policy_file()).filter(|path| path.exists()),

@@ -118,7 +118,7 @@ pub fn run(_args: GateArgs) -> anyhow::Result<u8> {
     let world = Arc::new(Resident {
         ledger: super::open_ledger_in(&dir)?,
         guards: nightwatch_gate::LiveGuards::new(&dir),
-        policies: super::Policies::default(),
+        policies: nightwatch_host::Policies::default(),
     });
     eprintln!(
         "nightwatch: resident gate on {}; hooks in this data directory answer through it",
@@ -181,7 +181,7 @@ fn serve_one(stream: UnixStream, world: &Resident) {
 struct Resident {
     ledger: Arc<dyn Ledger>,
     guards: nightwatch_gate::LiveGuards,
-    policies: super::Policies,
+    policies: nightwatch_host::Policies,
 }
 
 impl World for Resident {
@@ -190,7 +190,8 @@ impl World for Resident {
     }
 
     fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
-        self.policies.get(&super::policy_source_in(env))
+        self.policies
+            .get(super::policy_path(&super::policy_source_in(env)))
     }
 
     fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {

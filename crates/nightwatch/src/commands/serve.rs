@@ -22,7 +22,7 @@ struct Binary {
     env: Environment,
     host: Option<String>,
     escalator: Background,
-    policies: super::Policies,
+    policies: nightwatch_host::Policies,
 }
 
 impl Edges for Binary {
@@ -36,7 +36,7 @@ impl Edges for Binary {
 
     fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
         self.policies
-            .get(&self.source)
+            .get(super::policy_path(&self.source))
             .map_err(|e| format!("{e:#}"))
     }
 
@@ -51,7 +51,7 @@ impl Edges for Binary {
     /// The same plan and apply an operator runs, in process and through the daemon's engine.
     fn sweep(&self, engine: &nightwatch_gate::Engine<'_>) -> Result<String, String> {
         let policy = self.policy()?;
-        super::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
+        nightwatch_host::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
             .map_err(|e| format!("{e:#}"))
     }
 
@@ -104,7 +104,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     let clock = Clock::from_env(&env)?;
     let edges = Binary {
         escalator: Background { env: env.clone() },
-        policies: super::Policies::default(),
+        policies: nightwatch_host::Policies::default(),
         clock,
         source: args.source,
         data_dir: data_dir.clone(),

@@ -45,7 +45,7 @@ impl Clock {
         let zone = local_zone(env);
         let fixed = match env.var("NIGHTWATCH_NOW") {
             Some(text) => {
-                let ms = crate::timespec::parse(text, Timestamp::now(), &zone)
+                let ms = nightwatch_time::parse_instant(text, Timestamp::now(), &zone)
                     .map_err(|e| anyhow::anyhow!("NIGHTWATCH_NOW: {e}"))?;
                 Some(Timestamp::from_millisecond(ms)?)
             }

@@ -4,6 +4,7 @@
 
 use crate::clock::Clock;
 use crate::environment::Environment;
+use anyhow::Context as _;
 use nightwatch_gate::{Engine, Escalator, LiveGuards};
 use nightwatch_store::{Ledger, LedgerReader};
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ pub struct Background {
 
 impl Escalator for Background {
     fn escalate(&self, record_id: &str) {
-        crate::commands::send_escalation_in_background(record_id, &self.env);
+        send_escalation_in_background(record_id, &self.env);
     }
 }
 
@@ -50,7 +51,8 @@ impl Host {
     pub fn open_in(env: Environment) -> anyhow::Result<Host> {
         let clock = Clock::from_env(&env)?;
         let data_dir = crate::home::data_dir_in(&env);
-        let ledger = crate::commands::open_ledger_in(&data_dir)?;
+        let ledger = crate::stores::ledger(&data_dir)
+            .with_context(|| format!("cannot open the ledger in {}", data_dir.display()))?;
         let guards = LiveGuards::new(&data_dir).with_places(crate::paths::places(&env));
         let name = crate::context::from_env(&env).host;
         Ok(Host {
@@ -84,5 +86,26 @@ impl Host {
     /// Opens the backup store (undo, retention).
     pub fn backups(&self) -> anyhow::Result<&nightwatch_backup::BackupStore> {
         self.guards.store().map_err(anyhow::Error::msg)
+    }
+}
+
+/// Sends a halt's or an ask's escalation from a process of its own (`nightwatch escalate`), so
+/// that the caller gets its answer now while delivery retries for as long as it needs. The
+/// child gets its own process group, so it outlives a hook that the agent times out. A child
+/// that cannot start is said on stderr; the decision is already recorded either way.
+pub fn send_escalation_in_background(record_id: &str, env: &Environment) {
+    use std::os::unix::process::CommandExt;
+    let started = std::env::current_exe().and_then(|exe| {
+        std::process::Command::new(exe)
+            .args(["escalate", record_id])
+            .envs(env.pairs())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+    });
+    if let Err(error) = started {
+        eprintln!("nightwatch: cannot start the escalation for {record_id}: {error}");
     }
 }

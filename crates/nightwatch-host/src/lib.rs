@@ -1,0 +1,29 @@
+//! The host: what nightwatch needs from this machine, built once per command or daemon, and
+//! the engine built from it.
+//!
+//! - [`environment`] captures the variables nightwatch reads (and [`clock`] the time) once:
+//!   they are the only code that reads the process environment or the system clock, so a
+//!   resident gate can decide a hook's call with the hook's variables, and a test or a
+//!   simulation can give another time.
+//! - [`home`] and [`paths`] say where the data directory is and which places the path facts
+//!   protect; [`context`] what the launcher says about an action (session, alert, host).
+//! - [`stores`] is the one place stores are opened: the only code above the store traits that
+//!   names the backend.
+//! - [`host::Host`] puts them together; [`host::Host::engine`] is how every command proposes
+//!   and records. [`policies::Policies`] keeps policies for long-running processes.
+//! - [`sweep`] is the janitor's orchestration through that engine, for the CLI and the daemon.
+
+pub mod clock;
+pub mod context;
+pub mod environment;
+pub mod home;
+pub mod host;
+pub mod paths;
+pub mod policies;
+pub mod stores;
+pub mod sweep;
+
+pub use clock::Clock;
+pub use environment::Environment;
+pub use host::{Background, Host};
+pub use policies::Policies;
