@@ -164,3 +164,56 @@ pub struct Swept {
     #[serde(default)]
     pub reasons: Vec<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Shapes written before the types existed read back into them and write out unchanged,
+    /// so a record's hash is the same whether it was built from JSON or from the types.
+    #[test]
+    fn stored_shapes_round_trip_unchanged() {
+        let shapes = [
+            json!({ "approval": { "record": "r4", "by": "alice", "asked": "r3" } }),
+            json!({
+                "checks": [{ "check": "migrations", "kind": "process", "effect": "halt" }],
+                "notify": ["pager"],
+                "backup": {
+                    "snapshot": "s1",
+                    "limits": { "max_file_bytes": 1 },
+                    "paths": ["/etc/app.conf"],
+                    "skipped": ["/big: too large"],
+                    "unlocated": ["$X/y"]
+                }
+            }),
+            json!({ "backup": { "error": "disk full" } }),
+            json!({ "after": { "paths": [] } }),
+            json!({ "restored": ["put back /etc/app.conf"] }),
+            json!({ "delivery": { "notifier": "pager", "attempts": [] } }),
+            json!({ "removed": [{ "snapshot": "s1" }], "kept": [] }),
+            json!({ "fingerprint": "0123456789abcdef0123456789abcdef" }),
+        ];
+        for shape in shapes {
+            let typed = Safeguards::of(Some(&shape));
+            assert_eq!(typed.clone().into_value(), Some(shape.clone()), "{typed:?}");
+        }
+    }
+
+    /// A later version's key, or a shape that does not read at all, is kept, never dropped.
+    #[test]
+    fn unknown_shapes_still_load() {
+        let later = json!({ "notify": ["pager"], "quorum": { "hosts": 3 } });
+        let typed = Safeguards::of(Some(&later));
+        assert_eq!(typed.notify.as_deref(), Some(&["pager".to_owned()][..]));
+        assert_eq!(typed.into_value(), Some(later));
+
+        let odd = json!({ "notify": "not a list" });
+        let typed = Safeguards::of(Some(&odd));
+        assert_eq!(typed.notify, None);
+        assert_eq!(typed.other.get("unread"), Some(&odd));
+
+        assert!(Safeguards::of(None).is_empty());
+        assert_eq!(Safeguards::default().into_value(), None);
+    }
+}
