@@ -208,12 +208,18 @@ fn fold_pieces(
                     scan_nested(inner, found, value, depth + 1);
                 }
             }
-            WordPiece::CommandSubstitution(script)
-            | WordPiece::BackquotedCommandSubstitution(script) => {
+            WordPiece::CommandSubstitution(script) => {
                 value.literal = false;
                 value.text.push_str(source_of(piece, source));
                 found.push(Substitution {
                     script: script.clone(),
+                });
+            }
+            WordPiece::BackquotedCommandSubstitution(script) => {
+                value.literal = false;
+                value.text.push_str(source_of(piece, source));
+                found.push(Substitution {
+                    script: unescape_backquoted(script),
                 });
             }
             WordPiece::ArithmeticExpression(expr) => {
@@ -223,6 +229,27 @@ fn fold_pieces(
             }
         }
     }
+}
+
+/// The script a backquoted substitution runs. Inside backquotes a backslash escapes only `$`,
+/// `` ` `` and `\`; the parser undoes `` \` `` but leaves `\\` and `\$`, so a line quoted for a
+/// nested `bash -c` inside backquotes would otherwise be judged as a different script
+/// (`` echo `bash -c '\\''...` `` runs what the analysis must see).
+fn unescape_backquoted(script: &str) -> String {
+    let mut out = String::with_capacity(script.len());
+    let mut chars = script.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&next) = chars.peek()
+            && matches!(next, '\\' | '$')
+        {
+            out.push(next);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The source text of an expansion, kept where its value is unknown (`$HOME`, `$(id -u)`).

@@ -621,3 +621,18 @@ fn deep_subshells_parse_in_bounded_time() {
     );
     assert!(deletes_root(&result) || result.iter().any(Invocation::is_opaque));
 }
+
+/// Found by `facts_are_seen_through_wrappers`: inside backquotes `\\` is one backslash, so a
+/// line quoted for a nested `bash -c` and then put in backquotes runs `printenv`, and the
+/// analysis must see it run.
+#[test]
+fn a_quoted_line_inside_backquotes_is_judged_as_bash_runs_it() {
+    let (core, holds) = FACTS[1];
+    let line = wrapped(core, &[Wrap::BashC, Wrap::BashC, Wrap::Backticks]).unwrap();
+    let result = analyse(&line);
+    assert_facts_well_formed(&line, &result);
+    assert!(
+        result.iter().any(|i| holds(&i.effects)),
+        "{line}\n{result:#?}"
+    );
+}
