@@ -219,7 +219,7 @@ mod timestamp_text {
     }
 }
 
-/// Which records [`crate::Ledger::query`] returns. Every set field must match; results come in
+/// Which records a store's `query` (`nightwatch_store::LedgerReader::query`) returns. Every set field must match; results come in
 /// `seq` order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
