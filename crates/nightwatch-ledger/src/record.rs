@@ -219,8 +219,8 @@ mod timestamp_text {
     }
 }
 
-/// Which records a store's `query` (`nightwatch_store::LedgerReader::query`) returns. Every set field must match; results come in
-/// `seq` order.
+/// Which records a store's `query` (`nightwatch_store::LedgerReader::query`) returns. Every
+/// set field must match; results come in `seq` order.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Filter {
     /// Records at or after this time (unix milliseconds).
