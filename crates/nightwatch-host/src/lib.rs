@@ -13,6 +13,7 @@
 //!   and records. [`policies::Policies`] keeps policies for long-running processes.
 //! - [`sweep`] is the janitor's orchestration through that engine, for the CLI and the daemon.
 
+pub mod approvals;
 pub mod clock;
 pub mod context;
 pub mod environment;
@@ -20,8 +21,12 @@ pub mod home;
 pub mod host;
 pub mod paths;
 pub mod policies;
+pub mod replay;
+pub mod retention;
 pub mod stores;
 pub mod sweep;
+pub mod trust;
+pub mod undo;
 
 pub use clock::Clock;
 pub use environment::Environment;
