@@ -12,16 +12,26 @@
 //! - [`host::Host`] puts them together; [`host::Host::engine`] is how every command proposes
 //!   and records. [`policies::Policies`] keeps policies for long-running processes.
 //! - [`sweep`] is the janitor's orchestration through that engine, for the CLI and the daemon.
+//! - [`hook`] is the hook pipeline (a hook call in, the agent's reply out) for the hook process
+//!   and the resident gate.
+//! - [`undo`], [`approvals`], [`retention`] and [`trust`] are people's actions on records,
+//!   through the engine; [`replay`] re-decides recorded decisions under a candidate policy.
 
+pub mod approvals;
 pub mod clock;
 pub mod context;
 pub mod environment;
 pub mod home;
+pub mod hook;
 pub mod host;
 pub mod paths;
 pub mod policies;
+pub mod replay;
+pub mod retention;
 pub mod stores;
 pub mod sweep;
+pub mod trust;
+pub mod undo;
 
 pub use clock::Clock;
 pub use environment::Environment;

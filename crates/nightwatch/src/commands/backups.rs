@@ -1,114 +1,26 @@
 //! `nightwatch backups prune`: retention that never drops, silently or otherwise, the backup
-//! an undo would need next.
+//! an undo would need next (nightwatch-host's `retention`), said and recorded.
 
 use crate::cli::BackupsPruneArgs;
 use crate::commands::load_policy;
 use crate::host::Host;
-use nightwatch_backup::SnapshotId;
-use nightwatch_gate::Event;
-use nightwatch_ledger::{Filter, Safeguards, event};
-use serde_json::{Value, json};
-use std::collections::{BTreeMap, BTreeSet};
+use nightwatch_host::retention;
 
 pub fn prune(args: BackupsPruneArgs) -> anyhow::Result<u8> {
     let host = Host::open()?;
     let engine = host.engine();
     let (policy, _) = load_policy(&args.source)?;
-    let retention = policy.safeguards().backup.retention;
-    let ledger = host.ledger();
     let store = host.backups()?;
-    let now = engine.now_ms();
-    let recent_from = now.saturating_sub(i64::from(retention.keep_days) * 24 * 3600 * 1000);
-
-    // Every backed-up decision: which snapshot, when, which paths.
-    let decisions = ledger.query(&Filter {
-        event: Some(event::DECISION.to_owned()),
-        ..Filter::default()
-    })?;
-    let mut recent: BTreeSet<String> = BTreeSet::new();
-    let mut latest_for_path: BTreeMap<String, (i64, String)> = BTreeMap::new();
-    for decision in &decisions {
-        let Some(backup) = Safeguards::of(decision.safeguards.as_ref()).backup else {
-            continue;
-        };
-        let Some(snapshot) = backup.snapshot.as_deref() else {
-            continue;
-        };
-        if decision.timestamp_ms >= recent_from {
-            recent.insert(snapshot.to_owned());
-        }
-        for path in backup.paths.iter().flatten().map(String::as_str) {
-            let newer = latest_for_path
-                .get(path)
-                .is_none_or(|(at, _)| decision.timestamp_ms >= *at);
-            if newer {
-                latest_for_path.insert(
-                    path.to_owned(),
-                    (decision.timestamp_ms, snapshot.to_owned()),
-                );
-            }
-        }
-    }
-    let latest: BTreeSet<&str> = latest_for_path
-        .values()
-        .map(|(_, id)| id.as_str())
-        .collect();
-    let still_needed =
-        |id: &SnapshotId| recent.contains(id.as_str()) || latest.contains(id.as_str());
-    let pruned = store.prune(&retention, now, &still_needed)?;
-
-    let removed: Vec<Value> = pruned
-        .removed
-        .iter()
-        .map(|p| json!({ "snapshot": p.id.as_str(), "why": p.why.to_string() }))
-        .collect();
-    let kept: Vec<Value> = pruned
-        .kept
-        .iter()
-        .map(|k| {
-            json!({
-                "snapshot": k.id.as_str(),
-                "over": k.over.iter().map(ToString::to_string).collect::<Vec<_>>(),
-                "why": "an undo may still need it: it is recent, or the latest backup of a path",
-            })
-        })
-        .collect();
-    let unreadable: Vec<String> = pruned
-        .unreadable
-        .iter()
-        .map(|u| format!("{}: {}", u.file.display(), u.error))
-        .collect();
-    let summary = format!(
-        "removed {} backup(s), freeing {} bytes; kept {} past the limits because an undo may \
-         still need them{}",
-        removed.len(),
-        pruned.bytes_freed,
-        kept.len(),
-        if unreadable.is_empty() {
-            String::new()
-        } else {
-            format!(
-                "; {} unreadable manifest(s) stopped object cleanup",
-                unreadable.len()
-            )
-        }
-    );
-    println!("{summary}");
-    for line in &unreadable {
+    let pruned = retention::prune(
+        &engine,
+        host.ledger(),
+        store,
+        &policy.safeguards().backup.retention,
+    )?;
+    println!("{}", pruned.summary);
+    for line in &pruned.unreadable {
         eprintln!("nightwatch: unreadable backup manifest {line}");
     }
-    if removed.is_empty() && kept.is_empty() && unreadable.is_empty() {
-        return Ok(0);
-    }
-    engine.record(Event::BackupPruned {
-        inputs: json!({
-            "keep_days": retention.keep_days,
-            "max_total_bytes": retention.max_total_bytes.map(|b| b.0),
-        }),
-        summary,
-        problems: unreadable.clone(),
-        removed: json!(removed),
-        kept: json!(kept),
-    })?;
-    Ok(u8::from(!unreadable.is_empty()))
+    pruned.record(&engine)?;
+    Ok(u8::from(!pruned.unreadable.is_empty()))
 }

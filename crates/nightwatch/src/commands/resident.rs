@@ -13,10 +13,11 @@
 //! already rewrite the ledger, so it is the same trust boundary.
 
 use crate::cli::GateArgs;
-use crate::commands::hook::{MAX_INPUT, World, answer};
+use crate::commands::hook::MAX_INPUT;
 use crate::environment::Environment;
 use anyhow::{Context as _, bail};
 use nightwatch_agents::{Agent, Reply, reply_to_failure};
+use nightwatch_host::hook::{World, answer};
 use nightwatch_policy::Policy;
 use nightwatch_store::Ledger;
 use serde::{Deserialize, Serialize};

@@ -8,9 +8,8 @@ use crate::commands::{load_policy, open_ledger};
 use crate::host::Host;
 use crate::timespec;
 use anyhow::bail;
-use nightwatch_gate::Event;
+use nightwatch_ledger::event;
 use nightwatch_ledger::schema::Placement;
-use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_store::LedgerReader;
 use nightwatch_trust::{AgentReport, Bound, Judgement, Outcome, Recommendation};
 use serde::Serialize;
@@ -39,20 +38,21 @@ pub fn set(args: TrustSetArgs) -> anyhow::Result<u8> {
         );
     }
     let host = Host::open()?;
-    let by = crate::context::human(args.by, &host.env).id;
-    let before = nightwatch_trust::current_tier(&trust_records(host.ledger())?, agent, settings);
-    let record = host.engine().record(Event::Trust {
-        by: nightwatch_core::Actor::new(nightwatch_core::ActorKind::Human, by.clone()),
-        placement: Placement {
+    let by = crate::context::human(args.by, &host.env);
+    let placed = nightwatch_host::trust::place(
+        &host.engine(),
+        host.ledger(),
+        settings,
+        by.clone(),
+        Placement {
             agent: agent.to_owned(),
             tier: args.tier.clone(),
             why: why.to_owned(),
         },
-        host: None,
-    })?;
+    )?;
     println!(
-        "{}: {agent} is in {} (was {}), placed by {by}: {why}",
-        record.id, args.tier, before.tier
+        "{}: {agent} is in {} (was {}), placed by {}: {why}",
+        placed.record.id, args.tier, placed.before, by.id
     );
     println!("its count starts again from here; `nightwatch trust report` shows its record");
     Ok(0)
@@ -95,13 +95,6 @@ pub fn report(args: TrustReportArgs) -> anyhow::Result<u8> {
     }
     print!("{}", table(&reports, &clock));
     Ok(0)
-}
-
-fn trust_records(ledger: &dyn LedgerReader) -> anyhow::Result<Vec<Record>> {
-    Ok(ledger.query(&Filter {
-        event: Some(event::TRUST.to_owned()),
-        ..Filter::default()
-    })?)
 }
 
 /// A readable table, one row per agent, each followed by its reasons.

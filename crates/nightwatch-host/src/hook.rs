@@ -1,0 +1,248 @@
+//! The hook pipeline: one agent's hook call (its JSON, the caller's captured environment) in,
+//! the reply the agent honours out: a verdict, a record, or a refusal, never a crash. The hook
+//! process and the resident gate both answer through [`answer`] with their own [`World`], so
+//! both give the same answer and write the same records through the same engine.
+
+use crate::clock::Clock;
+use crate::context;
+use crate::environment::Environment;
+use anyhow::Context as _;
+use nightwatch_agents::{
+    Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
+};
+use nightwatch_gate::{Engine, Escalator, Event, Failure, Proposal, Report};
+use nightwatch_ledger::Outputs;
+use nightwatch_policy::Policy;
+use nightwatch_store::Ledger;
+use std::sync::{Arc, Mutex};
+
+/// The message of the last panic, for the refusal's reason (the default hook's text on stderr
+/// would become the agent's reason, with a backtrace).
+static LAST_PANIC: Mutex<String> = Mutex::new(String::new());
+
+/// Keeps each panic's message for the refusal's reason, instead of the default hook's text on
+/// stderr. Set once by a process that answers hooks.
+pub fn remember_panics() {
+    std::panic::set_hook(Box::new(|info| {
+        if let Ok(mut last) = LAST_PANIC.lock() {
+            *last = info.to_string();
+        }
+    }));
+}
+
+/// What answering a hook call needs from outside: the ledger, the policy, the guards, and a way
+/// to escalate. The hook process opens them for one call; the resident gate keeps them.
+pub trait World: Sync {
+    fn ledger(&self) -> anyhow::Result<&dyn Ledger>;
+    fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>>;
+    /// The guards for a call from `env`: paths are resolved with its home, directory and the
+    /// agents' config directories, not the answering process's.
+    fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards;
+    /// Sends a halt's or ask's escalation without holding up the answer.
+    fn escalate(&self, record_id: &str, env: &Environment);
+}
+
+/// The world's escalation for calls from `env`.
+struct Escalation<'a> {
+    world: &'a dyn World,
+    env: &'a Environment,
+}
+
+impl Escalator for Escalation<'_> {
+    fn escalate(&self, record_id: &str) {
+        self.world.escalate(record_id, self.env);
+    }
+}
+
+/// The reply to one hook call: a verdict, a record, or a refusal, never a crash.
+pub fn answer(agent: Agent, input: &[u8], env: &Environment, world: &dyn World) -> Reply {
+    // The world holds a ledger connection and a policy cache behind locks that shrug off
+    // poisoning, and a panic leaves neither half-updated: SQLite rolls back what a panic
+    // interrupted, and a policy is cached only once it is whole.
+    let world = std::panic::AssertUnwindSafe(world);
+    match std::panic::catch_unwind(|| handle(agent, input, env, *world)) {
+        Ok(Ok(reply)) => reply,
+        Ok(Err(error)) => refuse(agent, input, env, *world, &format!("{error:#}")),
+        Err(_) => {
+            let message = LAST_PANIC.lock().map(|m| m.clone()).unwrap_or_default();
+            refuse(
+                agent,
+                input,
+                env,
+                *world,
+                &format!("internal error: {message}"),
+            )
+        }
+    }
+}
+
+/// A refusal because nightwatch itself failed. It is recorded too when the ledger can still be
+/// written, so that even this veto is not silent; when it cannot, stderr is all there is.
+fn refuse(agent: Agent, input: &[u8], env: &Environment, world: &dyn World, reason: &str) -> Reply {
+    let reply = reply_to_failure(agent, reason);
+    let world = std::panic::AssertUnwindSafe(world);
+    let _ = std::panic::catch_unwind(|| record_refusal(agent, input, env, *world, &reply.stderr));
+    reply
+}
+
+fn record_refusal(
+    agent: Agent,
+    input: &[u8],
+    env: &Environment,
+    world: &dyn World,
+    reason: &str,
+) -> anyhow::Result<()> {
+    let clock = Clock::from_env(env)?;
+    let ledger = world.ledger()?;
+    let guards = world.guards(env);
+    let escalation = Escalation { world, env };
+    let host = context::from_env(env).host;
+    let engine = Engine::new(ledger, &guards, &clock, &escalation, host);
+    let event = parse_event(agent, input).ok();
+    let mut context = context::from_env(env);
+    if context.session.is_none() {
+        context.session = event
+            .as_ref()
+            .and_then(|e| e.session_id())
+            .map(str::to_owned);
+    }
+    let (tool, inputs) = match &event {
+        Some(
+            HookEvent::BeforeTool { tool, inputs, .. } | HookEvent::AfterTool { tool, inputs, .. },
+        ) => (tool.name().into_owned(), inputs.clone()),
+        _ => (
+            "unknown".to_owned(),
+            serde_json::Value::String(String::from_utf8_lossy(input).chars().take(4096).collect()),
+        ),
+    };
+    engine.record(Event::Refusal(Failure {
+        actor: hook_actor(agent, env),
+        tool,
+        context,
+        call_id: event.as_ref().and_then(|e| e.call_id()).map(str::to_owned),
+        inputs,
+        reason: reason.trim().to_owned(),
+    }))?;
+    Ok(())
+}
+
+/// The agent's actor, named as its launcher named it (`NIGHTWATCH_AGENT`) when it did.
+fn hook_actor(agent: Agent, env: &Environment) -> nightwatch_core::Actor {
+    let mut actor = agent.actor();
+    if let Some(name) = context::agent_name_in(env) {
+        actor.id = name;
+    }
+    actor
+}
+
+fn handle(
+    agent: Agent,
+    input: &[u8],
+    env: &Environment,
+    world: &dyn World,
+) -> anyhow::Result<Reply> {
+    let event = parse_event(agent, input)?;
+    let clock = Clock::from_env(env)?;
+    let ledger = world.ledger()?;
+    let guards = world.guards(env);
+    let escalation = Escalation { world, env };
+    let mut environment = context::from_env(env);
+    let engine = Engine::new(
+        ledger,
+        &guards,
+        &clock,
+        &escalation,
+        environment.host.clone(),
+    );
+    // The launcher's session (an alert's task, a runbook) ties calls together across agents;
+    // otherwise the agent's own session id does.
+    if environment.session.is_none() {
+        environment.session = event.session_id().map(str::to_owned);
+    }
+    let actor = hook_actor(agent, env);
+    let cwd = event.cwd().map(str::to_owned);
+    let call_id = event.call_id().map(str::to_owned);
+    match event {
+        HookEvent::BeforeTool { tool, inputs, .. } => {
+            let policy = world.policy(env)?;
+            let action = nightwatch_core::Action {
+                actor,
+                tool,
+                context: environment,
+            };
+            let ruling = engine
+                .propose(
+                    &policy,
+                    Proposal {
+                        action,
+                        call_id,
+                        inputs,
+                        cwd,
+                    },
+                )
+                .context("cannot record the decision in the ledger")?;
+            let decision = &ruling.decision;
+            Ok(reply_to_decision(
+                agent,
+                decision.verdict,
+                &decision.reason,
+                decision.instead.as_deref(),
+            ))
+        }
+        HookEvent::AfterTool {
+            tool,
+            inputs,
+            outcome,
+            ..
+        } => {
+            engine
+                .record(Event::Result(Report {
+                    actor,
+                    tool: tool.name().into_owned(),
+                    session_id: environment.session.clone(),
+                    call_id,
+                    inputs,
+                    outputs: Outputs {
+                        exit_code: outcome.exit_code.map(i64::from),
+                        stdout: outcome.stdout,
+                        stderr: outcome.stderr,
+                    },
+                    duration_ms: outcome.duration_ms,
+                    context: environment,
+                    cwd,
+                }))
+                .context("cannot record the result in the ledger")?;
+            Ok(reply_to_record(agent))
+        }
+        HookEvent::Lifecycle { name, details, .. } => {
+            engine
+                .record(Event::Lifecycle {
+                    step: lifecycle_step(&name),
+                    actor,
+                    context: environment,
+                    details,
+                })
+                .context("cannot record the event in the ledger")?;
+            Ok(reply_to_record(agent))
+        }
+    }
+}
+
+/// `SessionStart` is recorded as `session-start`, and so on.
+fn lifecycle_step(name: &str) -> String {
+    match name {
+        "SessionStart" => nightwatch_ledger::event::SESSION_START.to_owned(),
+        "Stop" => nightwatch_ledger::event::STOP.to_owned(),
+        "SessionEnd" => nightwatch_ledger::event::SESSION_END.to_owned(),
+        other => {
+            let mut step = String::new();
+            for (i, c) in other.chars().enumerate() {
+                if c.is_ascii_uppercase() && i > 0 {
+                    step.push('-');
+                }
+                step.push(c.to_ascii_lowercase());
+            }
+            step
+        }
+    }
+}
