@@ -71,13 +71,13 @@ impl Edges for Binary {
 }
 
 /// The daemon's log: one line per event on stderr, `info` and above unless `NIGHTWATCH_LOG`
-/// says otherwise (`debug`, `nightwatch_serve=debug,warn`, ...).
+/// names another level (`error`, `warn`, `info`, `debug`, `trace`).
 fn start_logging() {
-    let filter = crate::environment::configured_var("NIGHTWATCH_LOG")
-        .and_then(|text| tracing_subscriber::EnvFilter::try_new(text).ok())
-        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("info"));
+    let level = crate::environment::configured_var("NIGHTWATCH_LOG")
+        .and_then(|text| text.trim().parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::INFO);
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_max_level(level)
         .with_writer(std::io::stderr)
         .with_target(false)
         .try_init();
