@@ -12,7 +12,7 @@
 //! --now`); a record never says it was written at a simulated time.
 
 use crate::{Failure, Gate, Proposal, Report, Ruling, record_context};
-use nightwatch_core::{Action, Actor, Context, Verdict};
+use nightwatch_core::{Action, Actor, Context};
 use nightwatch_ledger::schema::{Answer, Notified, Placement, Swept, Undone};
 use nightwatch_ledger::{
     Entry, Filter, Outputs, Record, RecordActor, RecordContext, Safeguards, event,
@@ -222,8 +222,7 @@ impl<'a> Engine<'a> {
         self.clock.now_ms()
     }
 
-    /// The same engine judging at `now_ms` (a simulation), its records still stamped with the
-    /// real time.
+    /// The engine's clock: what it judges at and stamps records with.
     pub fn clock(&self) -> &'a dyn Clock {
         self.clock
     }
@@ -524,9 +523,9 @@ impl<'a> Engine<'a> {
                 entry
             }
         };
-        let notify = Safeguards::of(entry.safeguards.as_ref()).notify;
+        let notify = Safeguards::names_notifiers(entry.safeguards.as_ref());
         let record = self.ledger.append(entry)?;
-        if notify.is_some_and(|n| !n.is_empty()) {
+        if notify {
             self.escalator.escalate(&record.id);
         }
         Ok(record)
@@ -570,9 +569,4 @@ fn answer_of(asked: &Record) -> Answer {
         expires_ms: None,
         why: None,
     }
-}
-
-/// Whether a verdict is one a person is told about by default.
-pub fn escalates(verdict: Verdict) -> bool {
-    matches!(verdict, Verdict::Halt | Verdict::Ask)
 }

@@ -63,6 +63,15 @@ impl Safeguards {
         }
     }
 
+    /// Whether stored safeguards name notifiers to tell, read without building the typed view
+    /// (a result's `after` can be large, and every record is asked).
+    pub fn names_notifiers(value: Option<&Value>) -> bool {
+        value
+            .and_then(|v| v.get("notify"))
+            .and_then(Value::as_array)
+            .is_some_and(|n| !n.is_empty())
+    }
+
     pub fn is_empty(&self) -> bool {
         *self == Safeguards::default()
     }
@@ -206,6 +215,7 @@ mod tests {
         let later = json!({ "notify": ["pager"], "quorum": { "hosts": 3 } });
         let typed = Safeguards::of(Some(&later));
         assert_eq!(typed.notify.as_deref(), Some(&["pager".to_owned()][..]));
+        assert!(Safeguards::names_notifiers(Some(&later)));
         assert_eq!(typed.into_value(), Some(later));
 
         let odd = json!({ "notify": "not a list" });
@@ -213,6 +223,8 @@ mod tests {
         assert_eq!(typed.notify, None);
         assert_eq!(typed.other.get("unread"), Some(&odd));
 
+        assert!(!Safeguards::names_notifiers(Some(&json!({ "notify": [] }))));
+        assert!(!Safeguards::names_notifiers(None));
         assert!(Safeguards::of(None).is_empty());
         assert_eq!(Safeguards::default().into_value(), None);
     }
