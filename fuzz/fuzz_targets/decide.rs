@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(line) = std::str::from_utf8(data) else {
         return;
     };
-    let policy = POLICY.get_or_init(Policy::builtin);
+    let policy = POLICY.get_or_init(|| Policy::builtin(nightwatch_shell::analyse));
     let decision = policy.decide(&Action::exec(line));
     if decision
         .invocations

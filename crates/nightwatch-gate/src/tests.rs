@@ -108,7 +108,7 @@ fn propose(engine: &Engine<'_>, policy: &Policy, line: &str, cwd: Option<&str>) 
 
 #[test]
 fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
-    let policy = Policy::from_yaml(POLICY).expect("policy");
+    let policy = Policy::from_yaml(POLICY, nightwatch_shell::analyse).expect("policy");
     let ledger = ledger();
     let guards = MadeUp::default();
     let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
@@ -127,7 +127,7 @@ fn policy_judges_the_names_the_guards_know_from_the_calls_directory() {
 
 #[test]
 fn backups_take_the_paths_as_the_line_names_them() {
-    let policy = Policy::from_yaml(POLICY).expect("policy");
+    let policy = Policy::from_yaml(POLICY, nightwatch_shell::analyse).expect("policy");
     let ledger = ledger();
     let guards = MadeUp::default();
     let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);

@@ -93,7 +93,8 @@ mod tests {
 
     fn paths_of(tool: Tool, cwd: Option<&str>) -> Written {
         let action = Action::new(Actor::new(ActorKind::Agent, "a"), tool);
-        let decision = nightwatch_policy::Policy::builtin().decide(&action);
+        let decision =
+            nightwatch_policy::Policy::builtin(nightwatch_shell::analyse).decide(&action);
         written_paths(&action, &decision, cwd)
     }
 

@@ -93,7 +93,7 @@ fn named(actor: &Actor, tool: &str) -> Action {
 
 #[test]
 fn every_actor_gets_the_same_steps() {
-    let policy = Policy::from_yaml(POLICY).expect("policy");
+    let policy = Policy::from_yaml(POLICY, nightwatch_shell::analyse).expect("policy");
     let actors = [
         Actor::new(ActorKind::Agent, "claude-code"),
         Actor::new(ActorKind::Script, "exec"),
@@ -170,7 +170,7 @@ fn every_actor_gets_the_same_steps() {
 /// An actor cannot name its own tier: the engine replaces it with the ledger's.
 #[test]
 fn a_tier_the_actor_claims_is_replaced() {
-    let policy = Policy::from_yaml(POLICY).expect("policy");
+    let policy = Policy::from_yaml(POLICY, nightwatch_shell::analyse).expect("policy");
     let ledger = ledger("claimed-tier");
     let clock = Stopped(NIGHT);
     let told = Told::default();

@@ -1,6 +1,7 @@
-//! The one clock. Every command takes "now" from here, and tests set it with `NIGHTWATCH_NOW`
-//! (any time `timespec` reads: `2am`, `+6d`, RFC 3339, ...), so "at 2 AM" is tested without
-//! waiting for 2 AM.
+//! The one clock. Every command takes "now" from here. `NIGHTWATCH_NOW` (any time
+//! nightwatch-time reads: `2am`, `+6d`, RFC 3339, ...) moves the time actions are *judged* at,
+//! so "at 2 AM" is tested without waiting for 2 AM; records are still *written* at the real
+//! time, so the append-only ledger never holds a simulated date.
 
 use crate::environment::Environment;
 use jiff::Timestamp;
@@ -34,8 +35,8 @@ fn local_zone(env: &Environment) -> TimeZone {
 }
 
 impl Clock {
-    /// The system clock, unless `NIGHTWATCH_NOW` fixes it. A value that cannot be read is an
-    /// error rather than a silent fallback to the real time.
+    /// The system clock, judged at the time `NIGHTWATCH_NOW` names when it is set. A value that
+    /// cannot be read is an error rather than a silent fallback to the real time.
     pub fn from_environment() -> anyhow::Result<Clock> {
         Clock::from_env(&Environment::of_process())
     }
@@ -54,8 +55,14 @@ impl Clock {
         Ok(Clock { fixed, zone })
     }
 
+    /// The time actions are judged at.
     pub fn now(&self) -> Timestamp {
         self.fixed.unwrap_or_else(Timestamp::now)
+    }
+
+    /// The time a record is written at: always the system's.
+    pub fn written_ms(&self) -> i64 {
+        Timestamp::now().as_millisecond()
     }
 
     pub fn now_ms(&self) -> i64 {
@@ -85,6 +92,9 @@ mod tests {
         let ahead = utc("+6d").unwrap().now_ms() - Timestamp::now().as_millisecond();
         let six_days = 6 * 86_400_000;
         assert!((six_days - 60_000..=six_days).contains(&ahead), "{ahead}");
+        // Judged at the fixed time, written at the real one.
+        let written = fixed.written_ms() - Timestamp::now().as_millisecond();
+        assert!((-60_000..=0).contains(&written), "{written}");
         let error = utc("soon").unwrap_err().to_string();
         assert!(error.starts_with("NIGHTWATCH_NOW:"), "{error}");
         assert!(error.contains("RFC 3339"), "{error}");

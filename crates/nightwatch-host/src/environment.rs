@@ -59,6 +59,20 @@ impl Environment {
         }
     }
 
+    /// An environment of exactly these variables (a test's, or a caller's that hands over
+    /// what it captured), with no working directory.
+    pub fn from_vars<K: Into<String>, V: Into<String>>(
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Environment {
+        Environment {
+            vars: vars
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            cwd: None,
+        }
+    }
+
     /// The working directory the variables were captured in.
     pub fn cwd(&self) -> Option<&str> {
         self.cwd.as_deref()

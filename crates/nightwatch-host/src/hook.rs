@@ -30,6 +30,27 @@ pub fn remember_panics() {
     }));
 }
 
+/// Largest hook input read; a larger one is refused.
+pub const MAX_INPUT: u64 = 16 * 1024 * 1024;
+
+/// Reads one hook call from `input`, at most [`MAX_INPUT`] bytes; the refusal to answer with
+/// when it cannot be read whole.
+pub fn read_call(agent: Agent, input: impl std::io::Read) -> Result<Vec<u8>, Reply> {
+    use std::io::Read as _;
+    let mut call = Vec::new();
+    match input.take(MAX_INPUT + 1).read_to_end(&mut call) {
+        Err(error) => Err(reply_to_failure(
+            agent,
+            &format!("cannot read the hook input: {error}"),
+        )),
+        Ok(_) if call.len() as u64 > MAX_INPUT => Err(reply_to_failure(
+            agent,
+            "the hook input is larger than 16 MiB",
+        )),
+        Ok(_) => Ok(call),
+    }
+}
+
 /// What answering a hook call needs from outside: the ledger, the policy, the guards, and a way
 /// to escalate. The hook process opens them for one call; the resident gate keeps them.
 pub trait World: Sync {
@@ -40,6 +61,58 @@ pub trait World: Sync {
     fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards;
     /// Sends a halt's or ask's escalation without holding up the answer.
     fn escalate(&self, record_id: &str, env: &Environment);
+}
+
+/// The world of a hook process that answers one call and exits: the ledger is opened on first
+/// use, the policy loaded once.
+pub struct OneCall {
+    data_dir: std::path::PathBuf,
+    ledger: std::sync::OnceLock<Result<Arc<dyn Ledger>, String>>,
+    guards: nightwatch_gate::LiveGuards,
+}
+
+impl OneCall {
+    /// The world of a call from `env`, in its data directory.
+    pub fn new(env: &Environment) -> OneCall {
+        let data_dir = crate::home::data_dir_in(env);
+        OneCall {
+            guards: nightwatch_gate::LiveGuards::new(&data_dir),
+            ledger: std::sync::OnceLock::new(),
+            data_dir,
+        }
+    }
+}
+
+impl World for OneCall {
+    fn ledger(&self) -> anyhow::Result<&dyn Ledger> {
+        let opened = self.ledger.get_or_init(|| {
+            crate::stores::ledger(&self.data_dir)
+                .with_context(|| format!("cannot open the ledger in {}", self.data_dir.display()))
+                .map_err(|e| format!("{e:#}"))
+        });
+        match opened {
+            Ok(ledger) => Ok(ledger),
+            Err(error) => Err(anyhow::anyhow!("{error}")),
+        }
+    }
+
+    fn policy(&self, env: &Environment) -> anyhow::Result<Arc<Policy>> {
+        let (policy, _) =
+            crate::policies::load(crate::policies::policy_file(None, env).as_deref())?;
+        let policy = Arc::new(policy);
+        // This process answers one call and exits: freeing the compiled policy's thousands of
+        // small allocations would cost more than deciding with it. The exit frees it.
+        std::mem::forget(Arc::clone(&policy));
+        Ok(policy)
+    }
+
+    fn guards(&self, env: &Environment) -> nightwatch_gate::LiveGuards {
+        self.guards.with_places(crate::paths::places(env))
+    }
+
+    fn escalate(&self, record_id: &str, env: &Environment) {
+        crate::host::send_escalation_in_background(record_id, env);
+    }
 }
 
 /// The world's escalation for calls from `env`.

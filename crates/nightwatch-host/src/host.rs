@@ -14,6 +14,9 @@ impl nightwatch_gate::Clock for Clock {
     fn now_ms(&self) -> i64 {
         Clock::now_ms(self)
     }
+    fn written_ms(&self) -> i64 {
+        Clock::written_ms(self)
+    }
     fn zone(&self) -> &jiff::tz::TimeZone {
         Clock::zone(self)
     }

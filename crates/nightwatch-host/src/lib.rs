@@ -12,14 +12,18 @@
 //! - [`host::Host`] puts them together; [`host::Host::engine`] is how every command proposes
 //!   and records. [`policies::Policies`] keeps policies for long-running processes.
 //! - [`sweep`] is the janitor's orchestration through that engine, for the CLI and the daemon.
-//! - [`hook`] is the hook pipeline (a hook call in, the agent's reply out) for the hook process
-//!   and the resident gate.
+//! - [`hook`] is the hook pipeline (a hook call in, the agent's reply out) with the world of a
+//!   hook process that answers one call; [`resident`] is the resident gate (its socket, wire
+//!   format and world) that answers hooks through the same pipeline.
+//! - [`policies`] says which policy file applies and loads it; [`daemon`] is what the daemon is
+//!   given from this host (clock, policy, guards, escalator, janitor).
 //! - [`undo`], [`approvals`], [`retention`] and [`trust`] are people's actions on records,
 //!   through the engine; [`replay`] re-decides recorded decisions under a candidate policy.
 
 pub mod approvals;
 pub mod clock;
 pub mod context;
+pub mod daemon;
 pub mod environment;
 pub mod home;
 pub mod hook;
@@ -27,6 +31,7 @@ pub mod host;
 pub mod paths;
 pub mod policies;
 pub mod replay;
+pub mod resident;
 pub mod retention;
 pub mod stores;
 pub mod sweep;
@@ -36,4 +41,4 @@ pub mod undo;
 pub use clock::Clock;
 pub use environment::Environment;
 pub use host::{Background, Host};
-pub use policies::Policies;
+pub use policies::{Origin, Policies};

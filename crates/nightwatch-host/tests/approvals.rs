@@ -63,7 +63,7 @@ fn an_approved_ask_lets_the_same_call_through_once() {
     let guards = LiveGuards::new(dir.path());
     let clock = Stopped(NOW);
     let engine = Engine::new(&ledger, &guards, &clock, &NoEscalator, None);
-    let policy = Policy::compile(POLICY).unwrap();
+    let policy = Policy::compile(POLICY, nightwatch_shell::analyse).unwrap();
 
     let asked = restart(&engine, &policy, "call-1");
     assert_eq!(asked.decision.verdict, Verdict::Ask);
@@ -94,7 +94,7 @@ fn a_rejection_voids_the_approval() {
     let guards = LiveGuards::new(dir.path());
     let clock = Stopped(NOW);
     let engine = Engine::new(&ledger, &guards, &clock, &NoEscalator, None);
-    let policy = Policy::compile(POLICY).unwrap();
+    let policy = Policy::compile(POLICY, nightwatch_shell::analyse).unwrap();
 
     let ruling = restart(&engine, &policy, "call-1");
     let asked = approvals::asked(&ledger, &ruling.record.id).unwrap();
@@ -118,7 +118,7 @@ fn only_an_ask_can_be_approved() {
     let guards = LiveGuards::new(dir.path());
     let clock = Stopped(NOW);
     let engine = Engine::new(&ledger, &guards, &clock, &NoEscalator, None);
-    let policy = Policy::compile(POLICY).unwrap();
+    let policy = Policy::compile(POLICY, nightwatch_shell::analyse).unwrap();
     let action = Action::exec("ls");
     let allowed = engine
         .propose(

@@ -37,6 +37,7 @@ fn world(dir: &std::path::Path) -> InMemory {
         policy: Arc::new(
             Policy::compile(
                 "rules:\n  - id: no-wiping\n    verdict: deny\n    command: [\"rm -rf *\"]\n",
+                nightwatch_shell::analyse,
             )
             .unwrap(),
         ),

@@ -29,7 +29,7 @@ fn policy(dir: &Path, undo: &str) -> Policy {
     Policy::compile(&format!(
         "rules:\n  - id: people-undo\n    verdict: {undo}\n    actor: {{ kind: [human] }}\n    tool: undo\n  - id: config-writes\n    verdict: allow\n    tool: [write]\n    paths: [\"{}/etc/**\"]\n",
         dir.display()
-    ))
+    ), nightwatch_shell::analyse)
     .unwrap()
 }
 

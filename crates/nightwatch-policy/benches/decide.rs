@@ -36,7 +36,7 @@ fn corpus(name: &str) -> Vec<String> {
 /// The built-in policy without its examples (they test the built-in rules, and the generated
 /// rules below change some of their verdicts), followed by generated rules up to `total`.
 fn big_policy_yaml(total: usize) -> String {
-    let builtin = Policy::builtin().rule_count();
+    let builtin = Policy::builtin(nightwatch_shell::analyse).rule_count();
     let rules_end = DEFAULT_POLICY_YAML
         .find("\nexamples:")
         .expect("the built-in policy has an examples: section");
@@ -196,9 +196,10 @@ fn micros(d: Duration) -> String {
 
 fn main() {
     let yaml = big_policy_yaml(RULES);
-    let big = Policy::from_yaml(&yaml).unwrap_or_else(|e| panic!("generated policy: {e}"));
+    let big = Policy::from_yaml(&yaml, nightwatch_shell::analyse)
+        .unwrap_or_else(|e| panic!("generated policy: {e}"));
     assert_eq!(big.rule_count(), RULES);
-    let builtin = Policy::builtin();
+    let builtin = Policy::builtin(nightwatch_shell::analyse);
 
     let mut lines = corpus("everyday.yaml");
     let everyday = lines.len();

@@ -17,7 +17,9 @@ fn main() {
     let (mut load, mut decide) = (std::time::Duration::ZERO, std::time::Duration::ZERO);
     for _ in 0..n {
         let started = std::time::Instant::now();
-        let policy = std::hint::black_box(nightwatch_policy::Policy::builtin());
+        let policy = std::hint::black_box(nightwatch_policy::Policy::builtin(
+            nightwatch_shell::analyse,
+        ));
         let loaded = std::time::Instant::now();
         std::hint::black_box(policy.decide(&action));
         decide += loaded.elapsed();

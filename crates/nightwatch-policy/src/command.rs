@@ -252,7 +252,7 @@ fn compile_flag(program: &str, text: &str) -> Result<RequiredFlag, String> {
     if name.len() < 2 || name == "--" {
         return Err(format!("flag {text:?} has no name"));
     }
-    let normalise = |flag: &str| nightwatch_shell::normalise_flag(program, flag).into_owned();
+    let normalise = |flag: &str| nightwatch_core::normalise_flag(program, flag).into_owned();
     let names = if has_glob_syntax(name) {
         let prefix_end = name.find(is_glob_char).unwrap_or(name.len());
         let prefix = &name[..prefix_end];

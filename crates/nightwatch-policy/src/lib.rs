@@ -58,7 +58,7 @@
 //! - The first token is a glob over the command's name (`argv[0]`). If it contains `/` it is
 //!   a glob over the path the command was named by instead (`/usr/local/bin/*`).
 //! - A later token starting with `-` is a flag the invocation must carry, anywhere. Flag names
-//!   are normalised with `nightwatch_shell::normalise_flag` exactly as the analyser normalises
+//!   are normalised with `nightwatch_core::normalise_flag` exactly as the analyser normalises
 //!   invocations, so `rm --recursive` in a pattern is `rm -r`. `-rf` requires `-r` and `-f`
 //!   (or a single flag spelled `-rf`, for commands like `find -delete` whose options are not
 //!   letters). `--force*` is a glob over names (it also matches the canonical form of
@@ -82,7 +82,8 @@
 //!
 //! # Deciding
 //!
-//! - An exec line is analysed into invocations (`nightwatch_shell::analyse`) and each is
+//! - An exec line is analysed into invocations (by the [`Analyser`] the policy was compiled
+//!   with, `nightwatch_shell::analyse`) and each is
 //!   judged on its own: of all rules that match, the strictest verdict wins (allow < ask <
 //!   halt < deny), ties going to the earliest rule in the file. No rule: the policy's default.
 //! - The line's verdict is the strictest over its invocations, explained by the first
@@ -146,9 +147,16 @@ pub const DEFAULT_POLICY_YAML: &str = include_str!("default.yaml");
 /// reads, because the hook loads it on every call and JSON reads many times faster than YAML.
 const DEFAULT_POLICY_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/default-policy.json"));
 
+/// What turns an exec line into every command it would run: `nightwatch_shell::analyse`. A
+/// policy is handed it when it is compiled rather than linking the parser, so that the rules
+/// stay free of the parser's dependencies (which reach libc for things nightwatch never calls).
+pub type Analyser = fn(&str) -> Vec<Invocation>;
+
 /// A compiled policy. Immutable, and cheap to share between threads.
 #[derive(Clone, Debug)]
 pub struct Policy {
+    /// Reads the exec lines this policy judges (and its examples).
+    analyse: Analyser,
     default: Verdict,
     opaque: Verdict,
     rules: Vec<Rule>,
@@ -239,13 +247,14 @@ pub struct ExampleOutcome {
 
 impl Policy {
     /// Reads and compiles a policy, then runs its examples: a failing example is an error.
-    pub fn from_yaml(source: &str) -> Result<Policy, PolicyError> {
+    /// `analyse` reads exec lines (`nightwatch_shell::analyse`).
+    pub fn from_yaml(source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
         // `nightwatch init` writes the built-in policy out; until an operator edits it, it is
         // the built-in policy, whose examples the tests run. Only exact text qualifies.
         if source == DEFAULT_POLICY_YAML {
-            return Ok(Policy::builtin());
+            return Ok(Policy::builtin(analyse));
         }
-        let policy = Policy::compile(source)?;
+        let policy = Policy::compile(source, analyse)?;
         if let Some(failed) = policy.run_examples().into_iter().find(|o| !o.passed) {
             let example = policy.examples.get(failed.index);
             return Err(PolicyError::ExampleFailed {
@@ -264,16 +273,16 @@ impl Policy {
     /// The built-in policy ([`DEFAULT_POLICY_YAML`]). Its examples are run by the tests, not
     /// here, so that this never fails; should it ever not compile, the result asks about
     /// everything rather than allowing anything.
-    pub fn builtin() -> Policy {
+    pub fn builtin(analyse: Analyser) -> Policy {
         match lazy::read_trusted(|| serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON)) {
-            Ok(file) => Policy::from_file(file, Vec::new()),
-            Err(_) => Policy::ask_everything(),
+            Ok(file) => Policy::from_file(file, Vec::new(), analyse),
+            Err(_) => Policy::ask_everything(analyse),
         }
     }
 
     /// Reads and compiles a policy without running its examples, for `nightwatch policy test`,
     /// which reports every example rather than stopping at the first that fails.
-    pub fn compile(source: &str) -> Result<Policy, PolicyError> {
+    pub fn compile(source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
         // When the policy does not read, read it again as plain YAML to tell a syntax error
         // from a policy error. Only then: the hook path reads the file on every call.
         let mut file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
@@ -319,15 +328,16 @@ impl Policy {
             })
             .collect();
 
-        Ok(Policy::from_file(file, examples))
+        Ok(Policy::from_file(file, examples, analyse))
     }
 
-    fn from_file(file: PolicyFile, examples: Vec<Example>) -> Policy {
+    fn from_file(file: PolicyFile, examples: Vec<Example>, analyse: Analyser) -> Policy {
         let mut policy = Policy::assemble(
             file.default.map_or(Verdict::Ask, |v| v.0),
             file.opaque.map_or(Verdict::Ask, |v| v.0),
             file.rules,
             examples,
+            analyse,
         );
         policy.safeguards = Safeguards {
             checks: file.checks,
@@ -357,8 +367,8 @@ impl Policy {
         &self.safeguards
     }
 
-    fn ask_everything() -> Policy {
-        Policy::assemble(Verdict::Ask, Verdict::Ask, Vec::new(), Vec::new())
+    fn ask_everything(analyse: Analyser) -> Policy {
+        Policy::assemble(Verdict::Ask, Verdict::Ask, Vec::new(), Vec::new(), analyse)
     }
 
     /// Builds the indexes over compiled rules.
@@ -367,6 +377,7 @@ impl Policy {
         opaque: Verdict,
         rules: Vec<Rule>,
         examples: Vec<Example>,
+        analyse: Analyser,
     ) -> Policy {
         let mut by_command: HashMap<String, Vec<usize>> = HashMap::new();
         let mut exec_unindexed = Vec::new();
@@ -395,6 +406,7 @@ impl Policy {
             }
         }
         Policy {
+            analyse,
             default,
             opaque,
             rules,
@@ -408,7 +420,7 @@ impl Policy {
         }
     }
 
-    /// Decides an action; exec lines are analysed with `nightwatch_shell::analyse`. A file
+    /// Decides an action; exec lines are read with the policy's [`Analyser`]. A file
     /// tool's path is judged as written and as its lexical normal form (`//etc/./shadow`).
     pub fn decide(&self, action: &Action) -> Decision {
         self.decide_with(action, &NoFacts)
@@ -421,7 +433,7 @@ impl Policy {
     pub fn decide_with(&self, action: &Action, facts: &dyn PathFacts) -> Decision {
         match &action.tool {
             Tool::Exec { line } => {
-                let mut invocations = nightwatch_shell::analyse(line);
+                let mut invocations = (self.analyse)(line);
                 for invocation in &mut invocations {
                     invocation
                         .effects
@@ -725,7 +737,7 @@ struct Normalised<'a>(&'a dyn PathFacts);
 impl PathFacts for Normalised<'_> {
     fn aliases(&self, path: &str) -> Vec<String> {
         let mut aliases = self.0.aliases(path);
-        let normal = nightwatch_shell::normalise_path(path);
+        let normal = nightwatch_core::normalise_path(path);
         if normal != path && !aliases.contains(&normal) {
             aliases.extend(self.0.aliases(&normal));
             aliases.push(normal);

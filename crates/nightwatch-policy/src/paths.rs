@@ -1,7 +1,7 @@
 //! Path globs: `paths:`, `reads:`, `writes:` and `deletes:` matchers.
 
 use crate::lazy::{LazyGlob, LazyGlobSet, Separator};
-use nightwatch_shell::normalise_path;
+use nightwatch_core::normalise_path;
 
 /// One path glob as written, checked when the policy is read.
 #[derive(Clone, Debug)]

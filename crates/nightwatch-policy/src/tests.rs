@@ -75,14 +75,14 @@ fn reads(paths: &[&str]) -> Effects {
 }
 
 fn policy(source: &str) -> Policy {
-    match Policy::from_yaml(source) {
+    match Policy::from_yaml(source, nightwatch_shell::analyse) {
         Ok(policy) => policy,
         Err(err) => panic!("policy did not load: {err}\n{source}"),
     }
 }
 
 fn error(source: &str) -> String {
-    match Policy::from_yaml(source) {
+    match Policy::from_yaml(source, nightwatch_shell::analyse) {
         Ok(_) => panic!("policy should have been refused:\n{source}"),
         Err(err) => err.to_string(),
     }
@@ -108,7 +108,7 @@ fn rule(id: &str) -> Option<String> {
 
 #[test]
 fn builtin_policy_compiles() {
-    let compiled = Policy::compile(DEFAULT_POLICY_YAML);
+    let compiled = Policy::compile(DEFAULT_POLICY_YAML, nightwatch_shell::analyse);
     let policy = match compiled {
         Ok(policy) => policy,
         Err(err) => panic!("default.yaml:{err}"),
@@ -118,12 +118,15 @@ fn builtin_policy_compiles() {
     assert_eq!(policy.default_verdict(), Verdict::Ask);
     assert_eq!(policy.opaque_verdict(), Verdict::Ask);
     // builtin() is the same policy, not the ask-everything fallback.
-    assert_eq!(Policy::builtin().rule_count(), policy.rule_count());
+    assert_eq!(
+        Policy::builtin(nightwatch_shell::analyse).rule_count(),
+        policy.rule_count()
+    );
 }
 
 #[test]
 fn builtin_examples_pass_with_the_shell_analyser() {
-    let failures: Vec<String> = Policy::compile(DEFAULT_POLICY_YAML)
+    let failures: Vec<String> = Policy::compile(DEFAULT_POLICY_YAML, nightwatch_shell::analyse)
         .expect("default.yaml compiles")
         .run_examples()
         .into_iter()
@@ -146,8 +149,9 @@ fn builtin_examples_pass_with_the_shell_analyser() {
 /// policy, rule for rule and decision for decision, as reading the YAML.
 #[test]
 fn builtin_from_json_decides_as_the_yaml_does() {
-    let yaml = Policy::compile(DEFAULT_POLICY_YAML).expect("default.yaml compiles");
-    let json = Policy::builtin();
+    let yaml = Policy::compile(DEFAULT_POLICY_YAML, nightwatch_shell::analyse)
+        .expect("default.yaml compiles");
+    let json = Policy::builtin(nightwatch_shell::analyse);
     assert!(
         json.examples().is_empty(),
         "examples are run by the tests, not at load"
@@ -173,7 +177,7 @@ fn builtin_from_json_decides_as_the_yaml_does() {
 /// the policy's intent is tested whatever state the analyser is in.
 #[test]
 fn builtin_rules_decide_hand_built_invocations() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let table: Vec<(Invocation, Verdict, Option<&str>)> = vec![
         (invocation("ls -l -a"), Verdict::Allow, Some("inspection")),
         (
@@ -640,7 +644,7 @@ fn builtin_rules_decide_hand_built_invocations() {
 
 #[test]
 fn builtin_file_tools() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let decide = |tool: Tool| {
         let decision = policy.decide(&Action::new(
             Actor::new(ActorKind::Agent, "claude-code"),
@@ -693,7 +697,7 @@ fn builtin_file_tools() {
 
 #[test]
 fn simple_lines_are_decided_end_to_end() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let decision = policy.decide(&Action::exec("ls -la"));
     assert_eq!(decision.verdict, Verdict::Allow);
     assert_eq!(decision.rule.as_deref(), Some("inspection"));
@@ -813,7 +817,7 @@ fn bad_policies_are_refused_at_their_line_and_column() {
     ];
     let mut failures = Vec::new();
     for (what, source, expected) in table {
-        match Policy::from_yaml(source) {
+        match Policy::from_yaml(source, nightwatch_shell::analyse) {
             Ok(_) => failures.push(format!("{what}: accepted")),
             Err(err) => {
                 let shown = err.to_string();
@@ -831,11 +835,11 @@ fn bad_policies_are_refused_at_their_line_and_column() {
 #[test]
 fn syntax_errors_are_told_apart_from_invalid_policies() {
     assert!(matches!(
-        Policy::from_yaml("rules: [\n"),
+        Policy::from_yaml("rules: [\n", nightwatch_shell::analyse),
         Err(PolicyError::Syntax { .. })
     ));
     assert!(matches!(
-        Policy::from_yaml("default: maybe\n"),
+        Policy::from_yaml("default: maybe\n", nightwatch_shell::analyse),
         Err(PolicyError::Invalid {
             line: 1,
             column: 10,
@@ -862,7 +866,7 @@ examples:
         err,
         "8:3: example 2 (`ls`) expects allow but policy says ask (no rule matched)"
     );
-    match Policy::from_yaml(source) {
+    match Policy::from_yaml(source, nightwatch_shell::analyse) {
         Err(PolicyError::ExampleFailed {
             index,
             expected,
@@ -1425,7 +1429,7 @@ rules:
 fn patterns_normalise_flags_like_the_analyser() {
     // `--recursive` in a pattern is `-r` for rm, as the analyser writes it.
     let policy = policy("rules:\n  - id: rr\n    verdict: deny\n    command: rm --recursive\n");
-    let canonical = nightwatch_shell::normalise_flag("rm", "--recursive").into_owned();
+    let canonical = nightwatch_core::normalise_flag("rm", "--recursive").into_owned();
     let words = format!("rm {canonical} x");
     assert_eq!(judge_one(&policy, invocation(&words)).0, Verdict::Deny);
 }
@@ -1439,7 +1443,7 @@ fn policy_is_send_and_sync() {
 
 #[test]
 fn decisions_serialise() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let decision = policy.decide_analysed(&Action::exec("ls"), &[invocation("ls")]);
     let json = match serde_json_like(&decision) {
         Some(json) => json,
@@ -1462,7 +1466,7 @@ mod properties {
     use proptest::prelude::*;
     use std::sync::LazyLock;
 
-    static BUILTIN: LazyLock<Policy> = LazyLock::new(Policy::builtin);
+    static BUILTIN: LazyLock<Policy> = LazyLock::new(|| Policy::builtin(nightwatch_shell::analyse));
 
     fn word() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -1594,13 +1598,13 @@ mod properties {
 
         #[test]
         fn reading_any_text_never_panics(source in "[a-z:\\-\\[\\]{}*\"' \n]{0,80}") {
-            let _ = Policy::from_yaml(&source);
+            let _ = Policy::from_yaml(&source, nightwatch_shell::analyse);
         }
 
         #[test]
         fn any_command_pattern_compiles_or_is_refused(pattern in ".{0,30}") {
             let source = format!("rules:\n  - id: p\n    verdict: deny\n    command: {:?}\n", pattern);
-            let _ = Policy::from_yaml(&source);
+            let _ = Policy::from_yaml(&source, nightwatch_shell::analyse);
         }
     }
 }
@@ -1654,7 +1658,8 @@ fn exec(line: &str) -> Action {
 
 #[test]
 fn safeguards_are_read_with_the_rules() {
-    let policy = Policy::compile(GUARDED).unwrap_or_else(|e| panic!("{e}"));
+    let policy =
+        Policy::compile(GUARDED, nightwatch_shell::analyse).unwrap_or_else(|e| panic!("{e}"));
     let guards = policy.safeguards();
     assert_eq!(guards.checks.len(), 2);
     assert_eq!(guards.always_check, ["retry-storm"]);
@@ -1668,7 +1673,7 @@ fn safeguards_are_read_with_the_rules() {
 
 #[test]
 fn the_deciding_rules_bring_their_checks_and_notifiers() {
-    let policy = Policy::compile(GUARDED).unwrap();
+    let policy = Policy::compile(GUARDED, nightwatch_shell::analyse).unwrap();
     let restart = policy.decide(&exec("systemctl restart app && ls /srv"));
     assert_eq!(restart.verdict, Verdict::Allow);
     assert_eq!(restart.checks, ["active-migration", "retry-storm"]);
@@ -1681,22 +1686,28 @@ fn the_deciding_rules_bring_their_checks_and_notifiers() {
 #[test]
 fn a_safeguard_named_but_not_declared_is_refused_where_it_is_named() {
     let typo = GUARDED.replace("checks: [active-migration]", "checks: [active-migraton]");
-    let err = Policy::compile(&typo).unwrap_err().to_string();
+    let err = Policy::compile(&typo, nightwatch_shell::analyse)
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("28:13:"), "{err}");
     assert!(err.contains("\"active-migraton\""), "{err}");
     let typo = GUARDED.replace("halt: [oncall]", "halt: [on-call]");
-    let err = Policy::compile(&typo).unwrap_err().to_string();
+    let err = Policy::compile(&typo, nightwatch_shell::analyse)
+        .unwrap_err()
+        .to_string();
     assert!(err.starts_with("15:1:"), "{err}");
     let typo = GUARDED.replace("default: observe", "default: root");
-    let err = Policy::compile(&typo).unwrap_err().to_string();
+    let err = Policy::compile(&typo, nightwatch_shell::analyse)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("not one of `trust.tiers`"), "{err}");
     let bad_check = GUARDED.replace("on_match: halt", "on_match: allow");
-    assert!(Policy::compile(&bad_check).is_err());
+    assert!(Policy::compile(&bad_check, nightwatch_shell::analyse).is_err());
 }
 
 #[test]
 fn the_builtin_policy_has_no_safeguards_but_the_defaults() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     assert!(policy.safeguards().checks.is_empty());
     assert_eq!(policy.safeguards().trust.tiers.len(), 4);
 }
@@ -1795,7 +1806,7 @@ fn egress_limits_network_effects_to_the_allowed_hosts() {
     assert_eq!(fetch("https://evil.example/x").as_deref(), Some("egress"));
 
     // The built-in policy asks about every host, as before.
-    let builtin = Policy::builtin();
+    let builtin = Policy::builtin(nightwatch_shell::analyse);
     assert_eq!(judge_one(&builtin, net(&["github.com"])).0, Verdict::Ask);
     // A bad entry is refused where it is written.
     let message = error("egress:\n  allow: [10.0.0.0/40]\n  otherwise: deny\n");
@@ -1804,7 +1815,7 @@ fn egress_limits_network_effects_to_the_allowed_hosts() {
 
 #[test]
 fn mcp_tools_are_judged_by_their_path_arguments() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let mcp = |tool: &str, path: &str| {
         policy
             .decide(&Action::new(
@@ -1861,7 +1872,7 @@ impl PathFacts for Table {
 
 #[test]
 fn paths_are_judged_by_every_name_they_go_by() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let facts = Table(&[
         ("s/deploy", "/home/alice/.ssh/deploy"),
         ("notes.txt", "/srv/app/notes.txt"),

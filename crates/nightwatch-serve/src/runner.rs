@@ -162,8 +162,9 @@ struct DecisionTail {
 impl DecisionTail {
     /// Starts after the decisions already recorded.
     fn new(daemon: &Daemon) -> DecisionTail {
+        // Records carry the time they were written, never a simulated one.
         let mut tail = DecisionTail {
-            since_ms: daemon.now_ms(),
+            since_ms: daemon.edges.clock().written_ms(),
             last_seq: 0,
         };
         let filter = nightwatch_ledger::Filter {

@@ -52,9 +52,12 @@ impl Edges for PanicsOnce {
         if self.reads.fetch_add(1, Ordering::SeqCst) == 0 {
             panic!("a poisoned task");
         }
-        nightwatch_policy::Policy::from_yaml("version: 1\ndefault: allow\n")
-            .map(Arc::new)
-            .map_err(|e| e.to_string())
+        nightwatch_policy::Policy::from_yaml(
+            "version: 1\ndefault: allow\n",
+            nightwatch_shell::analyse,
+        )
+        .map(Arc::new)
+        .map_err(|e| e.to_string())
     }
     fn guards(&self) -> &(dyn Guards + Sync) {
         &self.guards

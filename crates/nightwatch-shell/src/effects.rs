@@ -1,7 +1,7 @@
 //! What a command does to the world, as far as its text shows.
 
-use crate::flags::{normalise_flag, takes_value};
-use crate::paths::{is_relative, normalise_path};
+use nightwatch_core::flags::{normalise_flag, takes_value};
+use nightwatch_core::paths::{is_relative, normalise_path};
 use nightwatch_core::{Arg, Effects};
 
 /// Commands whose positionals are names, not contents: listing or naming a file is not reading it.

@@ -15,19 +15,15 @@
 
 mod effects;
 mod environment;
-mod flags;
 mod limits;
 mod network;
-mod paths;
 mod walk;
 mod word;
 mod wrappers;
 
 use nightwatch_core::Invocation;
 
-pub use flags::normalise_flag;
 pub use limits::{MAX_INPUT_BYTES, MAX_NESTING};
-pub use paths::normalise_path;
 
 /// Every command the line would run, outermost wrappers first, in source order.
 ///

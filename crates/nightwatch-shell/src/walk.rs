@@ -5,16 +5,16 @@ use crate::effects::{
     reads_program_from_stdin,
 };
 use crate::environment::{self, code_reads_env, environment_effects};
-use crate::flags::split_args;
 use crate::limits::{
     MAX_INPUT_BYTES, MAX_INVOCATIONS, MAX_NESTING, MAX_PAREN_NESTING, MAX_SCRIPT_DEPTH,
     nesting_bound, paren_bound,
 };
 use crate::network::{host_of, network_effects};
-use crate::paths::{is_relative, normalise_path};
 use crate::word::{self, Field, Substitution};
 use crate::wrappers::{Inner, SHELLS, unwrap};
 use brush_parser::ast;
+use nightwatch_core::flags::split_args;
+use nightwatch_core::paths::{is_relative, normalise_path};
 use nightwatch_core::{Effects, Invocation, Remote};
 use std::collections::HashMap;
 

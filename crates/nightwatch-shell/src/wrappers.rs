@@ -1,7 +1,7 @@
 //! Wrappers: commands that run another command. Each is judged itself, and so is what it runs.
 
-use crate::flags::takes_value;
 use crate::word::Field;
+use nightwatch_core::flags::takes_value;
 use nightwatch_core::{Remote, RemoteKind};
 
 /// What a wrapper runs.

@@ -7,8 +7,9 @@
 //! (the environment variable overrides only the configs that do not set `cases` explicitly, so
 //! the per-block counts below are the floor for a normal run).
 
+use nightwatch_core::normalise_path;
 use nightwatch_core::{Effects, Invocation};
-use nightwatch_shell::{MAX_NESTING, analyse, normalise_path};
+use nightwatch_shell::{MAX_NESTING, analyse};
 use proptest::prelude::*;
 
 /// Pieces of shell syntax that exercise the parser's corners when strung together at random.

@@ -20,7 +20,8 @@ const NOW_DAY: i64 = 10;
 
 fn settings(trust: &str) -> TrustSettings {
     let source = format!("version: 1\ntrust:\n{trust}");
-    let policy = Policy::compile(&source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    let policy = Policy::compile(&source, nightwatch_shell::analyse)
+        .unwrap_or_else(|e| panic!("{e}\n{source}"));
     policy.safeguards().trust.clone()
 }
 

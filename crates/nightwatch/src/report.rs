@@ -1,8 +1,8 @@
 //! How a decision is shown: a few readable lines for people, one JSON object for programs.
 //! The JSON here is the command line's wire format, built from the core types at this edge.
 
-use crate::commands::Origin;
 use nightwatch_core::{Effects, Invocation, Remote};
+use nightwatch_host::Origin;
 use nightwatch_policy::{Decision, JudgedInvocation};
 use serde::Serialize;
 use std::fmt::Write;

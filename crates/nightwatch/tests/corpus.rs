@@ -21,7 +21,7 @@ fn load(name: &str) -> Vec<Entry> {
 
 /// Every entry decided; the mismatches listed together so one run shows them all.
 fn mismatches(entries: &[Entry]) -> Vec<String> {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let mut wrong = Vec::new();
     for entry in entries {
         let decision = policy.decide(&Action::exec(entry.line.clone()));

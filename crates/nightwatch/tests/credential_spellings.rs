@@ -17,7 +17,7 @@ use proptest::test_runner::TestRunner;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
-static BUILTIN: LazyLock<Policy> = LazyLock::new(Policy::builtin);
+static BUILTIN: LazyLock<Policy> = LazyLock::new(|| Policy::builtin(nightwatch_shell::analyse));
 
 #[derive(Clone, Copy, Debug)]
 enum Base {

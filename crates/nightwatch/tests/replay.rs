@@ -197,8 +197,27 @@ fn the_recorded_policy_replays_with_no_change_and_exits_0() {
 
 #[test]
 fn since_limits_the_window() {
-    let home = recorded("since");
-    home.claude_proposes("toolu_5", "df -h /var", "2026-02-14T08:00:00Z");
+    // The calls as a night left them: four at 03:17, df at 08:00. The binary writes records at
+    // the real time, so this history is placed through the engine with the time it says.
+    let home = Home::new("since");
+    let recorded = nightwatch_policy::Policy::from_yaml(RECORDED, nightwatch_shell::analyse)
+        .expect("the recorded policy");
+    for (call, line, at) in [
+        ("toolu_1", "docker ps", EARLY),
+        ("toolu_2", "ls -la /srv", EARLY),
+        ("toolu_3", "df -h", EARLY),
+        ("toolu_4", "cargo build", EARLY),
+        ("toolu_5", "df -h /var", "2026-02-14T08:00:00Z"),
+    ] {
+        let claude = nightwatch_core::Actor::new(nightwatch_core::ActorKind::Agent, "claude-code");
+        let call = common::history::Call {
+            actor: claude,
+            session: Some("sess_2a9f3b"),
+            call_id: call,
+            line,
+        };
+        common::history::propose_at(&home.dir, at, &recorded, call);
+    }
     // Only the 08:00 call is in the window; docker ps and ls at 03:17 are not.
     let output = home.replay("candidate.yaml", &["--since", "07:00"]);
     assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));

@@ -269,21 +269,33 @@ rules:
         b"",
         &[],
     ));
+    // Each record's line starts with the time it was written (the real time: the steps above
+    // judge at 03:17 to 03:22, which no record claims).
     let expected_order = [
         "triggered by alert (alert disk-full-web-1)",
-        "03:17:22     r1  allow df -h /var",
+        "     r1  allow df -h /var",
         "r2  ran   df -h /var: ok",
         "r3  allow journalctl --vacuum-time=7d",
         "checked active-migration: clear",
         "r4  ran   journalctl --vacuum-time=7d: ok",
         "r5  allow df -h /var",
-        "03:22:22     r6  ran   df -h /var: ok",
+        "     r6  ran   df -h /var: ok",
     ];
     let mut from = 0;
     for expected in expected_order {
         let found = log[from..]
             .find(expected)
             .unwrap_or_else(|| panic!("{expected:?} not found in order in:\n{log}"));
+        if let Some(step) = expected.strip_prefix("     ") {
+            let time = log[..from + found].rsplit('\n').next().unwrap_or_default();
+            let written = jiff::civil::DateTime::strptime("%Y-%m-%d %H:%M:%S", time.trim())
+                .map(|_| ())
+                .or_else(|_| jiff::civil::Time::strptime("%H:%M:%S", time.trim()).map(|_| ()));
+            assert!(
+                written.is_ok(),
+                "{step:?} is not led by the time it was written: {time:?} in:\n{log}"
+            );
+        }
         from += found + expected.len();
     }
 }
@@ -652,20 +664,13 @@ fn retention_keeps_the_latest_backup_of_every_path() {
     let b = work.join("b.txt").display().to_string();
     std::fs::write(&a, "a1").unwrap();
     std::fs::write(&b, "b1").unwrap();
-    let at = |day: u32| format!("2026-03-{day:02}T12:00:00Z");
     for (day, path) in [(1, &a), (2, &b), (3, &a)] {
         std::fs::write(path, format!("{path} before day {day}")).unwrap();
-        let now = at(day);
-        let done = run(
-            &home,
-            &policy,
-            &["exec", "--", "touch", path],
-            b"",
-            &[("NIGHTWATCH_NOW", &now)],
-        );
+        let done = run(&home, &policy, &["exec", "--", "touch", path], b"", &[]);
         assert_eq!(done.status.code(), Some(0), "{}", text(&done));
     }
-    let later = "2026-04-20T12:00:00Z";
+    // Judged 50 days on, every backup is past `keep_days: 30`.
+    let later = "+50d";
     let pruned = run(
         &home,
         &policy,

@@ -251,7 +251,7 @@ fn no_action_appears_twice_in_the_threat_corpus() {
 
 #[test]
 fn every_threat_class_gets_its_expected_verdicts() {
-    let policy = Policy::builtin();
+    let policy = Policy::builtin(nightwatch_shell::analyse);
     let cases = load();
     // Per file: (attacks wrong, attacks, everyday wrong, everyday).
     let mut tally: BTreeMap<&str, [usize; 4]> = BTreeMap::new();

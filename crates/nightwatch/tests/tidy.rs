@@ -146,9 +146,7 @@ fn only_the_engine_and_the_stores_hold_a_writable_ledger() {
         "crates/nightwatch-host/src/stores.rs",
         "crates/nightwatch-host/src/host.rs",
         "crates/nightwatch-host/src/hook.rs",
-        "crates/nightwatch/src/commands/mod.rs",
-        "crates/nightwatch/src/commands/hook.rs",
-        "crates/nightwatch/src/commands/resident.rs",
+        "crates/nightwatch-host/src/resident.rs",
         "crates/nightwatch-serve/src/lib.rs",
     ];
     let mut found = Vec::new();

@@ -22,6 +22,7 @@ use crate::cli::{
 };
 use crate::home;
 use anyhow::Context;
+use nightwatch_host::Origin;
 use nightwatch_policy::Policy;
 
 pub fn run(cli: Cli) -> anyhow::Result<u8> {
@@ -63,79 +64,27 @@ pub fn hook_through_resident_gate() -> Option<u8> {
     };
     let agent = agent.parse::<nightwatch_agents::Agent>().ok()?;
     let env = crate::environment::Environment::of_process();
-    let stream = resident::connect(&env)?;
+    let stream = nightwatch_host::resident::connect(&env)?;
     Some(hook::answer_through(stream, agent, &env))
 }
 
-/// The ledger in the data directory.
 /// The ledger in the data directory, for reading: commands write through the host's engine.
 pub fn open_ledger() -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::LedgerReader>> {
-    Ok(open_ledger_in(&home::data_dir())?)
+    let dir = home::data_dir();
+    Ok(crate::stores::ledger(&dir)
+        .with_context(|| format!("cannot open the ledger in {}", dir.display()))?)
 }
 
-pub fn open_ledger_in(
-    dir: &std::path::Path,
-) -> anyhow::Result<std::sync::Arc<dyn nightwatch_store::Ledger>> {
-    crate::stores::ledger(dir)
-        .with_context(|| format!("cannot open the ledger in {}", dir.display()))
+/// The policy file a command's `--policy` (or `NIGHTWATCH_POLICY`) names, else the data
+/// directory's when it exists; None for the built-in policy.
+pub fn policy_file(source: &PolicySource) -> Option<std::path::PathBuf> {
+    nightwatch_host::policies::policy_file(
+        source.policy.as_deref(),
+        &crate::environment::Environment::of_process(),
+    )
 }
 
-/// The policy source a hook uses, from captured variables: `NIGHTWATCH_POLICY`, else the data
-/// directory's `policy.yaml` when it exists, else the built-in policy.
-pub fn policy_source_in(env: &crate::environment::Environment) -> PolicySource {
-    let policy = match env.var("NIGHTWATCH_POLICY") {
-        Some(path) => Some(std::path::PathBuf::from(path)),
-        None => Some(home::policy_file_in(env)).filter(|path| path.exists()),
-    };
-    PolicySource { policy }
-}
-
-pub use nightwatch_host::host::send_escalation_in_background;
-
-/// Where the policy came from, for messages.
-pub enum Origin {
-    File(std::path::PathBuf),
-    Builtin,
-}
-
-impl std::fmt::Display for Origin {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Origin::File(path) => write!(f, "{}", path.display()),
-            Origin::Builtin => f.write_str("the built-in policy"),
-        }
-    }
-}
-
-/// Loads the policy named by `--policy`, else the data directory's, else the built-in one.
-/// A file that exists but does not load is an error, never a silent fallback.
+/// Loads the policy `source` names; a file that does not load is an error.
 pub fn load_policy(source: &PolicySource) -> anyhow::Result<(Policy, Origin)> {
-    load_with(source, Policy::from_yaml)
-}
-
-/// As [`load_policy`], without running the examples at load.
-pub fn load_policy_for_test(source: &PolicySource) -> anyhow::Result<(Policy, Origin)> {
-    load_with(source, Policy::compile)
-}
-
-/// The policy file `source` names, the data directory's when it names none and that exists;
-/// None for the built-in policy.
-pub fn policy_path(source: &PolicySource) -> Option<std::path::PathBuf> {
-    match &source.policy {
-        Some(path) => Some(path.clone()),
-        None => Some(home::policy_file()).filter(|path| path.exists()),
-    }
-}
-
-fn load_with(
-    source: &PolicySource,
-    compile: fn(&str) -> Result<Policy, nightwatch_policy::PolicyError>,
-) -> anyhow::Result<(Policy, Origin)> {
-    let Some(path) = policy_path(source) else {
-        return Ok((Policy::builtin(), Origin::Builtin));
-    };
-    let text = std::fs::read_to_string(&path)
-        .with_context(|| format!("cannot read policy {}", path.display()))?;
-    let policy = compile(&text).map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?;
-    Ok((policy, Origin::File(path)))
+    nightwatch_host::policies::load(policy_file(source).as_deref())
 }

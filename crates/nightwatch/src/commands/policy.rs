@@ -2,7 +2,8 @@ use crate::cli::PolicyTestArgs;
 
 pub fn test(args: PolicyTestArgs) -> anyhow::Result<u8> {
     // Compile without running the examples at load, so that every failing one is listed.
-    let (policy, origin) = super::load_policy_for_test(&args.source)?;
+    let (policy, origin) =
+        nightwatch_host::policies::load_for_test(super::policy_file(&args.source).as_deref())?;
     let outcomes = policy.run_examples();
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     for outcome in &outcomes {

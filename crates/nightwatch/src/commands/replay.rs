@@ -2,10 +2,10 @@
 //! candidate policy, and every call whose verdict would change. Relaxing a policy should rest on
 //! what agents actually did, so the looser changes come first.
 
-use crate::cli::{PolicyReplayArgs, PolicySource};
+use crate::cli::PolicyReplayArgs;
 use crate::clock::Clock;
+use crate::commands::open_ledger;
 use crate::commands::trust::local_time;
-use crate::commands::{load_policy, open_ledger};
 use crate::timespec;
 use nightwatch_core::Tool;
 use nightwatch_host::replay::{self, Replay, clip};
@@ -17,9 +17,7 @@ pub const EXIT_CHANGED: u8 = 3;
 
 pub fn run(args: PolicyReplayArgs) -> anyhow::Result<u8> {
     let clock = Clock::from_environment()?;
-    let (policy, origin) = load_policy(&PolicySource {
-        policy: Some(args.policy.clone()),
-    })?;
+    let (policy, origin) = nightwatch_host::policies::load(Some(&args.policy))?;
     let at = |text: &Option<String>, flag: &str| -> anyhow::Result<Option<i64>> {
         text.as_deref()
             .map(|t| {

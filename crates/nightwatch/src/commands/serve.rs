@@ -1,74 +1,15 @@
 //! `nightwatch serve`: the daemon (`nightwatch-serve`), given this binary's clock, policy,
 //! guards, notifiers and janitor, so the daemon's decisions are the hooks' decisions.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use nightwatch_serve::{Config, Edges};
+use nightwatch_host::daemon::HostEdges;
+use nightwatch_serve::Config;
 
-use crate::cli::{PolicySource, ServeArgs};
-use crate::clock::Clock;
-use crate::commands::load_policy;
+use crate::cli::ServeArgs;
 use crate::environment::Environment;
 use crate::home;
-use crate::host::Background;
-
-struct Binary {
-    clock: Clock,
-    source: PolicySource,
-    data_dir: PathBuf,
-    guards: nightwatch_gate::LiveGuards,
-    env: Environment,
-    host: Option<String>,
-    escalator: Background,
-    policies: nightwatch_host::Policies,
-}
-
-impl Edges for Binary {
-    fn clock(&self) -> &dyn nightwatch_gate::Clock {
-        &self.clock
-    }
-
-    fn host(&self) -> Option<String> {
-        self.host.clone()
-    }
-
-    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
-        self.policies
-            .get(super::policy_path(&self.source))
-            .map_err(|e| format!("{e:#}"))
-    }
-
-    fn guards(&self) -> &(dyn nightwatch_gate::Guards + Sync) {
-        &self.guards
-    }
-
-    fn escalator(&self) -> &dyn nightwatch_gate::Escalator {
-        &self.escalator
-    }
-
-    /// The same plan and apply an operator runs, in process and through the daemon's engine.
-    fn sweep(&self, engine: &nightwatch_gate::Engine<'_>) -> Result<String, String> {
-        let policy = self.policy()?;
-        nightwatch_host::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
-            .map_err(|e| format!("{e:#}"))
-    }
-
-    fn runbook_env(&self) -> Vec<(String, String)> {
-        let mut vars = vec![(
-            "NIGHTWATCH_HOME".to_owned(),
-            self.data_dir.to_string_lossy().into_owned(),
-        )];
-        if let Some(policy) = &self.source.policy {
-            vars.push((
-                "NIGHTWATCH_POLICY".to_owned(),
-                policy.to_string_lossy().into_owned(),
-            ));
-        }
-        vars
-    }
-}
 
 /// The daemon's log: one line per event on stderr, `info` and above unless `NIGHTWATCH_LOG`
 /// names another level (`error`, `warn`, `info`, `debug`, `trace`).
@@ -98,20 +39,9 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    let edges = HostEdges::new(env, args.source.policy)?;
     // The policy must load now: a daemon that would refuse every runbook should not start.
-    let (policy, origin) = load_policy(&args.source)?;
-    drop(policy);
-    let clock = Clock::from_env(&env)?;
-    let edges = Binary {
-        escalator: Background { env: env.clone() },
-        policies: nightwatch_host::Policies::default(),
-        clock,
-        source: args.source,
-        data_dir: data_dir.clone(),
-        guards: nightwatch_gate::LiveGuards::new(&data_dir).with_places(crate::paths::places(&env)),
-        host: crate::context::from_env(&env).host,
-        env,
-    };
+    let (_, origin) = nightwatch_host::policies::load(edges.policy_file().as_deref())?;
     let shown_config = if config_path.exists() {
         config_path.display().to_string()
     } else {

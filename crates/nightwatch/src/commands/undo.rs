@@ -2,7 +2,6 @@
 //! taken before it (nightwatch-host's `undo`), saying what happened to each decision.
 
 use crate::cli::UndoArgs;
-use crate::commands::{load_policy, policy_source_in};
 use crate::context;
 use crate::host::Host;
 use anyhow::bail;
@@ -13,7 +12,9 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
     let engine = host.engine();
     let store = host.backups()?;
     let by = context::human(args.by.clone(), &host.env);
-    let (policy, _) = load_policy(&policy_source_in(&host.env))?;
+    let (policy, _) = nightwatch_host::policies::load(
+        nightwatch_host::policies::policy_file(None, &host.env).as_deref(),
+    )?;
     let undo = Undo {
         engine: &engine,
         ledger: host.ledger(),

@@ -3,7 +3,7 @@
 //! unambiguous prefix of a long option. Policy patterns are normalised through the same tables, so
 //! a rule written with either spelling matches both.
 
-use nightwatch_core::Arg;
+use crate::Arg;
 use std::borrow::Cow;
 
 /// How one program spells its flags.
@@ -1896,7 +1896,7 @@ impl Scope {
 
 /// Whether `flag` (in any spelling) takes the next word as its value for `program`. The
 /// wrappers read their own options with this, so one table says how every program is spelled.
-pub(crate) fn takes_value(program: &str, flag: &str) -> bool {
+pub fn takes_value(program: &str, flag: &str) -> bool {
     let spelling = spelling_of(program);
     takes_value_in(
         spelling,

@@ -36,7 +36,7 @@ pub fn normalise_path(path: &str) -> String {
 
 /// True for a path that names a place relative to the working directory (not `/...`, not a
 /// home directory, not a runtime expansion).
-pub(crate) fn is_relative(path: &str) -> bool {
+pub fn is_relative(path: &str) -> bool {
     !(path.starts_with('/') || path.starts_with('~') || path.starts_with('$'))
 }
 

@@ -1,0 +1,88 @@
+//! The daemon's edges: `nightwatch serve` hands `nightwatch-serve` this host's clock, policy,
+//! guards, escalator and janitor, so the daemon's decisions are the hooks' decisions.
+
+use crate::clock::Clock;
+use crate::environment::Environment;
+use crate::host::Background;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub struct HostEdges {
+    clock: Clock,
+    /// The `--policy` the daemon was started with, passed on to runbooks.
+    explicit_policy: Option<PathBuf>,
+    data_dir: PathBuf,
+    guards: nightwatch_gate::LiveGuards,
+    env: Environment,
+    host: Option<String>,
+    escalator: Background,
+    policies: crate::Policies,
+}
+
+impl HostEdges {
+    /// The edges of a daemon started with `env`'s variables and `explicit_policy`.
+    pub fn new(env: Environment, explicit_policy: Option<PathBuf>) -> anyhow::Result<HostEdges> {
+        let data_dir = crate::home::data_dir_in(&env);
+        Ok(HostEdges {
+            clock: Clock::from_env(&env)?,
+            explicit_policy,
+            guards: nightwatch_gate::LiveGuards::new(&data_dir)
+                .with_places(crate::paths::places(&env)),
+            host: crate::context::from_env(&env).host,
+            escalator: Background { env: env.clone() },
+            policies: crate::Policies::default(),
+            data_dir,
+            env,
+        })
+    }
+
+    /// The policy file that applies (None: the built-in policy).
+    pub fn policy_file(&self) -> Option<PathBuf> {
+        crate::policies::policy_file(self.explicit_policy.as_deref(), &self.env)
+    }
+}
+
+impl nightwatch_serve::Edges for HostEdges {
+    fn clock(&self) -> &dyn nightwatch_gate::Clock {
+        &self.clock
+    }
+
+    fn host(&self) -> Option<String> {
+        self.host.clone()
+    }
+
+    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
+        self.policies
+            .get(self.policy_file())
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn guards(&self) -> &(dyn nightwatch_gate::Guards + Sync) {
+        &self.guards
+    }
+
+    fn escalator(&self) -> &dyn nightwatch_gate::Escalator {
+        &self.escalator
+    }
+
+    /// The same plan and apply an operator runs, in process and through the daemon's engine.
+    fn sweep(&self, engine: &nightwatch_gate::Engine<'_>) -> Result<String, String> {
+        let policy = nightwatch_serve::Edges::policy(self)?;
+        crate::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
+            .map_err(|e| format!("{e:#}"))
+    }
+
+    fn runbook_env(&self) -> Vec<(String, String)> {
+        let mut vars = vec![(
+            "NIGHTWATCH_HOME".to_owned(),
+            self.data_dir.to_string_lossy().into_owned(),
+        )];
+        if let Some(policy) = &self.explicit_policy {
+            vars.push((
+                "NIGHTWATCH_POLICY".to_owned(),
+                policy.to_string_lossy().into_owned(),
+            ));
+        }
+        vars
+    }
+}
