@@ -13,7 +13,7 @@
 
 use crate::{Failure, Gate, Proposal, Report, Ruling, record_context};
 use nightwatch_core::{Action, Actor, Context};
-use nightwatch_ledger::schema::{Answer, Notified, Placement, Swept, Undone};
+use nightwatch_ledger::schema::{Answer, Delivery, Notified, Placement, Readable, Swept, Undone};
 use nightwatch_ledger::{
     Entry, Filter, Outputs, Record, RecordActor, RecordContext, Safeguards, event,
 };
@@ -147,7 +147,7 @@ pub enum Event {
         notified: Notified,
         delivered: bool,
         summary: String,
-        delivery: Value,
+        delivery: Readable<Delivery>,
     },
     /// A retention run over backups.
     BackupPruned {

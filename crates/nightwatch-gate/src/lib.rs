@@ -39,7 +39,9 @@ pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
 pub use written::{Written, written_paths};
 
 use nightwatch_core::{Action, Actor, Tool, Verdict};
-use nightwatch_ledger::schema::{ApprovalUsed, Backup};
+use nightwatch_ledger::schema::{
+    ApprovalUsed, Backup, BackupLimits, CheckFinding, CheckOutcome, Readable,
+};
 use nightwatch_ledger::{Entry, Outputs, Record, RecordActor, RecordContext, Safeguards, event};
 use nightwatch_policy::{Decision, Policy};
 use nightwatch_store::{Ledger, StoreError as LedgerError};
@@ -136,7 +138,11 @@ impl<'a> Gate<'a> {
             safeguards.approval = Some(ApprovalUsed {
                 record: approval.id.clone(),
                 by: by.clone(),
-                asked: approval.inputs.get("record").cloned(),
+                asked: approval
+                    .inputs
+                    .get("record")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
             });
         }
 
@@ -255,7 +261,9 @@ impl<'a> Gate<'a> {
                 decision.instead = None;
             }
         }
-        safeguards.checks = Some(serde_json::to_value(&findings).unwrap_or(Value::Null));
+        safeguards.checks = Some(Readable::Read(
+            findings.iter().map(finding_record).collect(),
+        ));
     }
 
     fn back_up(
@@ -293,7 +301,7 @@ impl<'a> Gate<'a> {
             match self.guards.back_up(&written.paths, limits, now_ms) {
                 Ok(snapshot) => {
                     backup.snapshot = Some(snapshot.id.as_str().to_owned());
-                    backup.limits = serde_json::to_value(snapshot.limits).ok();
+                    backup.limits = Some(Readable::Read(limits_record(&snapshot.limits)));
                     backup.paths = Some(path_texts(&snapshot.paths()));
                     let skipped: Vec<String> = snapshot
                         .paths
@@ -373,7 +381,8 @@ fn result_entry(
         let limits = backup
             .limits
             .as_ref()
-            .and_then(|l| serde_json::from_value(l.clone()).ok())
+            .and_then(Readable::read)
+            .map(limits_of)
             .unwrap_or_default();
         Some(guards.observe(&paths, &limits))
     });
@@ -455,3 +464,43 @@ fn record_context(context: &nightwatch_core::Context) -> RecordContext {
 
 #[cfg(test)]
 mod tests;
+
+/// A check's finding as records keep it.
+fn finding_record(finding: &nightwatch_checks::Finding) -> CheckFinding {
+    use nightwatch_checks::Outcome;
+    CheckFinding {
+        check: finding.check.clone(),
+        kind: finding.kind.clone(),
+        outcome: match &finding.outcome {
+            Outcome::Matched { detail } => CheckOutcome::Matched {
+                detail: detail.clone(),
+            },
+            Outcome::Clear { detail } => CheckOutcome::Clear {
+                detail: detail.clone(),
+            },
+            Outcome::Unknown { reason } => CheckOutcome::Unknown {
+                reason: reason.clone(),
+            },
+        },
+        effect: finding.effect,
+        message: finding.message.clone(),
+        elapsed_ms: finding.elapsed_ms,
+    }
+}
+
+/// Backup limits as records keep them, and back.
+fn limits_record(limits: &nightwatch_backup::Limits) -> BackupLimits {
+    BackupLimits {
+        max_file_bytes: limits.max_file_bytes.0,
+        max_dir_bytes: limits.max_dir_bytes.0,
+        max_dir_entries: limits.max_dir_entries,
+    }
+}
+
+fn limits_of(limits: &BackupLimits) -> nightwatch_backup::Limits {
+    nightwatch_backup::Limits {
+        max_file_bytes: nightwatch_backup::ByteSize(limits.max_file_bytes),
+        max_dir_bytes: nightwatch_backup::ByteSize(limits.max_dir_bytes),
+        max_dir_entries: limits.max_dir_entries,
+    }
+}

@@ -17,6 +17,7 @@
 //!   format and world) that answers hooks through the same pipeline.
 //! - [`policies`] says which policy file applies and loads it; [`daemon`] is what the daemon is
 //!   given from this host (clock, policy, guards, escalator, janitor).
+//! - [`escalation`] delivers a halt's or an ask's escalation and records every delivery.
 //! - [`undo`], [`approvals`], [`retention`] and [`trust`] are people's actions on records,
 //!   through the engine; [`replay`] re-decides recorded decisions under a candidate policy.
 
@@ -25,6 +26,7 @@ pub mod clock;
 pub mod context;
 pub mod daemon;
 pub mod environment;
+pub mod escalation;
 pub mod home;
 pub mod hook;
 pub mod host;

@@ -192,6 +192,39 @@ impl Record {
         format!("r{seq}")
     }
 
+    /// What the call acted on: its command, else the file, path, URL or name its inputs give.
+    pub fn target(&self) -> Option<&str> {
+        [
+            "command",
+            "file_path",
+            "notebook_path",
+            "path",
+            "url",
+            "name",
+        ]
+        .iter()
+        .find_map(|key| self.inputs.get(key).and_then(serde_json::Value::as_str))
+    }
+
+    /// The call in one line for people: the command of an exec, else the tool and its target,
+    /// else the tool; newlines flattened, at most 100 characters.
+    pub fn what(&self) -> String {
+        let text = match self.target() {
+            Some(target) if self.tool == "exec" => target.to_owned(),
+            Some(target) => format!("{} {target}", self.tool),
+            None => self.tool.clone(),
+        };
+        let flat: String = text
+            .chars()
+            .map(|c| if c == '\n' { ' ' } else { c })
+            .collect();
+        if flat.chars().count() > 100 {
+            format!("{}...", flat.chars().take(97).collect::<String>())
+        } else {
+            flat
+        }
+    }
+
     /// The RFC 3339 UTC text of the record's timestamp.
     pub fn timestamp_text(&self) -> String {
         crate::time::rfc3339(self.timestamp_ms)

@@ -23,16 +23,17 @@ pub struct Safeguards {
     /// A person's approval that let an ask through.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<ApprovalUsed>,
-    /// Every pre-flight check's finding, in the checks crate's shape.
+    /// Every pre-flight check's finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checks: Option<Value>,
+    pub checks: Option<Readable<Vec<CheckFinding>>>,
     /// The backup taken before a write.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backup: Option<Backup>,
     /// Notifiers told about a halt or an ask.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notify: Option<Vec<String>>,
-    /// On a result: the state the action left its backed-up paths in, for undo.
+    /// On a result: the state the action left its backed-up paths in, for undo, in the backup
+    /// store's observation format (which that store versions, as it does its manifests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after: Option<Value>,
     /// On an undo: the steps that restored the paths.
@@ -40,7 +41,7 @@ pub struct Safeguards {
     pub restored: Option<Vec<String>>,
     /// On a notification: every delivery attempt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delivery: Option<Value>,
+    pub delivery: Option<Readable<Delivery>>,
     /// Keys this version does not know, kept as they were.
     #[serde(flatten)]
     pub other: Map<String, Value>,
@@ -86,6 +87,99 @@ impl Safeguards {
     }
 }
 
+/// A field whose stored shape is read into its type when it can be, and kept as it was when it
+/// cannot (a hand-edited or future record): one odd field never hides the rest of a record's
+/// safeguards, and writing the view back gives the stored value unchanged.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Readable<T> {
+    Read(T),
+    Unread(Value),
+}
+
+impl<T> Readable<T> {
+    /// The typed value, when the stored one read.
+    pub fn read(&self) -> Option<&T> {
+        match self {
+            Readable::Read(value) => Some(value),
+            Readable::Unread(_) => None,
+        }
+    }
+}
+
+/// One pre-flight check's finding.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckFinding {
+    /// The check's id in policy.
+    pub check: String,
+    /// Its kind: `process`, `lock_file`, ...
+    pub kind: String,
+    #[serde(flatten)]
+    pub outcome: CheckOutcome,
+    /// What the finding did to the action: the check's `on_match` when it matched or could
+    /// not tell, nothing when clear.
+    pub effect: Option<nightwatch_core::Verdict>,
+    /// What the operator reads.
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub elapsed_ms: u64,
+}
+
+/// What a check's probe saw.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "lowercase")]
+pub enum CheckOutcome {
+    /// The thing the check guards against is there.
+    Matched {
+        detail: String,
+    },
+    Clear {
+        detail: String,
+    },
+    /// The probe could not tell, and why.
+    Unknown {
+        reason: String,
+    },
+}
+
+/// One notifier's delivery of one escalation.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Delivery {
+    /// The notifier's id in the policy.
+    pub notifier: String,
+    pub delivered: bool,
+    /// In order.
+    pub attempts: Vec<DeliveryAttempt>,
+}
+
+/// One try at a delivery.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliveryAttempt {
+    /// From 1.
+    pub number: u32,
+    /// Wall time of the try itself, not counting the wait before it.
+    pub elapsed_ms: u64,
+    pub outcome: AttemptOutcome,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "result", rename_all = "snake_case")]
+pub enum AttemptOutcome {
+    /// `status` is the HTTP status, or 0 for a command that exited 0.
+    Delivered { status: u16 },
+    /// `retryable` says whether another try was allowed to follow.
+    Failed { reason: String, retryable: bool },
+}
+
+/// The size limits a backup was taken with, in bytes and entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackupLimits {
+    pub max_file_bytes: u64,
+    pub max_dir_bytes: u64,
+    pub max_dir_entries: u64,
+}
+
 /// The approval an ask went through on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalUsed {
@@ -95,7 +189,7 @@ pub struct ApprovalUsed {
     pub by: String,
     /// The decision that asked.
     #[serde(default)]
-    pub asked: Option<Value>,
+    pub asked: Option<String>,
 }
 
 /// The backup taken before a write.
@@ -103,9 +197,9 @@ pub struct ApprovalUsed {
 pub struct Backup {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
-    /// The size limits it was taken with, in the backup crate's shape.
+    /// The size limits it was taken with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limits: Option<Value>,
+    pub limits: Option<Readable<BackupLimits>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<String>>,
     /// Paths saved only as "skipped", with why.
@@ -186,11 +280,21 @@ mod tests {
         let shapes = [
             json!({ "approval": { "record": "r4", "by": "alice", "asked": "r3" } }),
             json!({
-                "checks": [{ "check": "migrations", "kind": "process", "effect": "halt" }],
+                "checks": [
+                    {
+                        "check": "migrations", "kind": "process", "outcome": "matched",
+                        "detail": "pid 4242 runs migrate", "effect": "halt",
+                        "message": "a migration is running", "elapsed_ms": 3
+                    },
+                    {
+                        "check": "lock", "kind": "lock_file", "outcome": "unknown",
+                        "reason": "permission denied", "effect": null, "message": "", "elapsed_ms": 0
+                    }
+                ],
                 "notify": ["pager"],
                 "backup": {
                     "snapshot": "s1",
-                    "limits": { "max_file_bytes": 1 },
+                    "limits": { "max_file_bytes": 1, "max_dir_bytes": 2, "max_dir_entries": 3 },
                     "paths": ["/etc/app.conf"],
                     "skipped": ["/big: too large"],
                     "unlocated": ["$X/y"]
@@ -199,7 +303,17 @@ mod tests {
             json!({ "backup": { "error": "disk full" } }),
             json!({ "after": { "paths": [] } }),
             json!({ "restored": ["put back /etc/app.conf"] }),
+            json!({ "delivery": {
+                "notifier": "pager", "delivered": true,
+                "attempts": [
+                    { "number": 1, "elapsed_ms": 30, "outcome": { "result": "failed", "reason": "503", "retryable": true } },
+                    { "number": 2, "elapsed_ms": 12, "outcome": { "result": "delivered", "status": 200 } }
+                ]
+            } }),
+            // Shapes that do not read into the types are kept as they were.
+            json!({ "checks": [{ "check": "migrations", "kind": "process", "effect": "halt" }] }),
             json!({ "delivery": { "notifier": "pager", "attempts": [] } }),
+            json!({ "backup": { "snapshot": "s1", "limits": { "max_file_bytes": 1 } } }),
             json!({ "removed": [{ "snapshot": "s1" }], "kept": [] }),
             json!({ "fingerprint": "0123456789abcdef0123456789abcdef" }),
         ];
@@ -207,6 +321,54 @@ mod tests {
             let typed = Safeguards::of(Some(&shape));
             assert_eq!(typed.clone().into_value(), Some(shape.clone()), "{typed:?}");
         }
+    }
+
+    /// Today's shapes read into their types; an odd one is kept as it was and hides nothing
+    /// else the record's safeguards hold.
+    #[test]
+    fn fields_read_into_their_types_and_an_odd_one_hides_nothing_else() {
+        let stored = json!({
+            "checks": [{
+                "check": "migrations", "kind": "process", "outcome": "matched",
+                "detail": "pid 4242", "effect": "halt", "message": "busy", "elapsed_ms": 3
+            }],
+            "delivery": { "notifier": "pager", "delivered": false, "attempts": [
+                { "number": 1, "elapsed_ms": 5, "outcome": { "result": "failed", "reason": "timeout", "retryable": false } }
+            ] },
+            "backup": { "snapshot": "s1", "limits": { "max_file_bytes": 1, "max_dir_bytes": 2, "max_dir_entries": 3 } }
+        });
+        let typed = Safeguards::of(Some(&stored));
+        let checks = typed
+            .checks
+            .as_ref()
+            .and_then(Readable::read)
+            .expect("checks read");
+        assert_eq!(checks[0].effect, Some(nightwatch_core::Verdict::Halt));
+        assert!(
+            matches!(&checks[0].outcome, CheckOutcome::Matched { detail } if detail == "pid 4242")
+        );
+        let delivery = typed
+            .delivery
+            .as_ref()
+            .and_then(Readable::read)
+            .expect("delivery reads");
+        assert!(matches!(
+            delivery.attempts[0].outcome,
+            AttemptOutcome::Failed {
+                retryable: false,
+                ..
+            }
+        ));
+        let limits = typed
+            .backup
+            .as_ref()
+            .and_then(|b| b.limits.as_ref()?.read().copied());
+        assert_eq!(limits.map(|l| l.max_dir_entries), Some(3));
+
+        let odd = json!({ "checks": [{ "check": "x" }], "backup": { "snapshot": "s1" } });
+        let typed = Safeguards::of(Some(&odd));
+        assert!(matches!(typed.checks, Some(Readable::Unread(_))));
+        assert_eq!(typed.backup.and_then(|b| b.snapshot).as_deref(), Some("s1"));
     }
 
     /// A later version's key, or a shape that does not read at all, is kept, never dropped.

@@ -548,7 +548,7 @@ fn record_item(r: &Record, result: Option<&Record>) -> Item {
         }
         _ => {
             let _ = write!(b, "{actor} <span class=\"tool\">{}</span>", esc(&r.tool));
-            let summary = inputs_summary(&r.inputs);
+            let summary = inputs_summary(r);
             if !summary.is_empty() {
                 let (shown, cut) = clip(&summary, SUMMARY_SHOWN_BYTES);
                 let _ = write!(
@@ -598,48 +598,60 @@ fn record_item(r: &Record, result: Option<&Record>) -> Item {
 /// The checks that found something (all of them when `all`), the approval that let a call
 /// through, and a backup that failed or was taken.
 fn vetoes(safeguards: Option<&Value>, all: bool) -> String {
-    let Some(s) = safeguards else {
+    use nightwatch_ledger::schema::{CheckOutcome, Readable};
+    if safeguards.is_none() {
         return String::new();
-    };
+    }
+    let s = nightwatch_ledger::Safeguards::of(safeguards);
     let mut lines = Vec::new();
-    for f in s["checks"].as_array().map(Vec::as_slice).unwrap_or(&[]) {
-        let effect = f["effect"].as_str();
-        if effect.is_none() && !all {
+    let findings = s.checks.as_ref().and_then(Readable::read);
+    for f in findings.into_iter().flatten() {
+        if f.effect.is_none() && !all {
             continue;
         }
-        let found = f["detail"].as_str().or(f["reason"].as_str()).unwrap_or("");
+        let (outcome, found) = match &f.outcome {
+            CheckOutcome::Matched { detail } => ("matched", detail),
+            CheckOutcome::Clear { detail } => ("clear", detail),
+            CheckOutcome::Unknown { reason } => ("unknown", reason),
+        };
         let mut line = format!(
-            "check <code>{}</code> ({}, {}): {}",
-            esc(&scalar_text(&f["check"])),
-            esc(&scalar_text(&f["kind"])),
-            esc(&scalar_text(&f["outcome"])),
-            esc(f["message"].as_str().unwrap_or(""))
+            "check <code>{}</code> ({}, {outcome}): {}",
+            esc(&f.check),
+            esc(&f.kind),
+            esc(&f.message)
         );
         if !found.is_empty() {
             let _ = write!(line, " <span class=\"why\">({})</span>", esc(found));
         }
-        if let Some(e) = effect {
-            let _ = write!(line, " &rarr; {}", verdict_badge(e));
+        if let Some(e) = f.effect {
+            let _ = write!(line, " &rarr; {}", verdict_badge(e.as_str()));
         }
         lines.push(line);
     }
-    if let Some(by) = s["approval"]["by"].as_str() {
+    if let Some(approval) = &s.approval {
         lines.push(format!(
             "approved by <b>{}</b> in {}",
-            esc(by),
-            record_link(s["approval"]["record"].as_str().unwrap_or("?"))
+            esc(&approval.by),
+            record_link(&approval.record)
         ));
     }
-    if let Some(err) = s["backup"]["error"].as_str() {
-        lines.push(format!("backup failed: {}", esc(err)));
-    } else if all && let Some(snap) = s["backup"]["snapshot"].as_str() {
-        lines.push(format!(
-            "backed up first: snapshot <code>{}</code>",
-            esc(snap)
-        ));
+    match &s.backup {
+        Some(backup) if backup.error.is_some() => {
+            lines.push(format!(
+                "backup failed: {}",
+                esc(backup.error.as_deref().unwrap_or_default())
+            ));
+        }
+        Some(backup) if all && backup.snapshot.is_some() => {
+            lines.push(format!(
+                "backed up first: snapshot <code>{}</code>",
+                esc(backup.snapshot.as_deref().unwrap_or_default())
+            ));
+        }
+        _ => {}
     }
-    if all && let Some(notify) = s["notify"].as_array() {
-        let names: Vec<String> = notify.iter().map(|n| esc(&scalar_text(n))).collect();
+    if all && let Some(notify) = &s.notify {
+        let names: Vec<String> = notify.iter().map(|n| esc(n)).collect();
         lines.push(format!("escalated to {}", names.join(", ")));
     }
     if lines.is_empty() {
@@ -1001,7 +1013,7 @@ pub fn alert_page(
         if let Some(d) = r.inputs.get("disposition").and_then(Value::as_str) {
             let _ = write!(what, " {}", disposition_badge(d));
         } else {
-            let summary = inputs_summary(&r.inputs);
+            let summary = inputs_summary(r);
             if !summary.is_empty() {
                 let (shown, cut) = clip(&summary, SUMMARY_SHOWN_BYTES);
                 let _ = write!(
@@ -1238,13 +1250,11 @@ fn exit_text(r: &Record) -> String {
 }
 
 /// The command, else the path or URL, else the inputs as compact JSON.
-fn inputs_summary(inputs: &Value) -> String {
-    for key in ["command", "file_path", "path", "url", "name"] {
-        if let Some(v) = inputs.get(key).and_then(Value::as_str) {
-            return v.to_owned();
-        }
+fn inputs_summary(record: &Record) -> String {
+    if let Some(target) = record.target() {
+        return target.to_owned();
     }
-    match inputs {
+    match &record.inputs {
         Value::Null => String::new(),
         Value::Object(m) if m.is_empty() => String::new(),
         other => other.to_string(),

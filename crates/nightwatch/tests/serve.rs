@@ -1091,9 +1091,14 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
         "{why}"
     );
 
-    // Waiting uses up no tries (max_attempts is 2) and adds no records: the ask stands.
-    std::thread::sleep(Duration::from_millis(1500));
-    let waiting_task = daemon.json(&format!("/api/tasks/{task}"));
+    // Waiting uses up no tries (max_attempts is 2) and adds no records: the ask stands. Polled
+    // until the third look (every 200 ms, however slow the machine), the task is still pending.
+    let waiting_task = daemon.wait_for(
+        &format!("/api/tasks/{task}"),
+        30,
+        "a third look at the ask",
+        |t| t["attempt"].as_i64().unwrap_or(0) >= 3 || t["status"] != "pending",
+    );
     assert_eq!(waiting_task["status"], "pending", "{waiting_task:#}");
     assert!(
         waiting_task["attempt"].as_i64().unwrap() >= 3,

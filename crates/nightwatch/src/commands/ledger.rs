@@ -84,7 +84,7 @@ fn runbook_line(record: &Record, clock: &Clock) -> String {
                 .to_string()
         })
         .unwrap_or_else(|_| record.timestamp_text());
-    let what = describe_inputs(record);
+    let what = record.what();
     let mut line = String::new();
     match record.event.as_str() {
         event::DECISION => {
@@ -145,56 +145,33 @@ fn runbook_line(record: &Record, clock: &Clock) -> String {
 
 /// What guarded a decision: each check and what it found, the approval, the backup.
 fn safeguard_lines(record: &Record, line: &mut String) {
-    let Some(safeguards) = &record.safeguards else {
-        return;
-    };
-    let text = |value: &serde_json::Value, key: &str| {
-        value
-            .get(key)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or("")
-            .to_owned()
-    };
-    for finding in safeguards
-        .get("checks")
-        .and_then(serde_json::Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let outcome = text(finding, "outcome");
-        let detail = match outcome.as_str() {
-            "unknown" => format!("could not tell: {}", text(finding, "reason")),
-            _ => text(finding, "detail"),
-        };
-        let found = match outcome.as_str() {
-            "matched" => "FOUND",
-            "clear" => "clear",
-            _ => "UNKNOWN",
+    use nightwatch_ledger::schema::{CheckOutcome, Readable};
+    let safeguards = nightwatch_ledger::Safeguards::of(record.safeguards.as_ref());
+    let findings = safeguards.checks.as_ref().and_then(Readable::read);
+    for finding in findings.into_iter().flatten() {
+        let (found, detail) = match &finding.outcome {
+            CheckOutcome::Matched { detail } => ("FOUND", detail.clone()),
+            CheckOutcome::Clear { detail } => ("clear", detail.clone()),
+            CheckOutcome::Unknown { reason } => ("UNKNOWN", format!("could not tell: {reason}")),
         };
         let _ = writeln!(
             line,
             "{:28}checked {}: {found}: {}",
             "",
-            text(finding, "check"),
+            finding.check,
             first_line(&detail)
         );
     }
-    if let Some(approval) = safeguards.get("approval") {
+    if let Some(approval) = &safeguards.approval {
         let _ = writeln!(
             line,
             "{:28}approved by {} ({})",
-            "",
-            text(approval, "by"),
-            text(approval, "record")
+            "", approval.by, approval.record
         );
     }
-    if let Some(backup) = safeguards.get("backup") {
-        let paths = backup
-            .get("paths")
-            .and_then(serde_json::Value::as_array)
-            .map_or(0, Vec::len);
-        let snapshot = text(backup, "snapshot");
-        if !snapshot.is_empty() {
+    if let Some(backup) = &safeguards.backup {
+        let paths = backup.paths.as_ref().map_or(0, Vec::len);
+        if let Some(snapshot) = &backup.snapshot {
             let _ = writeln!(
                 line,
                 "{:28}backed up {paths} path(s) first (snapshot {})",
@@ -202,48 +179,12 @@ fn safeguard_lines(record: &Record, line: &mut String) {
                 &snapshot[..snapshot.len().min(12)]
             );
         }
-        let error = text(backup, "error");
-        if !error.is_empty() {
-            let _ = writeln!(line, "{:28}backup FAILED: {}", "", first_line(&error));
+        if let Some(error) = &backup.error {
+            let _ = writeln!(line, "{:28}backup FAILED: {}", "", first_line(error));
         }
     }
-    if let Some(notify) = safeguards
-        .get("notify")
-        .and_then(serde_json::Value::as_array)
-    {
-        let names: Vec<&str> = notify
-            .iter()
-            .filter_map(serde_json::Value::as_str)
-            .collect();
-        let _ = writeln!(line, "{:28}notified: {}", "", names.join(", "));
-    }
-}
-
-pub(crate) fn describe_inputs(record: &Record) -> String {
-    let inputs = &record.inputs;
-    let target = [
-        "command",
-        "file_path",
-        "notebook_path",
-        "path",
-        "url",
-        "name",
-    ]
-    .iter()
-    .find_map(|key| inputs.get(key).and_then(|v| v.as_str()));
-    let text = match target {
-        Some(target) if record.tool == "exec" => target.to_owned(),
-        Some(target) => format!("{} {target}", record.tool),
-        None => record.tool.clone(),
-    };
-    let flat: String = text
-        .chars()
-        .map(|c| if c == '\n' { ' ' } else { c })
-        .collect();
-    if flat.chars().count() > 100 {
-        format!("{}...", flat.chars().take(97).collect::<String>())
-    } else {
-        flat
+    if let Some(notify) = &safeguards.notify {
+        let _ = writeln!(line, "{:28}notified: {}", "", notify.join(", "));
     }
 }
 
