@@ -27,6 +27,7 @@ pub mod dispatch;
 pub mod http;
 pub mod inbox;
 pub mod metrics;
+pub mod process;
 pub mod route;
 pub mod runner;
 pub mod web;

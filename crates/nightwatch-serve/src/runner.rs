@@ -8,6 +8,12 @@
 //! session, `triggered_by` and `alert_id`. The lease is renewed while it runs; a worker that
 //! loses its lease kills the runbook and writes nothing, because its completion would be
 //! refused (fenced) anyway.
+//!
+//! A runbook never runs twice at once, even across a crash: it is killed when the daemon
+//! thread that started it dies (`PR_SET_PDEATHSIG`), where it runs is noted with its attempt,
+//! and a daemon that starts after one died stops whatever is left of the dead one's runbooks
+//! (their whole process group) before any worker claims a task, recording what it stopped and
+//! ending the attempt as interrupted so the task runs again ([`stop_orphaned_runbooks`]).
 
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
@@ -34,8 +40,10 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bytes of a runbook's stdout and of its stderr kept for the record.
 const OUTPUT_CAP: usize = 64 * 1024;
 
-/// Starts the workers and the housekeeping thread.
+/// Starts the workers and the housekeeping thread, once what a dead daemon left running is
+/// stopped.
 pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
+    stop_orphaned_runbooks(daemon);
     let mut threads = Vec::new();
     for n in 0..daemon.config.queue.workers {
         let d = daemon.clone();
@@ -127,6 +135,8 @@ fn housekeeping(daemon: &Daemon) {
             if let Err(e) = daemon.record_unrecorded(settle) {
                 tracing::error!("recording interrupted arrivals: {e}");
             }
+            // Another daemon on this data directory may have died since.
+            stop_orphaned_runbooks(daemon);
         }
         if let (Some(at), Some(every)) = (next_sweep, daemon.config.janitor_every)
             && Instant::now() >= at
@@ -594,6 +604,76 @@ fn waiting_for_a_person(
     )))
 }
 
+/// Stops what the runbooks of daemons that died left running (their whole process group), and
+/// ends each such attempt as interrupted, recorded, so the task runs again: once, and never
+/// beside the old run. A runbook whose daemon still runs is that daemon's.
+pub fn stop_orphaned_runbooks(daemon: &Daemon) {
+    let noted = match daemon.tasks.noted_runbooks() {
+        Ok(noted) => noted,
+        Err(e) => {
+            tracing::error!("cannot read which runbooks are running: {e}");
+            return;
+        }
+    };
+    for orphan in noted {
+        if crate::process::daemon_alive(&orphan.process) {
+            continue;
+        }
+        let stopped = crate::process::stop(&orphan.process, Duration::from_secs(2));
+        let (task, attempt) = (orphan.task_id, orphan.attempt);
+        let left = if stopped > 0 {
+            format!(
+                "{stopped} process(es) of its runbook (process group {}) were still running and were stopped",
+                orphan.process.pgid
+            )
+        } else {
+            "its runbook had already ended".to_owned()
+        };
+        let why = format!(
+            "interrupted: the daemon that ran attempt {attempt} (pid {}) stopped without finishing it; {left}; the task runs again",
+            orphan.process.daemon_pid
+        );
+        tracing::warn!("task {task}: {why}");
+        let disposition = if stopped > 0 {
+            "stopped_after_crash"
+        } else {
+            "interrupted"
+        };
+        let recorded = daemon.engine().record(Event::Dispatch(Dispatch {
+            route: Some(orphan.route.clone()),
+            session_id: None,
+            inputs: json!({
+                "disposition": disposition,
+                "route": orphan.route,
+                "task": task,
+                "attempt": attempt,
+                "process_group": orphan.process.pgid,
+                "stopped": stopped,
+            }),
+            context: RecordContext {
+                task: Some(task_name(task)),
+                host: daemon.edges.host(),
+                ..RecordContext::default()
+            },
+            why: why.clone(),
+            notify: Vec::new(),
+            tool: "runbook".into(),
+        }));
+        if let Err(e) = recorded {
+            tracing::error!("task {task}: cannot record {disposition}: {e}");
+        }
+        let ended = daemon.tasks.complete(
+            task,
+            attempt,
+            &Outcome::Failed { error: why },
+            daemon.now_ms(),
+        );
+        if let Err(e) = ended {
+            tracing::error!("task {task}: attempt {attempt} could not be ended: {e}");
+        }
+    }
+}
+
 /// A `dispatch` record about a task's runbook.
 fn record_task(daemon: &Daemon, job: &Job<'_>, disposition: &str, why: &str) -> Option<Record> {
     let inputs = json!({
@@ -733,6 +813,22 @@ fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
         use std::os::unix::process::CommandExt;
         // Its own process group, so a timeout stops the agent and everything it started.
         command.process_group(0);
+        let daemon_pid = std::process::id();
+        // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
+        unsafe {
+            command.pre_exec(move || {
+                // Killed when the daemon's thread that started it dies, crash or not; what it
+                // started in turn is stopped by the next daemon (`stop_orphaned_runbooks`).
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                // The daemon died before the line above: do not run orphaned.
+                if u32::try_from(libc::getppid()).ok() != Some(daemon_pid) {
+                    return Err(std::io::Error::other("the daemon exited"));
+                }
+                Ok(())
+            });
+        }
     }
     let mut child = match command.spawn() {
         Ok(c) => c,
@@ -742,6 +838,24 @@ fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
             };
         }
     };
+    match crate::process::runbook_process(child.id()) {
+        Some(process) => {
+            let noted = daemon
+                .tasks
+                .note_runbook(job.claim.task_id, job.claim.attempt, &process);
+            if let Err(e) = noted {
+                tracing::warn!(
+                    "task {}: where its runbook runs could not be noted ({e}); a crash now would leave it for the next daemon to find only when its lease expires",
+                    job.claim.task_id
+                );
+            }
+        }
+        None => tracing::warn!(
+            "task {}: the runbook (pid {}) cannot be read in /proc, so it is not noted",
+            job.claim.task_id,
+            child.id()
+        ),
+    }
     let alert_text = serde_json::to_vec_pretty(&job.alert).unwrap_or_default();
     let stdin = child.stdin.take();
     let feeder = std::thread::spawn(move || {

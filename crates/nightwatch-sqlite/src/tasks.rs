@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use nightwatch_store::{
-    Claim, Escalation, Offered, Resolved, StoreError, Task, TaskError, TaskEvent, TaskFilter,
-    TaskQueue, store_name,
+    Claim, Escalation, NotedRunbook, Offered, Resolved, RunbookProcess, StoreError, Task,
+    TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
 };
 use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
@@ -63,16 +63,21 @@ CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
 ";
 
-const MIGRATIONS: [Migration; 1] = [|tx| {
-    tx.execute_batch(SCHEMA_1)?;
-    let has: bool = tx
-        .prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = 'deferrals'")?
-        .exists([])?;
-    if !has {
-        tx.execute_batch("ALTER TABLE tasks ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0")?;
-    }
-    Ok(())
-}];
+const MIGRATIONS: [Migration; 2] = [
+    |tx| {
+        tx.execute_batch(SCHEMA_1)?;
+        let has: bool = tx
+            .prepare("SELECT 1 FROM pragma_table_info('tasks') WHERE name = 'deferrals'")?
+            .exists([])?;
+        if !has {
+            tx.execute_batch("ALTER TABLE tasks ADD COLUMN deferrals INTEGER NOT NULL DEFAULT 0")?;
+        }
+        Ok(())
+    },
+    // Schema 2: where the running attempt's runbook runs (JSON of `RunbookProcess`), so a
+    // daemon starting after a crash can stop what the dead one left running.
+    |tx| tx.execute_batch("ALTER TABLE tasks ADD COLUMN runbook TEXT"),
+];
 
 const SCHEMA: Schema = Schema {
     file: "tasks.db",
@@ -254,6 +259,8 @@ impl TaskQueue for SqliteTaskQueue {
                     Err(_) => return Ok(None),
                 };
                 write_step(tx, task.id, now, &step)?;
+                // A new attempt: the last one's runbook note is the past.
+                tx.execute("UPDATE tasks SET runbook = NULL WHERE id = ?1", [task.id])?;
                 if step.next.status == Status::Running {
                     return Ok(Some(Claim {
                         task_id: task.id,
@@ -276,6 +283,78 @@ impl TaskQueue for SqliteTaskQueue {
     ) -> Result<(), TaskError> {
         self.change(task_id, now, &Input::Heartbeat { attempt, lease_ms })
             .map(|_| ())
+    }
+
+    fn note_runbook(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        process: &RunbookProcess,
+    ) -> Result<(), TaskError> {
+        let noted = serde_json::to_string(process).map_err(|e| {
+            TaskError::Store(StoreError::Backend {
+                store: store_name::TASKS,
+                message: format!("cannot encode the runbook's process: {e}"),
+            })
+        })?;
+        self.db.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE tasks SET runbook = ?3
+                 WHERE id = ?1 AND attempt = ?2 AND status = 'running'",
+                params![task_id, attempt, noted],
+            )?;
+            if changed == 1 {
+                return Ok(());
+            }
+            let task = tx
+                .query_row(
+                    &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+                    [task_id],
+                    |r| Ok(read_task(r)),
+                )
+                .optional()?
+                .transpose()?
+                .ok_or(Failure::Caller(TaskError::NotFound(task_id)))?;
+            Err(Failure::Caller(TaskError::Stale {
+                task_id,
+                attempt,
+                current: task.lifecycle.attempt,
+                status: task.lifecycle.status,
+            }))
+        })
+    }
+
+    fn noted_runbooks(&self) -> Result<Vec<NotedRunbook>, TaskError> {
+        self.db.run(|conn| {
+            let mut stmt = conn.prepare(
+                "SELECT id, attempt, route, identity, runbook FROM tasks
+                 WHERE status = 'running' AND runbook IS NOT NULL ORDER BY id",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, u32>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                ))
+            })?;
+            let mut noted = Vec::new();
+            for row in rows {
+                let (task_id, attempt, route, identity, text) = row?;
+                // A note this version cannot read names no process it could safely stop.
+                if let Ok(process) = serde_json::from_str(&text) {
+                    noted.push(NotedRunbook {
+                        task_id,
+                        attempt,
+                        route,
+                        identity,
+                        process,
+                    });
+                }
+            }
+            Ok(noted)
+        })
     }
 
     /// Records how `attempt` ended. Rejected with [`TaskError::Stale`] unless `attempt` is the

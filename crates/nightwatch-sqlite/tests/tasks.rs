@@ -474,3 +474,50 @@ fn a_file_from_before_deferrals_is_upgraded_and_keeps_its_tasks() {
     assert_eq!(status, Status::Pending);
     assert_eq!(store.task(1).unwrap().unwrap().lifecycle.deferrals, 1);
 }
+
+fn process(pgid: i64) -> nightwatch_store::RunbookProcess {
+    nightwatch_store::RunbookProcess {
+        pgid,
+        leader_started: 100,
+        daemon_pid: 7,
+        daemon_started: 50,
+        boot: "b".into(),
+    }
+}
+
+/// Where a runbook runs is noted for the attempt that runs it, fenced like a heartbeat, kept
+/// across reopening, and forgotten when the task is claimed again or ends.
+#[test]
+fn a_runbooks_process_is_noted_for_its_attempt_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let id = created(store.offer("kuma/1", "{}", "r", 0).unwrap());
+    let first = store.claim("w1", 0, 1_000).unwrap().unwrap();
+    store
+        .note_runbook(id, first.attempt, &process(4242))
+        .unwrap();
+    let stale = store.note_runbook(id, first.attempt + 1, &process(1));
+    assert!(matches!(stale, Err(TaskError::Stale { .. })), "{stale:?}");
+    drop(store);
+
+    let store = open(&dir, policy());
+    let noted = store.noted_runbooks().unwrap();
+    assert_eq!(noted.len(), 1);
+    assert_eq!((noted[0].task_id, noted[0].attempt), (id, first.attempt));
+    assert_eq!(noted[0].process, process(4242));
+
+    // The lease expires and another worker takes the task: the old note is the past.
+    let second = store.claim("w2", 5_000, 1_000).unwrap().unwrap();
+    assert_eq!(second.attempt, first.attempt + 1);
+    assert!(store.noted_runbooks().unwrap().is_empty());
+    store
+        .note_runbook(id, second.attempt, &process(5151))
+        .unwrap();
+    store
+        .complete(id, second.attempt, &Outcome::Succeeded, 5_100)
+        .unwrap();
+    assert!(
+        store.noted_runbooks().unwrap().is_empty(),
+        "a finished task has no runbook running"
+    );
+}

@@ -25,7 +25,8 @@ pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition};
 pub use janitor::JanitorStore;
 pub use ledger::{Ledger, LedgerReader, verify};
 pub use tasks::{
-    Claim, Escalation, Offered, Resolved, Task, TaskError, TaskEvent, TaskFilter, TaskQueue,
+    Claim, Escalation, NotedRunbook, Offered, Resolved, RunbookProcess, Task, TaskError, TaskEvent,
+    TaskFilter, TaskQueue,
 };
 
 use std::path::PathBuf;

@@ -165,4 +165,38 @@ pub trait TaskQueue: Send + Sync {
 
     /// Everything that happened to a task, in order.
     fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError>;
+
+    /// Notes where `attempt`'s runbook runs, so that a daemon starting after the one running it
+    /// died can stop what it left before the task runs again. Fenced like `heartbeat`.
+    fn note_runbook(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        process: &RunbookProcess,
+    ) -> Result<(), TaskError>;
+
+    /// The runbooks noted for running tasks, oldest task first.
+    fn noted_runbooks(&self) -> Result<Vec<NotedRunbook>, TaskError>;
+}
+
+/// Where a runbook runs: its process group, its leader's start time, and the daemon that
+/// started it, each process named by pid and start time (clock ticks after boot) within one
+/// boot, so that a pid given since to another process is never taken for it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunbookProcess {
+    pub pgid: i64,
+    pub leader_started: u64,
+    pub daemon_pid: i64,
+    pub daemon_started: u64,
+    pub boot: String,
+}
+
+/// A running task's attempt and where its runbook runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotedRunbook {
+    pub task_id: i64,
+    pub attempt: u32,
+    pub route: String,
+    pub identity: String,
+    pub process: RunbookProcess,
 }

@@ -551,15 +551,8 @@ fn a_crashed_daemon_loses_nothing_and_its_task_is_reclaimed() {
         std::thread::sleep(Duration::from_millis(20));
     }
     daemon.crash();
-    // The crashed daemon's runbook outlives it (its own process group); end it.
-    let pid: i32 = std::fs::read_to_string(&pidfile)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    let _ = std::process::Command::new("kill")
-        .arg(pid.to_string())
-        .status();
+    // The crashed daemon's runbook dies with it and its `sleep 30`, in the runbook's process
+    // group, is stopped by the next daemon before the task runs again: nothing to end here.
 
     let daemon = Daemon::start(&home, Some(&config), &[]);
     let done = daemon.wait_for(
@@ -576,13 +569,103 @@ fn a_crashed_daemon_loses_nothing_and_its_task_is_reclaimed() {
         .iter()
         .map(|e| e["why"].as_str().unwrap())
         .collect();
-    assert!(whys.iter().any(|w| w.contains("lease")), "{whys:#?}");
+    assert!(
+        whys.iter()
+            .any(|w| w.contains("interrupted: the daemon that ran attempt 1")),
+        "{whys:#?}"
+    );
+    let stopped = daemon.json("/api/records?event=dispatch&since=1h");
+    assert!(
+        stopped["records"].as_array().unwrap().iter().any(|r| {
+            r["inputs"]["disposition"] == "stopped_after_crash" && r["inputs"]["attempt"] == 1
+        }),
+        "the sleep the first attempt left was stopped, and the ledger says so: {stopped:#}"
+    );
     assert_eq!(
         daemon.json("/api/alerts?since=1h")["alerts"]
             .as_array()
             .unwrap()
             .len(),
         1
+    );
+}
+
+/// Seed 000's "ran twice, overlapping": a runbook whose work outlives its shell (a background
+/// job, as an agent's tools are) is running when the daemon is killed. The daemon that starts
+/// next stops it before running the task again, so its side effect happens exactly once.
+#[test]
+fn a_runbook_left_running_by_a_killed_daemon_is_stopped_and_its_work_done_once() {
+    let dir = scratch("serve", "once");
+    let home = dir.join("home");
+    let effects = dir.join("effects");
+    let started = dir.join("started");
+    let runbook = script(
+        &dir,
+        "work.sh",
+        &format!(
+            "( echo \"$NIGHTWATCH_ATTEMPT\" >> {started}; sleep 4; echo \"done by attempt $NIGHTWATCH_ATTEMPT\" >> {effects} ) &\nwait\n",
+            started = started.display(),
+            effects = effects.display()
+        ),
+    );
+    // A lease far longer than the work: only the restart's stop can keep the first run from
+    // finishing beside the second.
+    let config = format!(
+        "queue: {{ lease: 60s, backoff_base: 100ms }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 200);
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !started.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.exists(), "the first attempt started");
+    let first_started = Instant::now();
+    daemon.crash();
+
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let done = daemon.wait_for(
+        &format!("/api/tasks/{task}"),
+        30,
+        "the task run again",
+        |t| t["status"] == "done",
+    );
+    assert_eq!(done["attempt"], 2, "{done:#}");
+    // Past the time the first attempt's work would have finished, had it been left running.
+    let settle = Duration::from_secs(6).saturating_sub(first_started.elapsed());
+    std::thread::sleep(settle);
+    let work = std::fs::read_to_string(&effects).unwrap_or_default();
+    assert_eq!(
+        work.lines().collect::<Vec<_>>(),
+        ["done by attempt 2"],
+        "the work happened once, by the second attempt"
+    );
+    let records = daemon.json("/api/records?event=dispatch&since=1h");
+    let stopped: Vec<&serde_json::Value> = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["inputs"]["disposition"] == "stopped_after_crash")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{records:#}");
+    assert!(
+        stopped[0]["inputs"]["stopped"].as_u64().unwrap() >= 1,
+        "{:#}",
+        stopped[0]
+    );
+    assert!(
+        stopped[0]["reasons"][0]
+            .as_str()
+            .unwrap()
+            .contains("were still running and were stopped"),
+        "{:#}",
+        stopped[0]
     );
 }
 
