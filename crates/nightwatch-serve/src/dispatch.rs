@@ -220,6 +220,27 @@ impl Daemon {
         })
     }
 
+    /// The `dispatch` records of arrivals written since `since_ms` (a second of slack for
+    /// clocks), by arrival id. None: nothing to look for.
+    fn dispatch_records_since(
+        &self,
+        since_ms: Option<i64>,
+    ) -> Result<std::collections::HashMap<i64, String>, ServeError> {
+        let Some(since_ms) = since_ms else {
+            return Ok(Default::default());
+        };
+        let records = self.reader().query(&nightwatch_ledger::Filter {
+            event: Some(nightwatch_ledger::event::DISPATCH.to_owned()),
+            since_ms: Some(since_ms - 1_000),
+            ..nightwatch_ledger::Filter::default()
+        })?;
+        Ok(records
+            .into_iter()
+            .filter(|r| r.tool == "alert")
+            .filter_map(|r| Some((r.inputs.get("arrival")?.as_i64()?, r.id)))
+            .collect())
+    }
+
     /// Writes an arrival's `dispatch` record and notes it on the arrival.
     pub fn record_arrival(&self, arrival: &AlertEvent) -> Result<Record, ServeError> {
         let disposition = arrival.disposition.map(Disposition::as_str);
@@ -259,11 +280,24 @@ impl Daemon {
     /// Records the arrivals a crash or a storage failure left without a record (deciding
     /// first any that were never decided). Only arrivals older than `older_than_ms` are taken,
     /// so a request still in flight is not raced. Returns how many were recorded.
+    ///
+    /// Exactly one `dispatch` record per arrival, crash or not: an arrival whose record was
+    /// written but not yet noted on it (a crash between the two) gets that record noted, not a
+    /// second one; and an arrival that created its task before the crash is routed to it, not
+    /// counted a duplicate of itself.
     pub fn record_unrecorded(&self, older_than_ms: i64) -> Result<usize, ServeError> {
         let now = self.now_ms();
+        let pending: Vec<AlertEvent> = self
+            .inbox
+            .unrecorded(500)?
+            .into_iter()
+            .filter(|arrival| arrival.received_ms <= now - older_than_ms)
+            .collect();
+        let written = self.dispatch_records_since(pending.iter().map(|a| a.received_ms).min())?;
         let mut done = 0;
-        for mut arrival in self.inbox.unrecorded(500)? {
-            if arrival.received_ms > now - older_than_ms {
+        for mut arrival in pending {
+            if let Some(record) = written.get(&arrival.id) {
+                self.inbox.mark_recorded(arrival.id, record)?;
                 continue;
             }
             if arrival.disposition.is_none() {
@@ -274,7 +308,22 @@ impl Daemon {
                     }
                 })?;
                 let json = serde_json::to_string(&alert).unwrap_or_default();
-                let (disposition, reason, route, task) = self.decide(&alert, &json, now)?;
+                let (mut disposition, mut reason, route, task) = self.decide(&alert, &json, now)?;
+                // The live task this arrival finds may be the one it created before the crash:
+                // made at the arrival's own time (one clock reading serves both).
+                if disposition == Disposition::Deduplicated
+                    && let Some(id) = task
+                    && self
+                        .tasks
+                        .task(id)?
+                        .is_some_and(|t| t.created_at == arrival.received_ms)
+                {
+                    disposition = Disposition::Routed;
+                    reason = format!(
+                        "routed to {}: task {id} queued",
+                        route.as_deref().unwrap_or("?")
+                    );
+                }
                 let reason = format!("{reason} (decided after a restart or a storage failure)");
                 self.inbox
                     .settle(arrival.id, disposition, &reason, route.as_deref(), task)?;

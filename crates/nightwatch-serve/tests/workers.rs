@@ -232,3 +232,89 @@ fn the_daemon_serves_in_process_and_stops_when_told() {
         "nothing listens"
     );
 }
+
+/// A daemon over `dir` with one route taking every alert, its workers not started: what a
+/// restarted daemon finds before it records what a crash left.
+fn restarted(dir: &std::path::Path) -> Arc<Daemon> {
+    let config_file = dir.join("serve.yaml");
+    std::fs::write(&config_file, "routes:\n  - id: all\n    run: [\"true\"]\n").unwrap();
+    let config = Config::load(&config_file, &|_| None).expect("config");
+    let edges = PanicsOnce {
+        clock: Utc(jiff::tz::TimeZone::UTC),
+        guards: LiveGuards::new(dir),
+        // Past the panic: these tests run no runbook.
+        reads: AtomicUsize::new(1),
+    };
+    daemon(config, dir, edges)
+}
+
+/// A crash after an arrival's `dispatch` record was written but before the arrival noted it:
+/// the restarted daemon notes that record; it never writes a second.
+#[test]
+fn an_arrival_recorded_just_before_a_crash_gets_no_second_record() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = restarted(dir.path());
+    let dispatched = daemon.dispatch(&[alert("disk")]).expect("stored");
+    let arrival = dispatched[0].arrival;
+    // The state a kill -9 between the ledger's commit and the inbox's leaves.
+    let alerts = rusqlite::Connection::open(dir.path().join("alerts.db")).unwrap();
+    alerts
+        .execute(
+            "UPDATE alert_events SET record = NULL WHERE id = ?1",
+            [arrival],
+        )
+        .unwrap();
+    drop(alerts);
+    assert_eq!(daemon.inbox.unrecorded(10).unwrap().len(), 1);
+
+    daemon.record_unrecorded(0).expect("recorded");
+    let routed = dispatches(&daemon, "routed");
+    assert_eq!(routed.len(), 1, "one record per arrival: {routed:#?}");
+    let stored = daemon.inbox.get(arrival).unwrap().unwrap();
+    assert_eq!(stored.record.as_deref(), Some(routed[0].id.as_str()));
+    assert!(daemon.inbox.unrecorded(10).unwrap().is_empty());
+}
+
+/// A crash after an arrival created its task but before its disposition was stored: decided
+/// again after the restart, it is routed to the task it created, not a duplicate of itself.
+#[test]
+fn an_arrival_that_created_its_task_before_a_crash_is_routed_to_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = restarted(dir.path());
+    let alert = alert("disk");
+    let json = serde_json::to_string(&alert).unwrap();
+    let now = daemon.now_ms();
+    let id = nightwatch_serve::route::alert_id(&alert);
+    let arrival = daemon
+        .inbox
+        .receive(&nightwatch_store::Arrival {
+            received_ms: now,
+            source: &nightwatch_serve::route::source_name(&alert.source),
+            alert_id: &id,
+            status: "firing",
+            title: &alert.title,
+            host: None,
+            alert_json: &json,
+        })
+        .unwrap();
+    let identity = nightwatch_serve::route::task_identity(&alert);
+    let created = daemon.tasks.offer(&identity, &json, "all", now).unwrap();
+    let nightwatch_store::Offered::Created(task) = created else {
+        panic!("{created:?}");
+    };
+
+    daemon.record_unrecorded(0).expect("recorded");
+    let stored = daemon.inbox.get(arrival).unwrap().unwrap();
+    assert_eq!(
+        stored.disposition.map(|d| d.as_str()),
+        Some("routed"),
+        "{stored:?}"
+    );
+    assert_eq!(stored.task_id, Some(task));
+    assert_eq!(dispatches(&daemon, "routed").len(), 1);
+    assert!(dispatches(&daemon, "deduplicated").is_empty());
+    // A later arrival of the same alert is a duplicate, as ever.
+    let again = daemon.dispatch(std::slice::from_ref(&alert)).unwrap();
+    assert_eq!(again[0].task, Some(task));
+    assert_eq!(dispatches(&daemon, "deduplicated").len(), 1);
+}
