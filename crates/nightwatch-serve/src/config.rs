@@ -32,13 +32,22 @@ pub enum ConfigError {
     Invalid { path: String, message: String },
 }
 
+/// Connections open at once unless `max_connections` says otherwise: well under the usual
+/// 1024-file soft limit, leaving files for the stores, runbooks and their pipes.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 768;
+
 /// The daemon's configuration, checked.
 #[derive(Clone, Debug)]
 pub struct Config {
     pub listen: SocketAddr,
     pub max_body_bytes: usize,
-    /// A request (headers and body) must arrive within this; slow senders get 408.
+    /// A request (headers and body) must arrive within this; slow senders get 408 for a body,
+    /// and a connection that sends no complete headers in it (idle between requests too) is
+    /// closed.
     pub request_timeout: Duration,
+    /// Connections open at once; one past it is answered 503 and closed, so a flood of idle
+    /// connections cannot use up the process's files.
+    pub max_connections: usize,
     pub sources: Sources,
     pub queue: Queue,
     pub routes: Vec<Route>,
@@ -155,6 +164,7 @@ struct File {
     listen: Option<String>,
     max_body_bytes: Option<usize>,
     request_timeout: Option<String>,
+    max_connections: Option<usize>,
     #[serde(default)]
     sources: FileSources,
     #[serde(default)]
@@ -498,8 +508,13 @@ impl Config {
             }
             None => None,
         };
+        let max_connections = file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
+        if max_connections == 0 {
+            return Err(invalid("max_connections must be at least 1".into()));
+        }
         Ok(Config {
             listen,
+            max_connections,
             max_body_bytes: file.max_body_bytes.unwrap_or(1024 * 1024),
             request_timeout: duration(
                 "request_timeout",

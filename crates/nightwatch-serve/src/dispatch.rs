@@ -38,8 +38,15 @@ impl Daemon {
     pub fn dispatch(&self, alerts: &[Alert]) -> Result<Vec<Dispatched>, ServeError> {
         let mut out = Vec::with_capacity(alerts.len());
         for alert in alerts {
-            out.push(self.dispatch_one(alert)?);
+            match self.dispatch_one(alert) {
+                Ok(one) => out.push(one),
+                Err(e) => {
+                    self.note_write(Err(e.to_string()));
+                    return Err(e);
+                }
+            }
         }
+        self.note_write(Ok(()));
         Ok(out)
     }
 

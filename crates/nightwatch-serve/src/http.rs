@@ -43,6 +43,90 @@ const PAGE_ARRIVALS: usize = 2000;
 /// How long a sender waits for its alerts to be stored before it is told 503 (and retries).
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// What one connection may take.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// Connections open at once; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// A connection must send a request's headers within this, and its next request's too:
+    /// a trickling or idle client is closed, so it cannot hold a connection forever.
+    pub header_read: std::time::Duration,
+}
+
+/// How long a connection refused for being one too many gets to take its 503.
+const REFUSAL_WRITE: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Serves `app` on `listener` (HTTP/1.1, kept alive) within `limits` until `shutdown`
+/// completes, then lets the requests in flight finish. A failure to accept (out of files,
+/// say) is logged and retried after a pause, never a busy loop or an exit.
+pub async fn serve_connections(
+    listener: tokio::net::TcpListener,
+    app: Router,
+    limits: ConnectionLimits,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), crate::ServeError> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read)
+        .keep_alive(true);
+    tokio::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            () = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    tracing::warn!("cannot accept a connection: {e}; trying again in 100 ms");
+                    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+                    continue;
+                }
+            },
+        };
+        let Ok(permit) = open.clone().try_acquire_owned() else {
+            tokio::spawn(refuse_one_too_many(stream, limits.max_connections));
+            continue;
+        };
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
+        tokio::spawn(async move {
+            // A connection that ends badly (reset, timed out) ends only itself.
+            let _ = connection.await;
+            drop(permit);
+        });
+    }
+    drop(listener);
+    // Requests in flight get the store's own deadline to finish; idle connections close now.
+    if tokio::time::timeout(STORE_DEADLINE, graceful.shutdown())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections were still busy at shutdown and were dropped");
+    }
+    Ok(())
+}
+
+/// Tells a connection past the limit why it is refused, then closes it.
+async fn refuse_one_too_many(stream: tokio::net::TcpStream, max: usize) {
+    use tokio::io::AsyncWriteExt;
+    let body = format!(
+        "{{\"error\":\"{max} connections are open, the most this daemon takes (max_connections in serve.yaml); try again\"}}\n"
+    );
+    let reply = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let mut stream = stream;
+    let _ = tokio::time::timeout(REFUSAL_WRITE, async {
+        let _ = stream.write_all(reply.as_bytes()).await;
+        let _ = stream.shutdown().await;
+    })
+    .await;
+}
+
 pub fn router(daemon: Arc<Daemon>) -> Router {
     let hooks = Router::new()
         .route(
@@ -274,10 +358,20 @@ async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
     if daemon.is_shutting_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
     }
+    // Ready means alerts are being stored: a daemon whose last write failed (a full disk, a
+    // locked or broken store) is not, until a write succeeds again.
+    if let Some(why) = daemon.write_failure() {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: the last write failed: {why}\n"),
+        )
+            .into_response();
+    }
+    // Each store answers a point read: no scan, however long the history.
     let d = daemon.clone();
     let probe = tokio::task::spawn_blocking(move || -> Result<(), String> {
-        d.inbox.count().map_err(|e| e.to_string())?;
-        d.tasks.counts().map_err(|e| e.to_string())?;
+        d.inbox.get(1).map_err(|e| e.to_string())?;
+        d.tasks.task(1).map_err(|e| e.to_string())?;
         nightwatch_store::LedgerReader::head_checkpoint(&d.ledger).map_err(|e| e.to_string())?;
         Ok(())
     })

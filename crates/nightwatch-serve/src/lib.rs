@@ -106,6 +106,8 @@ pub struct Daemon {
     pub metrics: metrics::Metrics,
     shutting_down: AtomicBool,
     wake: (Mutex<u64>, Condvar),
+    /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
+    write_failure: Mutex<Option<String>>,
 }
 
 impl Daemon {
@@ -127,6 +129,7 @@ impl Daemon {
             metrics: metrics::Metrics::new(),
             shutting_down: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
+            write_failure: Mutex::new(None),
         })
     }
 
@@ -159,6 +162,20 @@ impl Daemon {
     /// Now, as the engine's clock says.
     pub fn now_ms(&self) -> i64 {
         self.edges.clock().now_ms()
+    }
+
+    /// Notes how the last intake write went: a failure is kept until a write succeeds.
+    pub(crate) fn note_write(&self, outcome: Result<(), String>) {
+        let mut failure = self.write_failure.lock().unwrap_or_else(|p| p.into_inner());
+        *failure = outcome.err();
+    }
+
+    /// Why the last intake write failed, while no write has succeeded since.
+    pub fn write_failure(&self) -> Option<String> {
+        self.write_failure
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
     }
 
     pub fn is_shutting_down(&self) -> bool {
@@ -239,14 +256,12 @@ pub async fn serve(
     ready();
 
     let app = http::router(daemon.clone());
-    let stopping = daemon.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            tracing::info!("shutting down; finishing requests and running runbooks");
-            stopping.begin_shutdown();
-        })
-        .await;
+    let limits = http::ConnectionLimits {
+        max_connections: daemon.config.max_connections,
+        header_read: daemon.config.request_timeout,
+    };
+    let served = http::serve_connections(listener, app, limits, shutdown).await;
+    tracing::info!("shutting down; finishing requests and running runbooks");
     daemon.begin_shutdown();
     let joined = tokio::task::spawn_blocking(move || {
         for thread in threads {
@@ -257,7 +272,7 @@ pub async fn serve(
     if let Err(e) = joined {
         tracing::error!("the workers did not stop cleanly: {e}");
     }
-    served.map_err(|e| ServeError::Runtime(format!("the HTTP server failed: {e}")))
+    served
 }
 
 /// SIGINT or SIGTERM.

@@ -482,12 +482,22 @@ fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
     let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert_eq!(reply.header("retry-after"), Some("5"));
+    // While writes fail, the daemon does not say it is ready.
+    let readyz = daemon.get("/readyz");
+    assert_eq!(readyz.status, 503, "{}", readyz.text());
+    assert!(
+        readyz.text().contains("the last write failed"),
+        "{}",
+        readyz.text()
+    );
     holder.execute_batch("ROLLBACK").unwrap();
     drop(holder);
 
     // The sender retries: the same alerts find their live tasks.
     let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
     assert_eq!(reply.status, 200, "{}", reply.text());
+    let readyz = daemon.get("/readyz");
+    assert_eq!(readyz.status, 200, "ready again: {}", readyz.text());
     let alerts = reply.json()["alerts"].as_array().unwrap().clone();
     let first = &alerts[0];
     assert_eq!(first["disposition"], "deduplicated", "{alerts:#?}");
@@ -1412,4 +1422,81 @@ fn a_rejected_runbook_is_dropped_and_handed_to_a_person() {
                 .any(|r| r["inputs"]["disposition"] == "escalated")
         },
     );
+}
+
+/// A client that trickles its headers, or sends none, is closed within `request_timeout`; one
+/// connection past `max_connections` is told 503 and why, and once the idle ones are closed the
+/// daemon answers again.
+#[test]
+fn slow_and_surplus_connections_are_cut_off_and_the_daemon_keeps_answering() {
+    use std::io::{Read, Write};
+    let dir = scratch("serve", "connections");
+    let home = dir.join("home");
+    let daemon = Daemon::start(
+        &home,
+        Some("request_timeout: 1s\nmax_connections: 8\n"),
+        &[],
+    );
+    assert_eq!(daemon.get("/healthz").status, 200);
+
+    // One byte of headers a second: cut off, though it never stops sending.
+    let mut trickle = std::net::TcpStream::connect(&daemon.addr).unwrap();
+    let started = Instant::now();
+    let mut cut_off = None;
+    for byte in b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaa" {
+        if trickle.write_all(&[*byte]).is_err() {
+            cut_off = Some(started.elapsed());
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        let mut probe = [0u8; 1];
+        trickle
+            .set_read_timeout(Some(Duration::from_millis(1)))
+            .unwrap();
+        if let Ok(0) = trickle.read(&mut probe) {
+            cut_off = Some(started.elapsed());
+            break;
+        }
+    }
+    let cut_off = cut_off.expect("the trickling client was never cut off");
+    assert!(
+        cut_off < Duration::from_secs(4),
+        "cut off after {cut_off:?}"
+    );
+
+    // Eight idle connections fill the daemon; the ninth is refused with a reason.
+    let idle: Vec<std::net::TcpStream> = (0..8)
+        .map(|_| std::net::TcpStream::connect(&daemon.addr).unwrap())
+        .collect();
+    std::thread::sleep(Duration::from_millis(200));
+    let refused = daemon.get("/healthz");
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert!(
+        refused.text().contains("max_connections"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(refused.header("retry-after"), Some("1"));
+
+    // The idle ones are closed within the header timeout, and the daemon answers again.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let reply = daemon.get("/healthz");
+        if reply.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still refused: {}", reply.text());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    for mut stream in idle {
+        let mut rest = Vec::new();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        assert_eq!(
+            stream.read_to_end(&mut rest).unwrap_or(0),
+            0,
+            "closed without a word"
+        );
+    }
 }
