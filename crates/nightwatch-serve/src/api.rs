@@ -374,14 +374,64 @@ async fn tasks(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             },
             None => None,
         };
+        let (after, limit) = match page(&p) {
+            Ok(page) => page,
+            Err(why) => return Ok(bad(why)),
+        };
+        let identity = p.get("identity").cloned();
         let list = d.tasks.tasks(&TaskFilter {
-            identity: p.get("identity").cloned(),
+            identity: identity.clone(),
             status,
+            after,
+            limit: Some(limit),
         })?;
         let out: Vec<Value> = list.iter().map(|t| task_json(t, None)).collect();
-        Ok(axum::Json(json!({ "tasks": out })).into_response())
+        // A full page may have more after it: the cursor is the last id shown.
+        let next = (list.len() == limit).then(|| {
+            let last = list.last().map_or(0, |t| t.id);
+            let mut query = format!("after={last}&limit={limit}");
+            if let Some(status) = status {
+                query.push_str(&format!("&status={}", status.as_str()));
+            }
+            if let Some(identity) = &identity {
+                query.push_str(&format!(
+                    "&identity={}",
+                    percent_encoding::utf8_percent_encode(
+                        identity,
+                        percent_encoding::NON_ALPHANUMERIC
+                    )
+                ));
+            }
+            format!("/api/tasks?{query}")
+        });
+        Ok(axum::Json(json!({ "tasks": out, "next": next })).into_response())
     })
     .await
+}
+
+/// Tasks shown by `/api/tasks` unless `limit` asks for fewer, and the most it may ask for:
+/// a page is read and sent whole, so it stays small however many tasks there are.
+const TASK_PAGE: usize = 100;
+const MAX_TASK_PAGE: usize = 1000;
+
+/// `after` (the cursor: the last id of the page before) and `limit` (1 to the maximum).
+fn page(params: &BTreeMap<String, String>) -> Result<(Option<i64>, usize), String> {
+    let after = match params.get("after") {
+        Some(text) => Some(
+            text.trim_start_matches('t')
+                .parse::<i64>()
+                .map_err(|_| format!("after {text:?} is not a task id"))?,
+        ),
+        None => None,
+    };
+    let limit = match params.get("limit") {
+        Some(text) => text
+            .parse::<usize>()
+            .map_err(|_| format!("limit {text:?} is not a number"))?
+            .clamp(1, MAX_TASK_PAGE),
+        None => TASK_PAGE,
+    };
+    Ok((after, limit))
 }
 
 async fn task(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Response {
@@ -428,7 +478,7 @@ pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeErr
     {
         for t in daemon.tasks.tasks(&TaskFilter {
             identity: Some(crate::route::task_identity(&alert)),
-            status: None,
+            ..TaskFilter::default()
         })? {
             task_ids.push(t.id);
         }

@@ -178,7 +178,7 @@ impl Daemon {
                     let cooldown = self.tasks.policy().cooldown_ms;
                     let known = self.tasks.tasks(&nightwatch_store::TaskFilter {
                         identity: Some(identity.clone()),
-                        status: None,
+                        ..nightwatch_store::TaskFilter::default()
                     })?;
                     let would_create = !known.iter().any(|t| {
                         t.lifecycle.status.is_live()

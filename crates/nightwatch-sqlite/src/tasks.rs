@@ -81,7 +81,8 @@ const MIGRATIONS: [Migration; 2] = [
         tx.execute_batch(
             "ALTER TABLE tasks ADD COLUMN runbook TEXT;
              CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(status, lease_until_ms);
-             CREATE INDEX IF NOT EXISTS tasks_route_created ON tasks(route, created_ms);",
+             CREATE INDEX IF NOT EXISTS tasks_route_created ON tasks(route, created_ms);
+             CREATE INDEX IF NOT EXISTS tasks_escalation ON tasks(id) WHERE escalation = 1;",
         )
     },
 ];
@@ -92,6 +93,36 @@ const SCHEMA: Schema = Schema {
     migrations: &MIGRATIONS,
 };
 
+/// The query for `filter` and its arguments.
+fn tasks_query(filter: &TaskFilter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut clauses = Vec::new();
+    let mut args = Vec::new();
+    if let Some(identity) = &filter.identity {
+        clauses.push("identity = ?");
+        args.push(Value::Text(identity.clone()));
+    }
+    if let Some(status) = filter.status {
+        clauses.push("status = ?");
+        args.push(Value::Text(status.as_str().to_owned()));
+    }
+    if let Some(after) = filter.after {
+        clauses.push("id > ?");
+        args.push(Value::Integer(after));
+    }
+    let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
+    if !clauses.is_empty() {
+        sql.push_str(" WHERE ");
+        sql.push_str(&clauses.join(" AND "));
+    }
+    sql.push_str(" ORDER BY id");
+    if let Some(limit) = filter.limit {
+        sql.push_str(" LIMIT ?");
+        args.push(Value::Integer(i64::try_from(limit).unwrap_or(i64::MAX)));
+    }
+    (sql, args)
+}
+
 /// The hot path's queries (a claim on every wake-up, a route's hourly count on every routed
 /// arrival): each must go through an index, never read the whole table (a unit test checks
 /// their query plans).
@@ -99,6 +130,7 @@ const READY_PENDING: &str = "ready_ms FROM tasks WHERE status = 'pending' AND re
      ORDER BY ready_ms, id";
 const LEASE_EXPIRED: &str = "lease_until_ms FROM tasks
      WHERE status = 'running' AND lease_until_ms <= ?1 ORDER BY lease_until_ms, id";
+const ESCALATIONS: &str = "FROM tasks WHERE escalation = 1 ORDER BY id";
 const CREATED_SINCE: &str = "SELECT count(*) FROM tasks WHERE route = ?1 AND created_ms >= ?2";
 
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
@@ -392,11 +424,19 @@ impl TaskQueue for SqliteTaskQueue {
 
     /// Hands over every task that gave up and was not handed over before: each exactly once.
     fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
+        // Asked on every wake-up: a look through the index, without the write lock, first.
+        let waiting = self.db.run::<bool, TaskError>(|conn| {
+            Ok(conn
+                .prepare(&format!("SELECT 1 {ESCALATIONS} LIMIT 1"))?
+                .exists([])?)
+        })?;
+        if !waiting {
+            return Ok(Vec::new());
+        }
         self.db.write(|tx| {
-            let mut stmt = tx.prepare(
-                "SELECT id, identity, route, attempt, last_error FROM tasks
-                 WHERE escalation = 1 ORDER BY id",
-            )?;
+            let mut stmt = tx.prepare(&format!(
+                "SELECT id, identity, route, attempt, last_error {ESCALATIONS}"
+            ))?;
             let taken = stmt
                 .query_map([], |r| {
                     Ok(Escalation {
@@ -439,16 +479,12 @@ impl TaskQueue for SqliteTaskQueue {
 
     /// Tasks matching `filter`, oldest first.
     fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
+        // Only the clauses the filter has: `(? IS NULL OR identity = ?)` would keep SQLite
+        // from the identity index and read the whole table.
+        let (sql, args) = tasks_query(filter);
         self.db.run(|conn| {
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {TASK_COLUMNS} FROM tasks
-                 WHERE (?1 IS NULL OR identity = ?1) AND (?2 IS NULL OR status = ?2)
-                 ORDER BY id"
-            ))?;
-            let rows = stmt.query_map(
-                params![filter.identity, filter.status.map(Status::as_str)],
-                |r| Ok(read_task(r)),
-            )?;
+            let mut stmt = conn.prepare(&sql)?;
+            let rows = stmt.query_map(rusqlite::params_from_iter(&args), |r| Ok(read_task(r)))?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(row??);
@@ -666,20 +702,50 @@ fn insert_event(
 mod tests {
     use super::*;
 
-    /// Claiming and a route's hourly count search an index, in order: their cost does not grow
-    /// with the tasks that finished long ago or the ones running now.
+    /// The queries run on every wake-up or routed arrival search an index, and those that
+    /// pick one row read it in order: their cost does not grow with the tasks that finished
+    /// long ago, nor with the ones running now. Only the look at one alert's own tasks may
+    /// sort them (they are that alert's, not the table's).
     #[test]
     fn the_hot_path_searches_an_index_never_scans_the_table() {
+        use rusqlite::types::Value;
         let dir = tempfile::tempdir().unwrap();
-        let queue = SqliteTaskQueue::open(dir.path(), Policy::default()).unwrap();
-        drop(queue);
+        drop(SqliteTaskQueue::open(dir.path(), Policy::default()).unwrap());
         let conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
-        let claims = [READY_PENDING, LEASE_EXPIRED]
-            .map(|query| (format!("SELECT {TASK_COLUMNS}, {query} LIMIT 1"), vec![1]));
-        for (sql, params) in claims
-            .into_iter()
-            .chain([(CREATED_SINCE.to_owned(), vec![1, 2])])
-        {
+        // A partial index holds only the rows its query wants: walking it reads no others.
+        let partial: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND sql LIKE '% WHERE %'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let one = |sql: String, params: Vec<Value>| (sql, params, false);
+        let mut queries: Vec<(String, Vec<Value>, bool)> = [READY_PENDING, LEASE_EXPIRED]
+            .map(|q| {
+                one(
+                    format!("SELECT {TASK_COLUMNS}, {q} LIMIT 1"),
+                    vec![Value::Integer(1)],
+                )
+            })
+            .into();
+        queries.push(one(
+            CREATED_SINCE.to_owned(),
+            vec![Value::Text("r".into()), Value::Integer(1)],
+        ));
+        queries.push(one(format!("SELECT id {ESCALATIONS}"), Vec::new()));
+        let (sql, params) = tasks_query(&TaskFilter {
+            after: Some(100),
+            limit: Some(50),
+            ..TaskFilter::default()
+        });
+        queries.push(one(sql, params));
+        let (sql, params) = tasks_query(&TaskFilter {
+            identity: Some("kuma/1".into()),
+            ..TaskFilter::default()
+        });
+        queries.push((sql, params, true));
+        for (sql, params, may_sort) in queries {
             let plan: Vec<String> = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
                 .unwrap()
@@ -689,11 +755,16 @@ mod tests {
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
-            // A scan reads every row; a temporary sort, every match (all running tasks).
+            // A scan reads every row (but a partial index's); a temporary sort, every match.
+            let reads_all = |step: &String| {
+                let whole_table = step.starts_with("SCAN")
+                    && !partial
+                        .iter()
+                        .any(|index| step.ends_with(&format!("INDEX {index}")));
+                whole_table || (!may_sort && step.contains("TEMP B-TREE"))
+            };
             assert!(
-                plan.iter()
-                    .all(|step| !step.starts_with("SCAN") && !step.contains("TEMP B-TREE"))
-                    && plan.iter().any(|step| step.contains("USING")),
+                !plan.iter().any(reads_all) && plan.iter().any(|step| step.contains("USING")),
                 "{sql}\n{plan:#?}"
             );
         }

@@ -95,6 +95,10 @@ pub struct Escalation {
 pub struct TaskFilter {
     pub identity: Option<String>,
     pub status: Option<Status>,
+    /// Only tasks with a greater id: the cursor of the page before.
+    pub after: Option<i64>,
+    /// At most this many, lowest ids first.
+    pub limit: Option<usize>,
 }
 
 /// The durable queue behind `nightwatch serve`. Every call takes `now` (ms) from the caller's

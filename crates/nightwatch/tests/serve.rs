@@ -1500,3 +1500,41 @@ fn slow_and_surplus_connections_are_cut_off_and_the_daemon_keeps_answering() {
         );
     }
 }
+
+/// `/api/tasks` is read a page at a time by cursor: every task once, in order, however many
+/// there are, and a page never larger than asked.
+#[test]
+fn tasks_are_listed_a_page_at_a_time_each_once() {
+    let dir = scratch("serve", "tasks-pages");
+    let home = dir.join("home");
+    let config = "queue: { resolve_delay: 1h }\nroutes:\n  - id: all\n    run: [\"true\"]\n";
+    let daemon = Daemon::start(&home, Some(config), &[]);
+    // Five monitors down: five alerts, five tasks.
+    let down: Value = serde_json::from_slice(&payload("uptime-kuma/down.json")).unwrap();
+    for monitor in 100..105 {
+        let mut alert = down.clone();
+        alert["monitor"]["id"] = monitor.into();
+        alert["heartbeat"]["monitorID"] = monitor.into();
+        let reply = daemon.post(
+            "/hooks/uptime-kuma",
+            "application/json",
+            alert.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let mut seen = Vec::new();
+    let mut path = "/api/tasks?limit=2".to_owned();
+    loop {
+        let page = daemon.json(&path);
+        let tasks = page["tasks"].as_array().unwrap();
+        assert!(tasks.len() <= 2, "{page:#}");
+        seen.extend(tasks.iter().map(|t| t["id"].as_i64().unwrap()));
+        match page["next"].as_str() {
+            Some(next) => path = next.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, [1, 2, 3, 4, 5]);
+    let bad = daemon.get("/api/tasks?limit=lots");
+    assert_eq!(bad.status, 400, "{}", bad.text());
+}
