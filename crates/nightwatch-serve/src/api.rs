@@ -456,8 +456,23 @@ async fn alerts(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             Ok(w) => w,
             Err(why) => return Ok(bad(why)),
         };
+        // With a cursor, every arrival after it, oldest first: paging by time would skip
+        // arrivals that share a millisecond across a page's edge.
+        if let Some(text) = p.get("after") {
+            let Ok(after) = text.parse::<i64>() else {
+                return Ok(bad(format!("after {text:?} is not an arrival id")));
+            };
+            let list = d.inbox.after(after, w.limit)?;
+            let next = (list.len() == w.limit).then(|| {
+                let last = list.last().map_or(after, |a| a.id);
+                format!("/api/alerts?after={last}&limit={}", w.limit)
+            });
+            return Ok(axum::Json(json!({ "alerts": list, "next": next })).into_response());
+        }
         let list = d.inbox.between(w.since, w.until, w.limit)?;
-        Ok(axum::Json(json!({ "alerts": list })).into_response())
+        // The newest `limit` of the window: say when older ones were left out.
+        let truncated = list.len() == w.limit;
+        Ok(axum::Json(json!({ "alerts": list, "truncated": truncated })).into_response())
     })
     .await
 }

@@ -153,6 +153,13 @@ impl AlertInbox for SqliteInbox {
         self.select("WHERE alert_id = ?1 ORDER BY id", params![alert_id])
     }
 
+    fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        self.select(
+            "WHERE id > ?1 ORDER BY id LIMIT ?2",
+            params![after_id, i64::try_from(limit).unwrap_or(i64::MAX)],
+        )
+    }
+
     fn between(
         &self,
         since_ms: i64,

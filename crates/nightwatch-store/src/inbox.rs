@@ -130,6 +130,10 @@ pub trait AlertInbox: Send + Sync {
     /// Every arrival for one alert id, oldest first.
     fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError>;
 
+    /// Arrivals stored after arrival `after_id`, oldest first, at most `limit`: a cursor that
+    /// reads every arrival exactly once, page by page, whatever their times.
+    fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError>;
+
     /// Arrivals received in `[since_ms, until_ms)`, oldest first, at most `limit` (the newest).
     fn between(
         &self,

@@ -1538,3 +1538,42 @@ fn tasks_are_listed_a_page_at_a_time_each_once() {
     let bad = daemon.get("/api/tasks?limit=lots");
     assert_eq!(bad.status, 400, "{}", bad.text());
 }
+
+/// `/api/alerts?after=` reads every arrival once, in order, a page at a time, however many
+/// share a millisecond; the time window says when it left older arrivals out.
+#[test]
+fn arrivals_are_read_by_cursor_each_once_and_a_cut_window_says_so() {
+    let dir = scratch("serve", "alerts-pages");
+    let home = dir.join("home");
+    let daemon = Daemon::start(&home, None, &[]);
+    let down: Value = serde_json::from_slice(&payload("uptime-kuma/down.json")).unwrap();
+    for monitor in 200..205 {
+        let mut alert = down.clone();
+        alert["monitor"]["id"] = monitor.into();
+        alert["heartbeat"]["monitorID"] = monitor.into();
+        let reply = daemon.post(
+            "/hooks/uptime-kuma",
+            "application/json",
+            alert.to_string().as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let mut seen = Vec::new();
+    let mut path = "/api/alerts?after=0&limit=2".to_owned();
+    loop {
+        let page = daemon.json(&path);
+        let alerts = page["alerts"].as_array().unwrap();
+        assert!(alerts.len() <= 2, "{page:#}");
+        seen.extend(alerts.iter().map(|a| a["id"].as_i64().unwrap()));
+        match page["next"].as_str() {
+            Some(next) => path = next.to_owned(),
+            None => break,
+        }
+    }
+    assert_eq!(seen, [1, 2, 3, 4, 5]);
+    let window = daemon.json("/api/alerts?since=1h&limit=2");
+    assert_eq!(window["alerts"].as_array().unwrap().len(), 2);
+    assert_eq!(window["truncated"], true, "{window:#}");
+    assert_eq!(daemon.json("/api/alerts?since=1h")["truncated"], false);
+    assert_eq!(daemon.get("/api/alerts?after=soon").status, 400);
+}
