@@ -79,8 +79,7 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> Environment {
-        let vars: std::collections::BTreeMap<&str, &str> = pairs.iter().copied().collect();
-        serde_json::from_value(serde_json::json!({ "vars": vars })).expect("an environment")
+        Environment::from_vars(pairs.iter().copied())
     }
 
     #[test]

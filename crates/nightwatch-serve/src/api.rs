@@ -80,6 +80,21 @@ struct Window {
     limit: usize,
 }
 
+/// `limit` as asked (kept within 1 and `max`), else `default`.
+fn limit_param(
+    params: &BTreeMap<String, String>,
+    default: usize,
+    max: usize,
+) -> Result<usize, String> {
+    match params.get("limit") {
+        Some(text) => Ok(text
+            .parse::<usize>()
+            .map_err(|_| format!("limit {text:?} is not a number"))?
+            .clamp(1, max)),
+        None => Ok(default),
+    }
+}
+
 fn window(params: &BTreeMap<String, String>, now: i64) -> Result<Window, String> {
     let since = match params.get("since") {
         Some(t) => parse_time("since", t, now)?,
@@ -89,13 +104,7 @@ fn window(params: &BTreeMap<String, String>, now: i64) -> Result<Window, String>
         Some(t) => parse_time("until", t, now)?,
         None => now + 1,
     };
-    let limit = match params.get("limit") {
-        Some(t) => t
-            .parse::<usize>()
-            .map_err(|_| format!("limit {t:?} is not a number"))?
-            .clamp(1, MAX_LIMIT),
-        None => DEFAULT_LIMIT,
-    };
+    let limit = limit_param(params, DEFAULT_LIMIT, MAX_LIMIT)?;
     Ok(Window {
         since,
         until,
@@ -424,13 +433,7 @@ fn page(params: &BTreeMap<String, String>) -> Result<(Option<i64>, usize), Strin
         ),
         None => None,
     };
-    let limit = match params.get("limit") {
-        Some(text) => text
-            .parse::<usize>()
-            .map_err(|_| format!("limit {text:?} is not a number"))?
-            .clamp(1, MAX_TASK_PAGE),
-        None => TASK_PAGE,
-    };
+    let limit = limit_param(params, TASK_PAGE, MAX_TASK_PAGE)?;
     Ok((after, limit))
 }
 

@@ -359,15 +359,7 @@ impl TaskQueue for SqliteTaskQueue {
             if changed == 1 {
                 return Ok(());
             }
-            let task = tx
-                .query_row(
-                    &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-                    [task_id],
-                    |r| Ok(read_task(r)),
-                )
-                .optional()?
-                .transpose()?
-                .ok_or(Failure::Caller(TaskError::NotFound(task_id)))?;
+            let task = load_task(tx, task_id)?;
             Err(Failure::Caller(TaskError::Stale {
                 task_id,
                 attempt,
@@ -584,15 +576,7 @@ impl TaskQueue for SqliteTaskQueue {
 impl SqliteTaskQueue {
     fn change(&self, task_id: i64, now: i64, input: &Input<'_>) -> Result<Status, TaskError> {
         self.db.write(|tx| {
-            let task = tx
-                .query_row(
-                    &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-                    [task_id],
-                    |r| Ok(read_task(r)),
-                )
-                .optional()?
-                .transpose()?
-                .ok_or(Failure::Caller(TaskError::NotFound(task_id)))?;
+            let task = load_task(tx, task_id)?;
             let jitter = machine::jitter_for(task_id, task.lifecycle.attempt);
             match machine::apply(&task.lifecycle, input, &self.policy, now, jitter) {
                 Ok(step) => {
@@ -614,6 +598,18 @@ impl SqliteTaskQueue {
             }
         })
     }
+}
+
+/// The task `task_id`, or NotFound.
+fn load_task(tx: &Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
+    tx.query_row(
+        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
+        [task_id],
+        |r| Ok(read_task(r)),
+    )
+    .optional()?
+    .transpose()?
+    .ok_or(Failure::Caller(TaskError::NotFound(task_id)))
 }
 
 fn parse_status(task_id: i64, s: &str) -> Result<Status, Fail> {

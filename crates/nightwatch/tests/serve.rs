@@ -1185,12 +1185,18 @@ fn a_runbook_policy_asks_about_waits_for_approval_then_runs() {
     );
 
     // Waiting uses up no tries (max_attempts is 2) and adds no records: the ask stands. Polled
-    // until the third look (every 200 ms, however slow the machine), the task is still pending.
+    // until the third look (every 200 ms, however slow the machine) has ended.
     let waiting_task = daemon.wait_for(
         &format!("/api/tasks/{task}"),
         30,
         "a third look at the ask",
-        |t| t["attempt"].as_i64().unwrap_or(0) >= 3 || t["status"] != "pending",
+        // Between looks the task is pending; during one, briefly running. Stop at the third
+        // look's end, or at an end of the task, which would be wrong.
+        |t| {
+            let status = t["status"].as_str().unwrap_or_default();
+            (t["attempt"].as_i64().unwrap_or(0) >= 3 && status == "pending")
+                || matches!(status, "done" | "gave_up" | "cancelled")
+        },
     );
     assert_eq!(waiting_task["status"], "pending", "{waiting_task:#}");
     assert!(
@@ -1510,31 +1516,11 @@ fn tasks_are_listed_a_page_at_a_time_each_once() {
     let config = "queue: { resolve_delay: 1h }\nroutes:\n  - id: all\n    run: [\"true\"]\n";
     let daemon = Daemon::start(&home, Some(config), &[]);
     // Five monitors down: five alerts, five tasks.
-    let down: Value = serde_json::from_slice(&payload("uptime-kuma/down.json")).unwrap();
-    for monitor in 100..105 {
-        let mut alert = down.clone();
-        alert["monitor"]["id"] = monitor.into();
-        alert["heartbeat"]["monitorID"] = monitor.into();
-        let reply = daemon.post(
-            "/hooks/uptime-kuma",
-            "application/json",
-            alert.to_string().as_bytes(),
-        );
-        assert_eq!(reply.status, 200, "{}", reply.text());
-    }
-    let mut seen = Vec::new();
-    let mut path = "/api/tasks?limit=2".to_owned();
-    loop {
-        let page = daemon.json(&path);
-        let tasks = page["tasks"].as_array().unwrap();
-        assert!(tasks.len() <= 2, "{page:#}");
-        seen.extend(tasks.iter().map(|t| t["id"].as_i64().unwrap()));
-        match page["next"].as_str() {
-            Some(next) => path = next.to_owned(),
-            None => break,
-        }
-    }
-    assert_eq!(seen, [1, 2, 3, 4, 5]);
+    monitors_down(&daemon, 100..105);
+    assert_eq!(
+        follow_pages(&daemon, "/api/tasks?limit=2", "tasks"),
+        [1, 2, 3, 4, 5]
+    );
     let bad = daemon.get("/api/tasks?limit=lots");
     assert_eq!(bad.status, 400, "{}", bad.text());
 }
@@ -1546,8 +1532,22 @@ fn arrivals_are_read_by_cursor_each_once_and_a_cut_window_says_so() {
     let dir = scratch("serve", "alerts-pages");
     let home = dir.join("home");
     let daemon = Daemon::start(&home, None, &[]);
+    monitors_down(&daemon, 200..205);
+    assert_eq!(
+        follow_pages(&daemon, "/api/alerts?after=0&limit=2", "alerts"),
+        [1, 2, 3, 4, 5]
+    );
+    let window = daemon.json("/api/alerts?since=1h&limit=2");
+    assert_eq!(window["alerts"].as_array().unwrap().len(), 2);
+    assert_eq!(window["truncated"], true, "{window:#}");
+    assert_eq!(daemon.json("/api/alerts?since=1h")["truncated"], false);
+    assert_eq!(daemon.get("/api/alerts?after=soon").status, 400);
+}
+
+/// Uptime Kuma says each of `monitors` is down: one new alert each.
+fn monitors_down(daemon: &Daemon, monitors: std::ops::Range<i64>) {
     let down: Value = serde_json::from_slice(&payload("uptime-kuma/down.json")).unwrap();
-    for monitor in 200..205 {
+    for monitor in monitors {
         let mut alert = down.clone();
         alert["monitor"]["id"] = monitor.into();
         alert["heartbeat"]["monitorID"] = monitor.into();
@@ -1558,22 +1558,21 @@ fn arrivals_are_read_by_cursor_each_once_and_a_cut_window_says_so() {
         );
         assert_eq!(reply.status, 200, "{}", reply.text());
     }
+}
+
+/// The ids of every `key` item, following each page's `next` from `first`; no page larger
+/// than its `limit` of 2.
+fn follow_pages(daemon: &Daemon, first: &str, key: &str) -> Vec<i64> {
     let mut seen = Vec::new();
-    let mut path = "/api/alerts?after=0&limit=2".to_owned();
+    let mut path = first.to_owned();
     loop {
         let page = daemon.json(&path);
-        let alerts = page["alerts"].as_array().unwrap();
-        assert!(alerts.len() <= 2, "{page:#}");
-        seen.extend(alerts.iter().map(|a| a["id"].as_i64().unwrap()));
+        let items = page[key].as_array().unwrap();
+        assert!(items.len() <= 2, "{page:#}");
+        seen.extend(items.iter().map(|item| item["id"].as_i64().unwrap()));
         match page["next"].as_str() {
             Some(next) => path = next.to_owned(),
-            None => break,
+            None => return seen,
         }
     }
-    assert_eq!(seen, [1, 2, 3, 4, 5]);
-    let window = daemon.json("/api/alerts?since=1h&limit=2");
-    assert_eq!(window["alerts"].as_array().unwrap().len(), 2);
-    assert_eq!(window["truncated"], true, "{window:#}");
-    assert_eq!(daemon.json("/api/alerts?since=1h")["truncated"], false);
-    assert_eq!(daemon.get("/api/alerts?after=soon").status, 400);
 }
