@@ -268,6 +268,8 @@ pub struct Filter {
     /// Matches `context.alert_id`.
     pub alert: Option<String>,
     pub event: Option<String>,
+    /// Records after this sequence number: a cursor that reads only what is new.
+    pub after_seq: Option<u64>,
     /// Keep only the most recent `limit` matching records (still returned in `seq` order).
     pub limit: Option<usize>,
 }

@@ -243,6 +243,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             tool: p.get("tool").cloned(),
             alert: p.get("alert").cloned(),
             event: p.get("event").cloned(),
+            after_seq: None,
             limit: Some(w.limit),
         };
         let records = d.reader().query(&filter)?;

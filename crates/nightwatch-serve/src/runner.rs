@@ -163,51 +163,52 @@ fn housekeeping(daemon: &Daemon) {
 
 /// Counts every decision the ledger gets while the daemon runs (the hooks', `exec`'s, the
 /// janitor's and the runbooks'), by verdict, for `/metrics`: the daemon shares the ledger with
-/// every gate on the host, so it can tell what all of them decided.
+/// every gate on the host, so it can tell what all of them decided. It reads only the records
+/// after the last one it saw, up to the head checkpoint: nothing when the ledger is quiet,
+/// however long its history.
 struct DecisionTail {
-    since_ms: i64,
     last_seq: u64,
 }
 
 impl DecisionTail {
-    /// Starts after the decisions already recorded.
+    /// Starts after the records already there.
     fn new(daemon: &Daemon) -> DecisionTail {
-        // Records carry the time they were written, never a simulated one.
-        let mut tail = DecisionTail {
-            since_ms: daemon.edges.clock().written_ms(),
-            last_seq: 0,
-        };
-        let filter = nightwatch_ledger::Filter {
-            since_ms: Some(tail.since_ms - 1_000),
-            ..nightwatch_ledger::Filter::default()
-        };
-        if let Ok(records) = daemon.reader().query(&filter) {
-            tail.last_seq = records.last().map_or(0, |r| r.seq);
+        DecisionTail {
+            last_seq: head_seq(daemon).unwrap_or(0),
         }
-        tail
     }
 
     fn count_new(&mut self, daemon: &Daemon) {
-        // A second of overlap: another process's clock or commit may trail ours a little; the
-        // sequence number keeps anything from being counted twice.
+        // Up to the head: a record another process committed but has not yet checkpointed
+        // is counted next time, once.
+        let Some(head) = head_seq(daemon).filter(|head| *head > self.last_seq) else {
+            return;
+        };
         let filter = nightwatch_ledger::Filter {
-            since_ms: Some(self.since_ms - 1_000),
+            after_seq: Some(self.last_seq),
             event: Some(event::DECISION.to_owned()),
             ..nightwatch_ledger::Filter::default()
         };
         let Ok(records) = daemon.reader().query(&filter) else {
             return;
         };
-        for r in records.iter().filter(|r| r.seq > self.last_seq) {
+        for r in records.iter().filter(|r| r.seq <= head) {
             if let Some(verdict) = &r.verdict {
                 daemon.metrics.decision(verdict);
             }
         }
-        if let Some(last) = records.last() {
-            self.last_seq = self.last_seq.max(last.seq);
-            self.since_ms = self.since_ms.max(last.timestamp_ms);
-        }
+        self.last_seq = head;
     }
+}
+
+/// The ledger's last checkpointed sequence number.
+fn head_seq(daemon: &Daemon) -> Option<u64> {
+    daemon
+        .reader()
+        .head_checkpoint()
+        .ok()
+        .flatten()
+        .map(|(seq, _)| seq)
 }
 
 /// Everything known about the claimed task's alert, for records and the runbook.

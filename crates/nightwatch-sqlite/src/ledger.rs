@@ -297,6 +297,13 @@ impl LedgerReader for SqliteLedger {
     fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
         let mut clauses: Vec<&str> = Vec::new();
         let mut params: Vec<&dyn ToSql> = Vec::new();
+        let after_seq = filter
+            .after_seq
+            .map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
+        if let Some(v) = &after_seq {
+            clauses.push("seq > ?");
+            params.push(v);
+        }
         if let Some(v) = &filter.since_ms {
             clauses.push("timestamp_ms >= ?");
             params.push(v);

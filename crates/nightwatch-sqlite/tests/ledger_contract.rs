@@ -209,6 +209,23 @@ fn records_read_back_by_id_seq_call_and_filter() {
             [3, 8],
             "{name}: the newest two, in order"
         );
+        assert_eq!(
+            seqs(Filter {
+                after_seq: Some(5),
+                session: Some("s1".into()),
+                ..Filter::default()
+            }),
+            [8],
+            "{name}: only what is after the cursor"
+        );
+        assert!(
+            seqs(Filter {
+                after_seq: Some(1_000),
+                ..Filter::default()
+            })
+            .is_empty(),
+            "{name}: nothing after the head"
+        );
     });
 }
 

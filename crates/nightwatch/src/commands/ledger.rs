@@ -29,6 +29,7 @@ pub fn log(args: LogArgs) -> anyhow::Result<u8> {
         tool: args.tool.clone(),
         alert: args.alert.clone(),
         event: None,
+        after_seq: None,
         limit: args.limit,
     };
     let ledger = open_ledger()?;
