@@ -543,23 +543,7 @@ fn a_crashed_daemon_loses_nothing_and_its_task_is_reclaimed() {
         "queue: {{ lease: 1s, backoff_base: 100ms }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
     );
     let daemon = Daemon::start(&home, Some(&config), &[]);
-    let reply = daemon.post(
-        "/hooks/uptime-kuma",
-        "application/json",
-        &payload("uptime-kuma/down.json"),
-    );
-    assert_eq!(reply.status, 200);
-    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
-    daemon.wait_for(
-        &format!("/api/tasks/{task}"),
-        20,
-        "the first attempt",
-        |t| t["status"] == "running",
-    );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !pidfile.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let task = runbook_started_for_an_alert(&daemon, &pidfile);
     daemon.crash();
     // The crashed daemon's runbook dies with it and its `sleep 30`, in the runbook's process
     // group, is stopped by the next daemon before the task runs again: nothing to end here.
@@ -624,18 +608,7 @@ fn a_runbook_left_running_by_a_killed_daemon_is_stopped_and_its_work_done_once()
         "queue: {{ lease: 60s, backoff_base: 100ms }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
     );
     let daemon = Daemon::start(&home, Some(&config), &[]);
-    let reply = daemon.post(
-        "/hooks/uptime-kuma",
-        "application/json",
-        &payload("uptime-kuma/down.json"),
-    );
-    assert_eq!(reply.status, 200);
-    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !started.exists() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(started.exists(), "the first attempt started");
+    let task = runbook_started_for_an_alert(&daemon, &started);
     let first_started = Instant::now();
     daemon.crash();
 
@@ -1575,4 +1548,22 @@ fn follow_pages(daemon: &Daemon, first: &str, key: &str) -> Vec<i64> {
             None => return seen,
         }
     }
+}
+
+/// Posts Uptime Kuma's `down.json` and waits until its runbook has written `sign` (so the
+/// first attempt is running); the task's id.
+fn runbook_started_for_an_alert(daemon: &Daemon, sign: &Path) -> i64 {
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let task = reply.json()["alerts"][0]["task"].as_i64().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sign.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(sign.exists(), "the first attempt's runbook started");
+    task
 }
