@@ -301,8 +301,37 @@ impl<'a> Engine<'a> {
 
     /// Records `event`; a record naming notifiers is handed to the escalator.
     pub fn record(&self, event: Event) -> Result<Record, LedgerError> {
+        let mut records = self.record_all(vec![event])?;
+        records.pop().ok_or_else(|| LedgerError::Backend {
+            store: nightwatch_store::store_name::LEDGER,
+            message: "an append stored no record".into(),
+        })
+    }
+
+    /// Records `events` in order, in one commit where the store can (an intake batch); each
+    /// record naming notifiers is handed to the escalator once all are durable.
+    pub fn record_all(&self, events: Vec<Event>) -> Result<Vec<Record>, LedgerError> {
         let written = self.clock.written_ms();
-        let entry = match event {
+        let entries = events
+            .into_iter()
+            .map(|event| self.entry_of(event, written))
+            .collect::<Result<Vec<_>, _>>()?;
+        let notify: Vec<bool> = entries
+            .iter()
+            .map(|entry| Safeguards::names_notifiers(entry.safeguards.as_ref()))
+            .collect();
+        let records = self.ledger.append_all(entries)?;
+        for (record, notify) in records.iter().zip(notify) {
+            if notify {
+                self.escalator.escalate(&record.id);
+            }
+        }
+        Ok(records)
+    }
+
+    /// The ledger entry that records `event`, stamped `written`.
+    fn entry_of(&self, event: Event, written: i64) -> Result<Entry, LedgerError> {
+        Ok(match event {
             Event::Result(report) => {
                 crate::result_entry(self.ledger, self.guards, report, written)?
             }
@@ -522,13 +551,7 @@ impl<'a> Engine<'a> {
                 entry.reasons = vec![why];
                 entry
             }
-        };
-        let notify = Safeguards::names_notifiers(entry.safeguards.as_ref());
-        let record = self.ledger.append(entry)?;
-        if notify {
-            self.escalator.escalate(&record.id);
-        }
-        Ok(record)
+        })
     }
 }
 

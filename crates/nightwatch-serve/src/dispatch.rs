@@ -1,22 +1,30 @@
-//! The dispatcher: what happens to an alert between "it arrived" and the reply.
+//! The dispatcher: what happens to alerts between "they arrived" and the reply.
 //!
-//! 1. the alert is stored as it came ([`Inbox::receive`]): after this it cannot be lost;
-//! 2. it is decided: a test is acknowledged, a resolution cancels what has not started, a
-//!    firing alert goes to its route's task (new, deduplicated, suppressed by the cooldown,
-//!    throttled by the route's hourly limit) or to no route at all;
-//! 3. the disposition is stored with the arrival, and
-//! 4. written to the ledger as a `dispatch` record, with the alert's id and the task.
+//! Concurrent deliveries are written together ([`crate::batch`]): one batch, whatever
+//! requests it holds, is
+//! 1. stored as it came ([`AlertInbox::receive`], one synced commit): after this no alert in it
+//!    can be lost;
+//! 2. decided, in one commit of the task queue ([`TaskQueue::apply`]): a test is acknowledged,
+//!    a resolution cancels what has not started, a firing alert goes to its route's task (new,
+//!    deduplicated, suppressed by the cooldown, throttled by the route's hourly limit) or to no
+//!    route at all;
+//! 3. written to the ledger as one `dispatch` record per arrival (one commit), then
+//! 4. noted on each arrival with its record ([`AlertInbox::settle`]); then every request in the
+//!    batch gets its reply.
 //!
-//! Any storage failure is an error: the sender is told 503 and sends again; the redelivery
-//! finds the live task and is deduplicated, and an arrival whose record was never written is
-//! recorded by [`Daemon::record_unrecorded`]. Nothing takes a silent path.
+//! Any storage failure fails the batch: its senders are told 503 and send again; the
+//! redelivery finds the live task and is deduplicated, and an arrival left unsettled is decided
+//! and recorded by [`Daemon::record_unrecorded`] with the same steps. The queue knows which
+//! arrival created or was counted on a task, so deciding an arrival again after a crash gets
+//! its first answer. Nothing takes a silent path.
 
 use nightwatch_gate::{Dispatch, Event};
 use nightwatch_intake::{Alert, Status};
 use nightwatch_ledger::{Record, RecordContext};
-use nightwatch_store::{Offered, Resolved};
+use nightwatch_store::{Answer, Offer, Offered, QueueOp, Resolved, Settlement};
 use serde_json::json;
 
+use crate::config::Route;
 use crate::inbox::{AlertEvent, Arrival, Disposition};
 use crate::route::{alert_host, alert_id, first_match, source_name, task_identity};
 use crate::{Daemon, ServeError};
@@ -32,199 +40,236 @@ pub struct Dispatched {
     pub record: String,
 }
 
-impl Daemon {
-    /// Stores, decides and records each alert of one request, in order. Stops at the first
-    /// storage failure: what was done before it stays done, and a redelivery finds it.
-    pub fn dispatch(&self, alerts: &[Alert]) -> Result<Vec<Dispatched>, ServeError> {
-        let mut out = Vec::with_capacity(alerts.len());
-        for alert in alerts {
-            match self.dispatch_one(alert) {
-                Ok(one) => out.push(one),
-                Err(e) => {
-                    self.note_write(Err(e.to_string()));
-                    return Err(e);
-                }
-            }
-        }
-        self.note_write(Ok(()));
-        Ok(out)
-    }
+/// A batch holds whole requests until it has this many alerts: large enough that a burst
+/// shares a few commits, small enough that one batch's commits stay short.
+pub const BATCH_ALERTS: usize = 2_000;
 
-    fn dispatch_one(&self, alert: &Alert) -> Result<Dispatched, ServeError> {
-        let now = self.now_ms();
-        let alert_json = serde_json::to_string(alert).map_err(|e| ServeError::Storage {
-            what: "alert",
-            why: e.to_string(),
-        })?;
-        let id = alert_id(alert);
-        let host = alert_host(alert);
-        let arrival = self.inbox.receive(&Arrival {
-            received_ms: now,
-            source: &source_name(&alert.source),
-            alert_id: &id,
-            status: status_name(alert.status),
-            title: &alert.title,
-            host: host.as_deref(),
-            alert_json: &alert_json,
-        })?;
-        let (disposition, reason, route, task) = self.decide(alert, &alert_json, now)?;
-        self.inbox
-            .settle(arrival, disposition, &reason, route.as_deref(), task)?;
-        self.metrics.disposition(disposition);
-        if disposition == Disposition::Routed {
-            self.wake_workers();
-        }
-        let stored = self.inbox.get(arrival)?.ok_or(ServeError::Storage {
-            what: "alert store",
-            why: format!("arrival {arrival} vanished after it was stored"),
-        })?;
-        let record = self.record_arrival(&stored)?;
-        Ok(Dispatched {
-            arrival,
-            alert_id: id,
-            disposition,
-            reason,
-            task,
-            record: record.id,
+/// One arrival on its way through a batch.
+struct Incoming<'a> {
+    /// Its id in the inbox, once stored.
+    arrival: i64,
+    received_ms: i64,
+    alert: &'a Alert,
+    json: String,
+    alert_id: String,
+    source: String,
+    host: Option<String>,
+    /// Said after the reason of an arrival decided late.
+    late: bool,
+}
+
+impl<'a> Incoming<'a> {
+    fn new(alert: &'a Alert, received_ms: i64) -> Result<Incoming<'a>, ServeError> {
+        Ok(Incoming {
+            arrival: 0,
+            received_ms,
+            alert,
+            json: serde_json::to_string(alert).map_err(|e| ServeError::Storage {
+                what: "alert",
+                why: e.to_string(),
+            })?,
+            alert_id: alert_id(alert),
+            source: source_name(&alert.source),
+            host: alert_host(alert),
+            late: false,
         })
     }
 
-    /// Decides what an alert becomes; writes only to the task queue.
-    fn decide(
-        &self,
-        alert: &Alert,
-        alert_json: &str,
-        now: i64,
-    ) -> Result<(Disposition, String, Option<String>, Option<i64>), ServeError> {
-        let identity = task_identity(alert);
-        Ok(match alert.status {
-            Status::Test => (
-                Disposition::Test,
-                "a test notification: acknowledged, nothing runs".into(),
-                None,
-                None,
-            ),
-            Status::Resolved => {
-                let (disposition, why, task) = match self.tasks.resolve(&identity, now)? {
-                    Resolved::CancelledBeforeStart(task) => (
-                        Disposition::Cancelled,
-                        format!("the alert resolved; task {task} had not started and is cancelled"),
-                        Some(task),
-                    ),
-                    Resolved::TooLate(task) => (
-                        Disposition::Resolved,
-                        format!("the alert resolved while task {task} runs; it is left to finish"),
-                        Some(task),
-                    ),
-                    Resolved::NoTask => (
-                        Disposition::Resolved,
-                        "the alert resolved; no live task for it".into(),
-                        None,
-                    ),
-                };
-                // A route for resolutions (an incident note, say) gets its own task, keyed
-                // apart from the firing's so it never attaches to the fix still running.
-                match first_match(&self.config.routes, alert) {
-                    Some(route) => {
-                        let key = format!("{identity}#resolved");
-                        match self.tasks.offer(&key, alert_json, &route.id, now)? {
-                            Offered::Created(t) => (
-                                Disposition::Routed,
-                                format!("{why}; routed to {}: task {t} queued", route.id),
-                                Some(route.id.clone()),
-                                Some(t),
-                            ),
-                            Offered::Attached(t) => (
-                                Disposition::Deduplicated,
-                                format!(
-                                    "{why}; deduplicated: task {t} for this resolution is still live"
-                                ),
-                                Some(route.id.clone()),
-                                Some(t),
-                            ),
-                            Offered::Suppressed { why: cooldown } => (
-                                Disposition::Suppressed,
-                                format!("{why}; suppressed: {cooldown}"),
-                                Some(route.id.clone()),
-                                None,
-                            ),
+    fn stored(&self) -> Arrival<'_> {
+        Arrival {
+            received_ms: self.received_ms,
+            source: &self.source,
+            alert_id: &self.alert_id,
+            status: status_name(self.alert.status),
+            title: &self.alert.title,
+            host: self.host.as_deref(),
+            alert_json: &self.json,
+        }
+    }
+}
+
+/// What the dispatcher made of one arrival.
+#[derive(Clone, Debug)]
+struct Decision {
+    disposition: Disposition,
+    reason: String,
+    route: Option<String>,
+    task: Option<i64>,
+}
+
+/// How one arrival is decided: at once, or from the queue's answers to its ops.
+enum Plan<'r> {
+    Decided(Decision),
+    /// A firing alert offered to its route.
+    Offer(&'r Route),
+    /// A resolution: the firing's task resolved, and the resolution offered to its own route,
+    /// when one takes it.
+    Resolve(Option<&'r Route>),
+}
+
+impl Daemon {
+    /// Stores, decides and records one request's alerts, in one batch with the requests that
+    /// arrived meanwhile; returns what became of each once all of it is durable.
+    pub fn dispatch(&self, alerts: Vec<Alert>) -> Result<Vec<Dispatched>, ServeError> {
+        let written = self.intake.submit(alerts, |requests| {
+            self.dispatch_batch(requests).map_err(|e| e.to_string())
+        });
+        self.note_write(written.as_ref().map(|_| ()).map_err(Clone::clone));
+        written.map_err(|why| ServeError::Storage {
+            what: "alert intake",
+            why,
+        })
+    }
+
+    /// One batch of requests through the four steps, each one commit per store.
+    fn dispatch_batch(&self, requests: &[Vec<Alert>]) -> Result<Vec<Vec<Dispatched>>, ServeError> {
+        let now = self.now_ms();
+        let mut incoming = requests
+            .iter()
+            .flatten()
+            .map(|alert| Incoming::new(alert, now))
+            .collect::<Result<Vec<_>, _>>()?;
+        let stored: Vec<Arrival<'_>> = incoming.iter().map(Incoming::stored).collect();
+        let ids = self.inbox.receive(&stored)?;
+        drop(stored);
+        for (one, id) in incoming.iter_mut().zip(ids) {
+            one.arrival = id;
+        }
+        let decisions = self.decide(&incoming, now)?;
+        let mut dispatched = self.record(&incoming, decisions)?.into_iter();
+        Ok(requests
+            .iter()
+            .map(|request| dispatched.by_ref().take(request.len()).collect())
+            .collect())
+    }
+
+    /// Decides every arrival, asking the task queue once for all of them.
+    fn decide(&self, incoming: &[Incoming<'_>], now: i64) -> Result<Vec<Decision>, ServeError> {
+        let routes = &self.config.routes;
+        let plans: Vec<Plan<'_>> = incoming.iter().map(|one| plan(routes, one.alert)).collect();
+        let mut ops = Vec::new();
+        let resolved_keys: Vec<String> = incoming
+            .iter()
+            .map(|one| format!("{}#resolved", task_identity(one.alert)))
+            .collect();
+        let identities: Vec<String> = incoming
+            .iter()
+            .map(|one| task_identity(one.alert))
+            .collect();
+        for (((one, plan), identity), resolved_key) in incoming
+            .iter()
+            .zip(&plans)
+            .zip(&identities)
+            .zip(&resolved_keys)
+        {
+            match plan {
+                Plan::Decided(_) => {}
+                Plan::Offer(route) => ops.push(offer(one, identity, route, route.max_per_hour)),
+                Plan::Resolve(route) => {
+                    ops.push(QueueOp::Resolve { identity });
+                    // A route for resolutions (an incident note, say) gets its own task,
+                    // keyed apart from the firing's so it never attaches to the fix still
+                    // running.
+                    if let Some(route) = route {
+                        ops.push(offer(one, resolved_key, route, None));
+                    }
+                }
+            }
+        }
+        let mut answers = self.tasks.apply(&ops, now)?.into_iter();
+        let mut next = || {
+            answers.next().ok_or(ServeError::Storage {
+                what: "task queue",
+                why: "answered fewer ops than it was given".into(),
+            })
+        };
+        plans
+            .into_iter()
+            .zip(incoming)
+            .map(|(plan, one)| {
+                let mut decision = match plan {
+                    Plan::Decided(decision) => decision,
+                    Plan::Offer(route) => offered(route, "", next()?),
+                    Plan::Resolve(route) => {
+                        let (disposition, why, task) = resolved(next()?);
+                        match route {
+                            Some(route) => offered(route, &format!("{why}; "), next()?),
+                            None => Decision {
+                                disposition,
+                                reason: why,
+                                route: None,
+                                task,
+                            },
                         }
                     }
-                    None => (disposition, why, None, task),
-                }
-            }
-            Status::Firing => {
-                let Some(route) = first_match(&self.config.routes, alert) else {
-                    let why = if self.config.routes.is_empty() {
-                        "no matching route: serve.yaml declares no routes, so nothing runs".into()
-                    } else {
-                        format!(
-                            "no matching route among {} ({}); nothing runs",
-                            self.config.routes.len(),
-                            self.config
-                                .routes
-                                .iter()
-                                .map(|r| r.id.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    };
-                    return Ok((Disposition::NoRoute, why, None, None));
                 };
-                let route_id = Some(route.id.clone());
-                if let Some(limit) = route.max_per_hour {
-                    // Only a new task counts against the limit: a repeat that attaches to the
-                    // live task, or one the cooldown suppresses, is said as such.
-                    let cooldown = self.tasks.policy().cooldown_ms;
-                    let known = self.tasks.tasks(&nightwatch_store::TaskFilter {
-                        identity: Some(identity.clone()),
-                        ..nightwatch_store::TaskFilter::default()
-                    })?;
-                    let would_create = !known.iter().any(|t| {
-                        t.lifecycle.status.is_live()
-                            || (matches!(
-                                t.lifecycle.status,
-                                nightwatch_tasks::Status::Done | nightwatch_tasks::Status::GaveUp
-                            ) && t
-                                .lifecycle
-                                .finished_at
-                                .is_some_and(|f| now < f.saturating_add(cooldown)))
-                    });
-                    let started = self.tasks.created_since(&route.id, now - 3_600_000)?;
-                    if would_create && started >= limit {
-                        return Ok((
-                            Disposition::Throttled,
-                            format!(
-                                "throttled: route {} started {started} task(s) in the last hour, its limit is {limit}",
-                                route.id
-                            ),
-                            route_id,
-                            None,
-                        ));
-                    }
+                if one.late {
+                    decision
+                        .reason
+                        .push_str(" (decided after a restart or a storage failure)");
                 }
-                match self.tasks.offer(&identity, alert_json, &route.id, now)? {
-                    Offered::Created(task) => (
-                        Disposition::Routed,
-                        format!("routed to {}: task {task} queued", route.id),
-                        route_id,
-                        Some(task),
-                    ),
-                    Offered::Attached(task) => (
-                        Disposition::Deduplicated,
-                        format!("deduplicated: task {task} for this alert is still live"),
-                        route_id,
-                        Some(task),
-                    ),
-                    Offered::Suppressed { why } => (
-                        Disposition::Suppressed,
-                        format!("suppressed: {why}"),
-                        route_id,
-                        None,
-                    ),
+                Ok(decision)
+            })
+            .collect()
+    }
+
+    /// Writes each arrival's `dispatch` record (one commit), then notes it on the arrival.
+    fn record(
+        &self,
+        incoming: &[Incoming<'_>],
+        decisions: Vec<Decision>,
+    ) -> Result<Vec<Dispatched>, ServeError> {
+        let events = incoming
+            .iter()
+            .zip(&decisions)
+            .map(|(one, decision)| dispatch_event(one, decision))
+            .collect();
+        let records = self.intake_engine().record_all(events)?;
+        self.settle(incoming.iter().map(|one| one.arrival), &decisions, &records)?;
+        let mut routed = false;
+        let dispatched = incoming
+            .iter()
+            .zip(decisions)
+            .zip(records)
+            .map(|((one, decision), record)| {
+                self.metrics.disposition(decision.disposition);
+                routed |= decision.disposition == Disposition::Routed;
+                Dispatched {
+                    arrival: one.arrival,
+                    alert_id: one.alert_id.clone(),
+                    disposition: decision.disposition,
+                    reason: decision.reason,
+                    task: decision.task,
+                    record: record.id,
                 }
-            }
-        })
+            })
+            .collect();
+        if routed {
+            self.wake_workers();
+        }
+        Ok(dispatched)
+    }
+
+    /// Notes on each arrival what was decided and the record that says so (one commit).
+    fn settle(
+        &self,
+        arrivals: impl Iterator<Item = i64>,
+        decisions: &[Decision],
+        records: &[Record],
+    ) -> Result<(), ServeError> {
+        let settlements: Vec<Settlement<'_>> = arrivals
+            .zip(decisions)
+            .zip(records)
+            .map(|((arrival, decision), record)| Settlement {
+                arrival,
+                disposition: decision.disposition,
+                reason: &decision.reason,
+                route: decision.route.as_deref(),
+                task_id: decision.task,
+                record: &record.id,
+            })
+            .collect();
+        Ok(self.inbox.settle(&settlements)?)
     }
 
     /// The `dispatch` records of arrivals written since `since_ms` (a second of slack for
@@ -232,7 +277,7 @@ impl Daemon {
     fn dispatch_records_since(
         &self,
         since_ms: Option<i64>,
-    ) -> Result<std::collections::HashMap<i64, String>, ServeError> {
+    ) -> Result<std::collections::HashMap<i64, Record>, ServeError> {
         let Some(since_ms) = since_ms else {
             return Ok(Default::default());
         };
@@ -244,54 +289,18 @@ impl Daemon {
         Ok(records
             .into_iter()
             .filter(|r| r.tool == "alert")
-            .filter_map(|r| Some((r.inputs.get("arrival")?.as_i64()?, r.id)))
+            .filter_map(|r| Some((r.inputs.get("arrival")?.as_i64()?, r)))
             .collect())
     }
 
-    /// Writes an arrival's `dispatch` record and notes it on the arrival.
-    pub fn record_arrival(&self, arrival: &AlertEvent) -> Result<Record, ServeError> {
-        let disposition = arrival.disposition.map(Disposition::as_str);
-        let inputs = json!({
-            "disposition": disposition,
-            "arrival": arrival.id,
-            "alert_id": arrival.alert_id,
-            "source": arrival.source,
-            "status": arrival.status,
-            "title": arrival.title,
-            "route": arrival.route,
-            "task": arrival.task_id,
-        });
-        let context = RecordContext {
-            // The same name `route::triggered_by` gives a live alert (a test holds them equal).
-            triggered_by: Some(format!("{}_alert", arrival.source.replace('-', "_"))),
-            alert_id: Some(arrival.alert_id.clone()),
-            host: arrival.host.clone(),
-            task: arrival.task_id.map(task_name),
-        };
-        let record = self.intake_engine().record(Event::Dispatch(Dispatch {
-            route: arrival.route.clone(),
-            session_id: None,
-            inputs,
-            context,
-            why: arrival
-                .reason
-                .clone()
-                .unwrap_or_else(|| "stored; not yet decided".into()),
-            notify: Vec::new(),
-            tool: "alert".into(),
-        }))?;
-        self.inbox.mark_recorded(arrival.id, &record.id)?;
-        Ok(record)
-    }
-
-    /// Records the arrivals a crash or a storage failure left without a record (deciding
-    /// first any that were never decided). Only arrivals older than `older_than_ms` are taken,
-    /// so a request still in flight is not raced. Returns how many were recorded.
+    /// Records the arrivals a crash or a storage failure left unsettled, through the same steps
+    /// as a batch. Only arrivals older than `older_than_ms` are taken, so a request still in
+    /// flight is not raced. Returns how many were recorded.
     ///
     /// Exactly one `dispatch` record per arrival, crash or not: an arrival whose record was
-    /// written but not yet noted on it (a crash between the two) gets that record noted, not a
-    /// second one; and an arrival that created its task before the crash is routed to it, not
-    /// counted a duplicate of itself.
+    /// written but not yet noted on it (a crash between the two) is settled from that record,
+    /// not given a second; and one decided before the crash gets the queue's first answer again
+    /// (the queue knows the arrival), so it is never counted a duplicate of its own task.
     pub fn record_unrecorded(&self, older_than_ms: i64) -> Result<usize, ServeError> {
         let now = self.now_ms();
         let pending: Vec<AlertEvent> = self
@@ -300,51 +309,215 @@ impl Daemon {
             .into_iter()
             .filter(|arrival| arrival.received_ms <= now - older_than_ms)
             .collect();
-        let written = self.dispatch_records_since(pending.iter().map(|a| a.received_ms).min())?;
-        let mut done = 0;
-        for mut arrival in pending {
-            if let Some(record) = written.get(&arrival.id) {
-                self.inbox.mark_recorded(arrival.id, record)?;
-                continue;
+        let mut written =
+            self.dispatch_records_since(pending.iter().map(|a| a.received_ms).min())?;
+        // Recorded before the crash, not yet settled: settled from their records.
+        let (mut ids, mut decisions, mut records) = (Vec::new(), Vec::new(), Vec::new());
+        let mut undecided = Vec::new();
+        for arrival in pending {
+            match written.remove(&arrival.id) {
+                Some(record) => {
+                    ids.push(arrival.id);
+                    decisions.push(decision_in(&record));
+                    records.push(record);
+                }
+                None => undecided.push(arrival),
             }
-            if arrival.disposition.is_none() {
-                let alert: Alert = serde_json::from_value(arrival.alert.clone()).map_err(|e| {
+        }
+        self.settle(ids.into_iter(), &decisions, &records)?;
+
+        let alerts = undecided
+            .iter()
+            .map(|arrival| {
+                serde_json::from_value::<Alert>(arrival.alert.clone()).map_err(|e| {
                     ServeError::Storage {
                         what: "alert store",
                         why: format!("arrival {} is unreadable: {e}", arrival.id),
                     }
-                })?;
-                let json = serde_json::to_string(&alert).unwrap_or_default();
-                let (mut disposition, mut reason, route, task) = self.decide(&alert, &json, now)?;
-                // The live task this arrival finds may be the one it created before the crash:
-                // made at the arrival's own time (one clock reading serves both).
-                if disposition == Disposition::Deduplicated
-                    && let Some(id) = task
-                    && self
-                        .tasks
-                        .task(id)?
-                        .is_some_and(|t| t.created_at == arrival.received_ms)
-                {
-                    disposition = Disposition::Routed;
-                    reason = format!(
-                        "routed to {}: task {id} queued",
-                        route.as_deref().unwrap_or("?")
-                    );
-                }
-                let reason = format!("{reason} (decided after a restart or a storage failure)");
-                self.inbox
-                    .settle(arrival.id, disposition, &reason, route.as_deref(), task)?;
-                self.metrics.disposition(disposition);
-                arrival.disposition = Some(disposition);
-                arrival.reason = Some(reason);
-                arrival.route = route;
-                arrival.task_id = task;
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut incoming = Vec::with_capacity(alerts.len());
+        let mut known = Vec::new();
+        for (arrival, alert) in undecided.iter().zip(&alerts) {
+            let mut one = Incoming::new(alert, arrival.received_ms)?;
+            one.arrival = arrival.id;
+            // Decided by a version that settled before it recorded: its decision stands.
+            match (arrival.disposition, &arrival.reason) {
+                (Some(disposition), Some(reason)) => known.push(Decision {
+                    disposition,
+                    reason: reason.clone(),
+                    route: arrival.route.clone(),
+                    task: arrival.task_id,
+                }),
+                _ => one.late = true,
             }
-            self.record_arrival(&arrival)?;
-            done += 1;
+            incoming.push(one);
         }
-        Ok(done)
+        let (settled, late): (Vec<Incoming<'_>>, Vec<Incoming<'_>>) =
+            incoming.into_iter().partition(|one| !one.late);
+        let done = settled.len() + late.len();
+        self.record(&settled, known)?;
+        let decisions = self.decide(&late, now)?;
+        self.record(&late, decisions)?;
+        Ok(done + records.len())
     }
+}
+
+/// How an arrival is decided, before the queue is asked.
+fn plan<'r>(routes: &'r [Route], alert: &Alert) -> Plan<'r> {
+    let decided = |disposition, reason: String| {
+        Plan::Decided(Decision {
+            disposition,
+            reason,
+            route: None,
+            task: None,
+        })
+    };
+    match alert.status {
+        Status::Test => decided(
+            Disposition::Test,
+            "a test notification: acknowledged, nothing runs".into(),
+        ),
+        Status::Resolved => Plan::Resolve(first_match(routes, alert)),
+        Status::Firing => match first_match(routes, alert) {
+            Some(route) => Plan::Offer(route),
+            None if routes.is_empty() => decided(
+                Disposition::NoRoute,
+                "no matching route: serve.yaml declares no routes, so nothing runs".into(),
+            ),
+            None => decided(
+                Disposition::NoRoute,
+                format!(
+                    "no matching route among {} ({}); nothing runs",
+                    routes.len(),
+                    routes
+                        .iter()
+                        .map(|r| r.id.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        },
+    }
+}
+
+/// The queue op that offers `one` as `identity` to `route`.
+fn offer<'a>(
+    one: &'a Incoming<'_>,
+    identity: &'a str,
+    route: &'a Route,
+    max_per_hour: Option<u32>,
+) -> QueueOp<'a> {
+    QueueOp::Offer(Offer {
+        identity,
+        alert_json: &one.json,
+        route: &route.id,
+        max_per_hour,
+        arrival: Some(one.arrival),
+    })
+}
+
+/// The decision an offer's answer makes; `before` opens the reason (a resolution's own).
+fn offered(route: &Route, before: &str, answer: Answer) -> Decision {
+    let (disposition, reason, task) = match answer {
+        Answer::Offered(Offered::Created(task)) => (
+            Disposition::Routed,
+            format!("routed to {}: task {task} queued", route.id),
+            Some(task),
+        ),
+        Answer::Offered(Offered::Attached(task)) => (
+            Disposition::Deduplicated,
+            format!("deduplicated: task {task} for this alert is still live"),
+            Some(task),
+        ),
+        Answer::Offered(Offered::Suppressed { why }) => {
+            (Disposition::Suppressed, format!("suppressed: {why}"), None)
+        }
+        Answer::Offered(Offered::Throttled { why }) => {
+            (Disposition::Throttled, format!("throttled: {why}"), None)
+        }
+        Answer::Resolved(other) => (
+            Disposition::NoRoute,
+            format!("the task queue answered an offer with {other:?}; nothing runs"),
+            None,
+        ),
+    };
+    Decision {
+        disposition,
+        reason: format!("{before}{reason}"),
+        route: Some(route.id.clone()),
+        task,
+    }
+}
+
+/// What a resolve's answer makes of the resolution, and why.
+fn resolved(answer: Answer) -> (Disposition, String, Option<i64>) {
+    match answer {
+        Answer::Resolved(Resolved::CancelledBeforeStart(task)) => (
+            Disposition::Cancelled,
+            format!("the alert resolved; task {task} had not started and is cancelled"),
+            Some(task),
+        ),
+        Answer::Resolved(Resolved::TooLate(task)) => (
+            Disposition::Resolved,
+            format!("the alert resolved while task {task} runs; it is left to finish"),
+            Some(task),
+        ),
+        Answer::Resolved(Resolved::NoTask) => (
+            Disposition::Resolved,
+            "the alert resolved; no live task for it".into(),
+            None,
+        ),
+        Answer::Offered(other) => (
+            Disposition::Resolved,
+            format!("the alert resolved; the task queue answered {other:?}"),
+            None,
+        ),
+    }
+}
+
+/// The decision a `dispatch` record holds (see [`dispatch_event`]).
+fn decision_in(record: &Record) -> Decision {
+    let text = |key: &str| record.inputs.get(key).and_then(|v| v.as_str());
+    Decision {
+        disposition: text("disposition")
+            .and_then(Disposition::parse)
+            .unwrap_or(Disposition::NoRoute),
+        reason: record.reasons.first().cloned().unwrap_or_default(),
+        route: text("route").map(str::to_owned),
+        task: record.inputs.get("task").and_then(|v| v.as_i64()),
+    }
+}
+
+/// The `dispatch` record of one arrival.
+fn dispatch_event(one: &Incoming<'_>, decision: &Decision) -> Event {
+    let inputs = json!({
+        "disposition": decision.disposition.as_str(),
+        "arrival": one.arrival,
+        "alert_id": one.alert_id,
+        "source": one.source,
+        "status": status_name(one.alert.status),
+        "title": one.alert.title,
+        "route": decision.route,
+        "task": decision.task,
+    });
+    let context = RecordContext {
+        // The same name `route::triggered_by` gives a live alert (a test holds them equal).
+        triggered_by: Some(format!("{}_alert", one.source.replace('-', "_"))),
+        alert_id: Some(one.alert_id.clone()),
+        host: one.host.clone(),
+        task: decision.task.map(task_name),
+    };
+    Event::Dispatch(Dispatch {
+        route: decision.route.clone(),
+        session_id: None,
+        inputs,
+        context,
+        why: decision.reason.clone(),
+        notify: Vec::new(),
+        tool: "alert".into(),
+    })
 }
 
 /// How tasks are named in records: `t3`.

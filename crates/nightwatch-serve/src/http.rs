@@ -264,7 +264,7 @@ async fn intake(
         }
     };
     let d = daemon.clone();
-    let dispatching = tokio::task::spawn_blocking(move || d.dispatch(&alerts));
+    let dispatching = tokio::task::spawn_blocking(move || d.dispatch(alerts));
     let done = match tokio::time::timeout(STORE_DEADLINE, dispatching).await {
         Ok(done) => done,
         Err(_) => {

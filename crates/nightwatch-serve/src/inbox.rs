@@ -2,4 +2,4 @@
 //! `AlertInbox` trait of `nightwatch-store` and the values it keeps. Which store holds them
 //! is the binary's choice (`alerts.db` through `nightwatch-sqlite`).
 
-pub use nightwatch_store::{AlertEvent, AlertInbox, Arrival, Disposition};
+pub use nightwatch_store::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};

@@ -22,6 +22,7 @@
 //! [`Edges`], which the binary supplies, so the same clock and guards serve hooks and daemon.
 
 pub mod api;
+pub mod batch;
 pub mod config;
 pub mod dispatch;
 pub mod http;
@@ -108,6 +109,8 @@ pub struct Daemon {
     wake: (Mutex<u64>, Condvar),
     /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
     write_failure: Mutex<Option<String>>,
+    /// Concurrent deliveries, written together (see [`dispatch`]).
+    intake: batch::GroupCommit<nightwatch_intake::Alert, dispatch::Dispatched>,
 }
 
 impl Daemon {
@@ -130,6 +133,7 @@ impl Daemon {
             shutting_down: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
             write_failure: Mutex::new(None),
+            intake: batch::GroupCommit::new(dispatch::BATCH_ALERTS),
         })
     }
 

@@ -11,6 +11,7 @@ use nightwatch_intake::{Alert, Source, Status};
 use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_serve::{Config, Daemon, Edges, Stores, runner};
 use nightwatch_sqlite::{SqliteInbox, SqliteLedger, SqliteTaskQueue};
+use nightwatch_store::{Answer, Offer, Offered, QueueOp};
 
 /// The daemon over SQLite stores in `dir`, as the binary opens them.
 fn daemon(config: Config, dir: &std::path::Path, edges: PanicsOnce) -> Arc<Daemon> {
@@ -125,7 +126,7 @@ fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
     let threads = runner::start(&daemon);
 
     let dispatched = daemon
-        .dispatch(&[alert("first"), alert("second")])
+        .dispatch(vec![alert("first"), alert("second")])
         .expect("stored");
     assert_eq!(dispatched.len(), 2);
 
@@ -248,31 +249,71 @@ fn restarted(dir: &std::path::Path) -> Arc<Daemon> {
     daemon(config, dir, edges)
 }
 
-/// A crash after an arrival's `dispatch` record was written but before the arrival noted it:
-/// the restarted daemon notes that record; it never writes a second.
+/// A crash after an arrival's `dispatch` record was written but before the arrival was
+/// settled: the restarted daemon settles it from that record; it never writes a second.
 #[test]
 fn an_arrival_recorded_just_before_a_crash_gets_no_second_record() {
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon = restarted(dir.path());
-    let dispatched = daemon.dispatch(&[alert("disk")]).expect("stored");
+    let dispatched = daemon.dispatch(vec![alert("disk")]).expect("stored");
     let arrival = dispatched[0].arrival;
     // The state a kill -9 between the ledger's commit and the inbox's leaves.
     let alerts = rusqlite::Connection::open(dir.path().join("alerts.db")).unwrap();
     alerts
         .execute(
-            "UPDATE alert_events SET record = NULL WHERE id = ?1",
+            "UPDATE alert_events SET disposition = NULL, reason = NULL, route = NULL,
+                 task_id = NULL, record = NULL
+             WHERE id = ?1",
             [arrival],
         )
         .unwrap();
     drop(alerts);
     assert_eq!(daemon.inbox.unrecorded(10).unwrap().len(), 1);
 
-    daemon.record_unrecorded(0).expect("recorded");
+    assert_eq!(daemon.record_unrecorded(0).expect("recorded"), 1);
     let routed = dispatches(&daemon, "routed");
     assert_eq!(routed.len(), 1, "one record per arrival: {routed:#?}");
     let stored = daemon.inbox.get(arrival).unwrap().unwrap();
     assert_eq!(stored.record.as_deref(), Some(routed[0].id.as_str()));
+    assert_eq!(stored.disposition.map(|d| d.as_str()), Some("routed"));
+    assert_eq!(stored.task_id, dispatched[0].task);
+    assert_eq!(
+        stored.reason.as_deref(),
+        Some(dispatched[0].reason.as_str())
+    );
     assert!(daemon.inbox.unrecorded(10).unwrap().is_empty());
+}
+
+/// The state a crash leaves after the task queue answered arrivals that were never settled:
+/// `alert` stored as arrival, and offered to the queue for it.
+fn stored_and_offered(daemon: &Daemon, alert: &Alert) -> (i64, Offered) {
+    let json = serde_json::to_string(alert).unwrap();
+    let now = daemon.now_ms();
+    let id = nightwatch_serve::route::alert_id(alert);
+    let arrival = daemon
+        .inbox
+        .receive(&[nightwatch_store::Arrival {
+            received_ms: now,
+            source: &nightwatch_serve::route::source_name(&alert.source),
+            alert_id: &id,
+            status: "firing",
+            title: &alert.title,
+            host: None,
+            alert_json: &json,
+        }])
+        .unwrap()[0];
+    let identity = nightwatch_serve::route::task_identity(alert);
+    let op = QueueOp::Offer(Offer {
+        identity: &identity,
+        alert_json: &json,
+        route: "all",
+        max_per_hour: None,
+        arrival: Some(arrival),
+    });
+    let Answer::Offered(offered) = daemon.tasks.apply(&[op], now).unwrap().remove(0) else {
+        panic!("an offer is answered with an offer");
+    };
+    (arrival, offered)
 }
 
 /// A crash after an arrival created its task but before its disposition was stored: decided
@@ -282,24 +323,8 @@ fn an_arrival_that_created_its_task_before_a_crash_is_routed_to_it() {
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon = restarted(dir.path());
     let alert = alert("disk");
-    let json = serde_json::to_string(&alert).unwrap();
-    let now = daemon.now_ms();
-    let id = nightwatch_serve::route::alert_id(&alert);
-    let arrival = daemon
-        .inbox
-        .receive(&nightwatch_store::Arrival {
-            received_ms: now,
-            source: &nightwatch_serve::route::source_name(&alert.source),
-            alert_id: &id,
-            status: "firing",
-            title: &alert.title,
-            host: None,
-            alert_json: &json,
-        })
-        .unwrap();
-    let identity = nightwatch_serve::route::task_identity(&alert);
-    let created = daemon.tasks.offer(&identity, &json, "all", now).unwrap();
-    let nightwatch_store::Offered::Created(task) = created else {
+    let (arrival, created) = stored_and_offered(&daemon, &alert);
+    let Offered::Created(task) = created else {
         panic!("{created:?}");
     };
 
@@ -314,7 +339,31 @@ fn an_arrival_that_created_its_task_before_a_crash_is_routed_to_it() {
     assert_eq!(dispatches(&daemon, "routed").len(), 1);
     assert!(dispatches(&daemon, "deduplicated").is_empty());
     // A later arrival of the same alert is a duplicate, as ever.
-    let again = daemon.dispatch(std::slice::from_ref(&alert)).unwrap();
+    let again = daemon.dispatch(vec![alert]).unwrap();
     assert_eq!(again[0].task, Some(task));
     assert_eq!(dispatches(&daemon, "deduplicated").len(), 1);
+}
+
+/// A crash after a repeat was counted on the live task but before it was settled: decided
+/// again, it is the same duplicate, counted once.
+#[test]
+fn a_repeat_counted_before_a_crash_is_not_counted_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = restarted(dir.path());
+    let alert = alert("disk");
+    let first = daemon.dispatch(vec![alert.clone()]).unwrap();
+    let task = first[0].task.expect("a task");
+    let (arrival, attached) = stored_and_offered(&daemon, &alert);
+    assert_eq!(attached, Offered::Attached(task));
+    assert_eq!(daemon.tasks.task(task).unwrap().unwrap().repeats, 1);
+
+    daemon.record_unrecorded(0).expect("recorded");
+    let stored = daemon.inbox.get(arrival).unwrap().unwrap();
+    assert_eq!(stored.disposition.map(|d| d.as_str()), Some("deduplicated"));
+    assert_eq!(stored.task_id, Some(task));
+    assert_eq!(
+        daemon.tasks.task(task).unwrap().unwrap().repeats,
+        1,
+        "counted once"
+    );
 }

@@ -123,9 +123,34 @@ impl Db {
     /// `op` reads cannot change before it writes.
     pub fn write<T, E: From<StoreError>>(
         &self,
-        mut op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
+        op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
+    ) -> Result<T, E> {
+        self.write_in(&mut self.conn(), op)
+    }
+
+    /// As [`Db::write`], but the commit does not wait for the disk (`synchronous=NORMAL`): a
+    /// crash keeps it (WAL), a power cut may lose it. Only for what can be rebuilt from what
+    /// was written with a full sync.
+    pub fn write_relaxed<T, E: From<StoreError>>(
+        &self,
+        op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
         let mut conn = self.conn();
+        let sync = |conn: &Connection, level: &str| {
+            conn.pragma_update(None, "synchronous", level)
+                .map_err(|e| E::from(backend(self.store, e)))
+        };
+        sync(&conn, "NORMAL")?;
+        let written = self.write_in(&mut conn, op);
+        sync(&conn, "FULL")?;
+        written
+    }
+
+    fn write_in<T, E: From<StoreError>>(
+        &self,
+        conn: &mut Connection,
+        mut op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
+    ) -> Result<T, E> {
         retry_busy(self.store, self.patience, || {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = op(&tx)?;

@@ -1,11 +1,14 @@
 //! `alerts.db`: the alert inbox in SQLite. The arrival itself is written with a full sync
-//! before its sender gets a reply; the notes added later (settle, record) are not (see
-//! [`relaxed`]).
+//! before its sender gets a reply; the settlement added later is not: lost to a power cut
+//! (never to a crash: WAL keeps committed writes), it leaves the arrival unrecorded, and
+//! [`AlertInbox::unrecorded`] brings it back to be decided and recorded.
 
 use std::path::Path;
 
-use nightwatch_store::{AlertEvent, AlertInbox, Arrival, Disposition, StoreError, store_name};
-use rusqlite::{Connection, OptionalExtension, Row, params};
+use nightwatch_store::{
+    AlertEvent, AlertInbox, Arrival, Disposition, Settlement, StoreError, store_name,
+};
+use rusqlite::{OptionalExtension, Row, params};
 
 use crate::db::{Db, Failure, Migration, Schema};
 
@@ -78,53 +81,53 @@ impl SqliteInbox {
 }
 
 impl AlertInbox for SqliteInbox {
-    fn receive(&self, arrival: &Arrival<'_>) -> Result<i64, StoreError> {
+    fn receive(&self, arrivals: &[Arrival<'_>]) -> Result<Vec<i64>, StoreError> {
+        if arrivals.is_empty() {
+            return Ok(Vec::new());
+        }
         self.db.write(|tx| {
-            tx.execute(
+            let mut insert = tx.prepare_cached(
                 "INSERT INTO alert_events (received_ms, source, alert_id, status, title, host, alert_json)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![
-                    arrival.received_ms,
-                    arrival.source,
-                    arrival.alert_id,
-                    arrival.status,
-                    arrival.title,
-                    arrival.host,
-                    arrival.alert_json
-                ],
             )?;
-            Ok(tx.last_insert_rowid())
+            arrivals
+                .iter()
+                .map(|arrival| {
+                    insert.execute(params![
+                        arrival.received_ms,
+                        arrival.source,
+                        arrival.alert_id,
+                        arrival.status,
+                        arrival.title,
+                        arrival.host,
+                        arrival.alert_json
+                    ])?;
+                    Ok(tx.last_insert_rowid())
+                })
+                .collect()
         })
     }
 
-    fn settle(
-        &self,
-        id: i64,
-        disposition: Disposition,
-        reason: &str,
-        route: Option<&str>,
-        task_id: Option<i64>,
-    ) -> Result<(), StoreError> {
-        self.db.run(|conn| {
-            relaxed(conn, |conn| {
-                conn.execute(
-                    "UPDATE alert_events SET disposition = ?2, reason = ?3, route = ?4, task_id = ?5
+    fn settle(&self, settlements: &[Settlement<'_>]) -> Result<(), StoreError> {
+        if settlements.is_empty() {
+            return Ok(());
+        }
+        self.db.write_relaxed(|tx| {
+            let mut update = tx.prepare_cached(
+                "UPDATE alert_events
+                     SET disposition = ?2, reason = ?3, route = ?4, task_id = ?5, record = ?6
                      WHERE id = ?1",
-                    params![id, disposition.as_str(), reason, route, task_id],
-                )
-            })?;
-            Ok(())
-        })
-    }
-
-    fn mark_recorded(&self, id: i64, record: &str) -> Result<(), StoreError> {
-        self.db.run(|conn| {
-            relaxed(conn, |conn| {
-                conn.execute(
-                    "UPDATE alert_events SET record = ?2 WHERE id = ?1",
-                    params![id, record],
-                )
-            })?;
+            )?;
+            for s in settlements {
+                update.execute(params![
+                    s.arrival,
+                    s.disposition.as_str(),
+                    s.reason,
+                    s.route,
+                    s.task_id,
+                    s.record
+                ])?;
+            }
             Ok(())
         })
     }
@@ -180,20 +183,6 @@ impl AlertInbox for SqliteInbox {
     }
 }
 
-/// Runs a write without waiting for the disk. Only for notes that can be rebuilt: a settle or
-/// a record mark lost to a power cut (never to a crash: WAL keeps committed writes) leaves the
-/// arrival unrecorded, and [`AlertInbox::unrecorded`] brings it back to be decided and recorded.
-/// The arrival itself is always written with a full sync.
-fn relaxed<T>(
-    conn: &Connection,
-    write: impl FnOnce(&Connection) -> rusqlite::Result<T>,
-) -> rusqlite::Result<T> {
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
-    let result = write(conn);
-    conn.pragma_update(None, "synchronous", "FULL")?;
-    result
-}
-
 fn read_row(r: &Row<'_>) -> Result<AlertEvent, Failure<StoreError>> {
     let alert_json: String = r.get(7)?;
     let disposition: Option<String> = r.get(8)?;
@@ -237,25 +226,33 @@ mod tests {
     }
 
     #[test]
-    fn an_arrival_is_stored_unsettled_then_settled_then_recorded() {
+    fn arrivals_are_stored_unsettled_then_settled_with_their_record() {
         let dir = tempfile::tempdir().unwrap();
         let inbox = SqliteInbox::open(dir.path()).unwrap();
-        let id = inbox.receive(&arrival("alert_1", 10)).unwrap();
-        assert_eq!(inbox.unrecorded(10).unwrap().len(), 1);
-        let stored = inbox.get(id).unwrap().unwrap();
+        let ids = inbox
+            .receive(&[arrival("alert_1", 10), arrival("alert_2", 11)])
+            .unwrap();
+        assert_eq!(ids.len(), 2);
+        assert!(ids[0] < ids[1], "ids in the order given: {ids:?}");
+        assert_eq!(inbox.unrecorded(10).unwrap().len(), 2);
+        let stored = inbox.get(ids[0]).unwrap().unwrap();
         assert_eq!(stored.disposition, None);
         inbox
-            .settle(id, Disposition::Routed, "route disk", Some("disk"), Some(7))
+            .settle(&[Settlement {
+                arrival: ids[0],
+                disposition: Disposition::Routed,
+                reason: "route disk",
+                route: Some("disk"),
+                task_id: Some(7),
+                record: "r5",
+            }])
             .unwrap();
-        assert_eq!(
-            inbox.unrecorded(10).unwrap().len(),
-            1,
-            "settled is not recorded"
-        );
-        inbox.mark_recorded(id, "r5").unwrap();
-        assert!(inbox.unrecorded(10).unwrap().is_empty());
-        let stored = inbox.get(id).unwrap().unwrap();
+        let left: Vec<i64> = inbox.unrecorded(10).unwrap().iter().map(|a| a.id).collect();
+        assert_eq!(left, [ids[1]], "only the settled one is recorded");
+        let stored = inbox.get(ids[0]).unwrap().unwrap();
         assert_eq!(stored.disposition, Some(Disposition::Routed));
+        assert_eq!(stored.reason.as_deref(), Some("route disk"));
+        assert_eq!(stored.route.as_deref(), Some("disk"));
         assert_eq!(stored.task_id, Some(7));
         assert_eq!(stored.record.as_deref(), Some("r5"));
     }
@@ -265,9 +262,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         {
             let inbox = SqliteInbox::open(dir.path()).unwrap();
-            inbox.receive(&arrival("alert_1", 10)).unwrap();
-            inbox.receive(&arrival("alert_2", 20)).unwrap();
-            inbox.receive(&arrival("alert_1", 30)).unwrap();
+            inbox.receive(&[arrival("alert_1", 10)]).unwrap();
+            inbox
+                .receive(&[arrival("alert_2", 20), arrival("alert_1", 30)])
+                .unwrap();
         }
         let inbox = SqliteInbox::open(dir.path()).unwrap();
         assert_eq!(inbox.count().unwrap(), 3);

@@ -444,50 +444,71 @@ impl LedgerReader for SqliteLedger {
 
 impl Ledger for SqliteLedger {
     fn append(&self, entry: Entry) -> Result<Record, StoreError> {
-        let prepared = PreparedEntry::new(entry, self.output_cap);
+        let mut records = self.append_all(vec![entry])?;
+        records.pop().ok_or_else(|| StoreError::Backend {
+            store: store_name::LEDGER,
+            message: "an append stored no record".into(),
+        })
+    }
+
+    /// One transaction for all of `entries`: one synced commit however many there are.
+    fn append_all(&self, entries: Vec<Entry>) -> Result<Vec<Record>, StoreError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prepared: Vec<PreparedEntry> = entries
+            .into_iter()
+            .map(|entry| PreparedEntry::new(entry, self.output_cap))
+            .collect();
         let mut buf = Vec::with_capacity(1024);
-        let (seq, id, prev_hash, hash) = self.db.write(|tx| {
+        let chained = self.db.write(|tx| {
             // The tail is read inside the write transaction: no other writer can append
-            // between this read and our insert.
-            let (last_seq, prev_hash) = match tail(tx)? {
+            // between this read and our inserts.
+            let (mut last_seq, mut prev_hash) = match tail(tx)? {
                 Some((s, h)) => (u64::try_from(s).unwrap_or(0), h),
                 None => (0, GENESIS_HASH.to_string()),
             };
-            let seq = last_seq + 1;
-            let id = Record::id_for(seq);
-            let f = prepared.fields(seq, &id, &prev_hash);
-            let hash = f.hash(&mut buf);
-            tx.prepare_cached(&format!(
+            let mut insert = tx.prepare_cached(&format!(
                 "INSERT INTO records ({COLUMNS}) VALUES \
                  (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)"
-            ))?
-            .execute(rusqlite::params![
-                i64::try_from(seq).unwrap_or(i64::MAX),
-                f.id,
-                f.event,
-                f.timestamp_ms,
-                f.session_id,
-                f.actor_kind,
-                f.actor_id,
-                f.tool,
-                text(f.inputs),
-                f.outputs.map(text),
-                f.triggered_by,
-                f.alert_id,
-                f.host,
-                f.task,
-                f.duration_ms,
-                f.verdict,
-                f.rule,
-                text(f.reasons),
-                f.call_id,
-                text(f.redacted),
-                f.cwd,
-                f.safeguards.map(text),
-                f.prev_hash,
-                hash,
-            ])?;
-            Ok((seq, id, prev_hash, hash))
+            ))?;
+            let mut chained = Vec::with_capacity(prepared.len());
+            for entry in &prepared {
+                let seq = last_seq + 1;
+                let id = Record::id_for(seq);
+                let f = entry.fields(seq, &id, &prev_hash);
+                let hash = f.hash(&mut buf);
+                insert.execute(rusqlite::params![
+                    i64::try_from(seq).unwrap_or(i64::MAX),
+                    f.id,
+                    f.event,
+                    f.timestamp_ms,
+                    f.session_id,
+                    f.actor_kind,
+                    f.actor_id,
+                    f.tool,
+                    text(f.inputs),
+                    f.outputs.map(text),
+                    f.triggered_by,
+                    f.alert_id,
+                    f.host,
+                    f.task,
+                    f.duration_ms,
+                    f.verdict,
+                    f.rule,
+                    text(f.reasons),
+                    f.call_id,
+                    text(f.redacted),
+                    f.cwd,
+                    f.safeguards.map(text),
+                    f.prev_hash,
+                    hash,
+                ])?;
+                let link = (seq, id, std::mem::replace(&mut prev_hash, hash.clone()), hash);
+                last_seq = seq;
+                chained.push(link);
+            }
+            Ok(chained)
         })?;
         // The checkpoint is written under the write lock from the committed tail, so
         // concurrent writers can only move it forward, and it never names an uncommitted
@@ -499,6 +520,10 @@ impl Ledger for SqliteLedger {
             }
             Ok(())
         })?;
-        Ok(prepared.into_record(seq, id, prev_hash, hash))
+        Ok(prepared
+            .into_iter()
+            .zip(chained)
+            .map(|(entry, (seq, id, prev_hash, hash))| entry.into_record(seq, id, prev_hash, hash))
+            .collect())
     }
 }

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use nightwatch_store::{
-    Claim, Escalation, NotedRunbook, Offered, Resolved, RunbookProcess, StoreError, Task,
-    TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
+    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, Resolved, RunbookProcess,
+    StoreError, Task, TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
 };
 use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
@@ -63,7 +63,7 @@ CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
 ";
 
-const MIGRATIONS: [Migration; 2] = [
+const MIGRATIONS: [Migration; 3] = [
     |tx| {
         tx.execute_batch(SCHEMA_1)?;
         let has: bool = tx
@@ -83,6 +83,15 @@ const MIGRATIONS: [Migration; 2] = [
              CREATE INDEX IF NOT EXISTS tasks_lease ON tasks(status, lease_until_ms);
              CREATE INDEX IF NOT EXISTS tasks_route_created ON tasks(route, created_ms);
              CREATE INDEX IF NOT EXISTS tasks_escalation ON tasks(id) WHERE escalation = 1;",
+        )
+    },
+    // Schema 3: the arrival that created a task and the last one counted on it, so that an
+    // arrival offered again after a crash gets its first answer, not a second task or count.
+    |tx| {
+        tx.execute_batch(
+            "ALTER TABLE tasks ADD COLUMN arrival INTEGER;
+             ALTER TABLE tasks ADD COLUMN last_arrival INTEGER;
+             CREATE INDEX IF NOT EXISTS tasks_arrival ON tasks(arrival) WHERE arrival IS NOT NULL;",
         )
     },
 ];
@@ -131,7 +140,11 @@ const READY_PENDING: &str = "ready_ms FROM tasks WHERE status = 'pending' AND re
 const LEASE_EXPIRED: &str = "lease_until_ms FROM tasks
      WHERE status = 'running' AND lease_until_ms <= ?1 ORDER BY lease_until_ms, id";
 const ESCALATIONS: &str = "FROM tasks WHERE escalation = 1 ORDER BY id";
-const CREATED_SINCE: &str = "SELECT count(*) FROM tasks WHERE route = ?1 AND created_ms >= ?2";
+const CREATED_SINCE: &str = "SELECT count(*) FROM (SELECT 1 FROM tasks
+     WHERE route = ?1 AND created_ms >= ?2 LIMIT ?3)";
+const CREATED_BY_ARRIVAL: &str = "SELECT id FROM tasks WHERE arrival = ?1";
+const LIVE_FOR_IDENTITY: &str = "SELECT id, last_arrival FROM tasks
+     WHERE identity = ?1 AND status IN ('pending', 'running')";
 
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
@@ -172,108 +185,21 @@ impl TaskQueue for SqliteTaskQueue {
         &self.policy
     }
 
-    /// Offers an alert: creates a task, attaches it to the identity's live task, or
-    /// suppresses it during the cooldown after the identity's last run.
-    fn offer(
-        &self,
-        identity: &str,
-        alert_json: &str,
-        route: &str,
-        now: i64,
-    ) -> Result<Offered, TaskError> {
+    fn apply(&self, ops: &[QueueOp<'_>], now: i64) -> Result<Vec<Answer>, TaskError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
         self.db.write(|tx| {
-            let live: Option<i64> = tx
-                .query_row(
-                    "SELECT id FROM tasks WHERE identity = ?1 AND status IN ('pending', 'running')",
-                    [identity],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            let last_run = tx
-                .query_row(
-                    "SELECT id, status, finished_ms FROM tasks
-                     WHERE identity = ?1 AND status IN ('done', 'gave_up')
-                     ORDER BY finished_ms DESC, id DESC LIMIT 1",
-                    [identity],
-                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?)),
-                )
-                .optional()?;
-            let last_run = match last_run {
-                Some((task_id, status, finished_at)) => Some(LastRun {
-                    task_id,
-                    status: parse_status(task_id, &status)?,
-                    finished_at,
-                }),
-                None => None,
-            };
-            match machine::decide_offer(live, last_run.as_ref(), &self.policy, now) {
-                OfferDecision::Attach(id) => {
-                    tx.execute(
-                        "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = ?2 WHERE id = ?1",
-                        params![id, now],
-                    )?;
-                    Ok(Offered::Attached(id))
-                }
-                OfferDecision::Suppress { why } => Ok(Offered::Suppressed { why }),
-                OfferDecision::Create => {
-                    let life = Lifecycle::new(&self.policy, now);
-                    tx.execute(
-                        "INSERT INTO tasks (identity, alert_json, route, created_ms, last_seen_ms,
-                             status, attempt, ready_ms)
-                         VALUES (?1, ?2, ?3, ?4, ?4, ?5, 0, ?6)",
-                        params![
-                            identity,
-                            alert_json,
-                            route,
-                            now,
-                            life.status.as_str(),
-                            life.ready_at
-                        ],
-                    )?;
-                    let id = tx.last_insert_rowid();
-                    let why = if life.ready_at > now {
-                        format!(
-                            "alert offered; claimable at {} unless it resolves first",
-                            life.ready_at
-                        )
-                    } else {
-                        "alert offered".to_string()
-                    };
-                    insert_event(tx, id, now, None, Status::Pending, &why)?;
-                    Ok(Offered::Created(id))
-                }
-            }
-        })
-    }
-
-    /// The alert cleared: a task not yet started is cancelled; a running one finishes.
-    fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError> {
-        self.db.write(|tx| {
-            let task: Option<(i64, Lifecycle)> = tx
-                .query_row(
-                    &format!(
-                        "SELECT {TASK_COLUMNS} FROM tasks
-                         WHERE identity = ?1 AND status IN ('pending', 'running')"
-                    ),
-                    [identity],
-                    |r| Ok(read_task(r)),
-                )
-                .optional()?
-                .transpose()?
-                .map(|t| (t.id, t.lifecycle));
-            let Some((id, life)) = task else {
-                return Ok(Resolved::NoTask);
-            };
-            match machine::apply(&life, &Input::Resolve, &self.policy, now, 0) {
-                Ok(step) => {
-                    write_step(tx, id, now, &step)?;
-                    Ok(match step.next.status {
-                        Status::Cancelled => Resolved::CancelledBeforeStart(id),
-                        _ => Resolved::TooLate(id),
-                    })
-                }
-                Err(_) => Ok(Resolved::NoTask),
-            }
+            ops.iter()
+                .map(|op| match op {
+                    QueueOp::Offer(offer) => {
+                        offer_in(tx, &self.policy, offer, now).map(Answer::Offered)
+                    }
+                    QueueOp::Resolve { identity } => {
+                        resolve_in(tx, &self.policy, identity, now).map(Answer::Resolved)
+                    }
+                })
+                .collect()
         })
     }
 
@@ -485,14 +411,6 @@ impl TaskQueue for SqliteTaskQueue {
         })
     }
 
-    /// How many tasks `route` created at or after `since_ms`: the route's throttle counts them.
-    fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError> {
-        self.db.run(|conn| {
-            let n: i64 = conn.query_row(CREATED_SINCE, params![route, since_ms], |r| r.get(0))?;
-            Ok(u32::try_from(n).unwrap_or(u32::MAX))
-        })
-    }
-
     /// How many tasks are in each status (statuses with none are left out).
     fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError> {
         self.db.run(|conn| {
@@ -601,6 +519,136 @@ impl SqliteTaskQueue {
 }
 
 /// The task `task_id`, or NotFound.
+/// An offer inside the caller's transaction (see [`TaskQueue::apply`]).
+fn offer_in(
+    tx: &Transaction<'_>,
+    policy: &Policy,
+    offer: &Offer<'_>,
+    now: i64,
+) -> Result<Offered, Fail> {
+    // Offered again for an arrival whose first answer a crash cut short: the same answer,
+    // nothing changed twice.
+    if let Some(arrival) = offer.arrival {
+        let created: Option<i64> = tx
+            .prepare_cached(CREATED_BY_ARRIVAL)?
+            .query_row([arrival], |r| r.get(0))
+            .optional()?;
+        if let Some(id) = created {
+            return Ok(Offered::Created(id));
+        }
+    }
+    let live: Option<(i64, Option<i64>)> = tx
+        .prepare_cached(LIVE_FOR_IDENTITY)?
+        .query_row([offer.identity], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    if let (Some((id, Some(counted))), Some(arrival)) = (live, offer.arrival)
+        && counted >= arrival
+    {
+        return Ok(Offered::Attached(id));
+    }
+    let last_run = tx
+        .prepare_cached(
+            "SELECT id, status, finished_ms FROM tasks
+             WHERE identity = ?1 AND status IN ('done', 'gave_up')
+             ORDER BY finished_ms DESC, id DESC LIMIT 1",
+        )?
+        .query_row([offer.identity], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+        })
+        .optional()?;
+    let last_run = match last_run {
+        Some((task_id, status, finished_at)) => Some(LastRun {
+            task_id,
+            status: parse_status(task_id, &status)?,
+            finished_at,
+        }),
+        None => None,
+    };
+    match machine::decide_offer(live.map(|(id, _)| id), last_run.as_ref(), policy, now) {
+        OfferDecision::Attach(id) => {
+            tx.prepare_cached(
+                "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = ?2,
+                     last_arrival = coalesce(?3, last_arrival)
+                 WHERE id = ?1",
+            )?
+            .execute(params![id, now, offer.arrival])?;
+            Ok(Offered::Attached(id))
+        }
+        OfferDecision::Suppress { why } => Ok(Offered::Suppressed { why }),
+        OfferDecision::Create => {
+            if let Some(limit) = offer.max_per_hour {
+                // Counting stops at the limit: the throttle reads at most `limit` index entries.
+                let started: i64 = tx
+                    .prepare_cached(CREATED_SINCE)?
+                    .query_row(params![offer.route, now - machine::HOUR_MS, limit], |r| {
+                        r.get(0)
+                    })?;
+                let started = u32::try_from(started).unwrap_or(u32::MAX);
+                if let Some(why) = machine::throttle(offer.route, started, limit) {
+                    return Ok(Offered::Throttled { why });
+                }
+            }
+            let life = Lifecycle::new(policy, now);
+            tx.prepare_cached(
+                "INSERT INTO tasks (identity, alert_json, route, created_ms, last_seen_ms,
+                     status, attempt, ready_ms, arrival, last_arrival)
+                 VALUES (?1, ?2, ?3, ?4, ?4, ?5, 0, ?6, ?7, ?7)",
+            )?
+            .execute(params![
+                offer.identity,
+                offer.alert_json,
+                offer.route,
+                now,
+                life.status.as_str(),
+                life.ready_at,
+                offer.arrival
+            ])?;
+            let id = tx.last_insert_rowid();
+            let why = if life.ready_at > now {
+                format!(
+                    "alert offered; claimable at {} unless it resolves first",
+                    life.ready_at
+                )
+            } else {
+                "alert offered".to_string()
+            };
+            insert_event(tx, id, now, None, Status::Pending, &why)?;
+            Ok(Offered::Created(id))
+        }
+    }
+}
+
+/// A resolve inside the caller's transaction (see [`TaskQueue::apply`]).
+fn resolve_in(
+    tx: &Transaction<'_>,
+    policy: &Policy,
+    identity: &str,
+    now: i64,
+) -> Result<Resolved, Fail> {
+    let task: Option<(i64, Lifecycle)> = tx
+        .prepare_cached(&format!(
+            "SELECT {TASK_COLUMNS} FROM tasks
+             WHERE identity = ?1 AND status IN ('pending', 'running')"
+        ))?
+        .query_row([identity], |r| Ok(read_task(r)))
+        .optional()?
+        .transpose()?
+        .map(|t| (t.id, t.lifecycle));
+    let Some((id, life)) = task else {
+        return Ok(Resolved::NoTask);
+    };
+    match machine::apply(&life, &Input::Resolve, policy, now, 0) {
+        Ok(step) => {
+            write_step(tx, id, now, &step)?;
+            Ok(match step.next.status {
+                Status::Cancelled => Resolved::CancelledBeforeStart(id),
+                _ => Resolved::TooLate(id),
+            })
+        }
+        Err(_) => Ok(Resolved::NoTask),
+    }
+}
+
 fn load_task(tx: &Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
     tx.query_row(
         &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
@@ -727,7 +775,16 @@ mod tests {
             .into();
         queries.push(one(
             CREATED_SINCE.to_owned(),
-            vec![Value::Text("r".into()), Value::Integer(1)],
+            vec![
+                Value::Text("r".into()),
+                Value::Integer(1),
+                Value::Integer(10),
+            ],
+        ));
+        queries.push(one(CREATED_BY_ARRIVAL.to_owned(), vec![Value::Integer(1)]));
+        queries.push(one(
+            LIVE_FOR_IDENTITY.to_owned(),
+            vec![Value::Text("kuma/1".into())],
         ));
         queries.push(one(format!("SELECT id {ESCALATIONS}"), Vec::new()));
         let (sql, params) = tasks_query(&TaskFilter {
@@ -751,9 +808,11 @@ mod tests {
                 .unwrap()
                 .map(Result::unwrap)
                 .collect();
-            // A scan reads every row (but a partial index's); a temporary sort, every match.
+            // A scan reads every row (but a partial index's, or a bounded subquery's); a
+            // temporary sort, every match.
             let reads_all = |step: &String| {
                 let whole_table = step.starts_with("SCAN")
+                    && !step.starts_with("SCAN (subquery")
                     && !partial
                         .iter()
                         .any(|index| step.ends_with(&format!("INDEX {index}")));

@@ -1,7 +1,9 @@
 //! The queue against a real `tasks.db` in a temp dir, one story per test.
 
 use nightwatch_sqlite::SqliteTaskQueue;
-use nightwatch_store::{Offered, Resolved, TaskError, TaskFilter, TaskQueue};
+use nightwatch_store::{
+    Answer, Offer, Offered, QueueOp, Resolved, TaskError, TaskFilter, TaskQueue,
+};
 use nightwatch_tasks::{Outcome, Policy, Status, machine};
 
 const MIN: i64 = 60_000;
@@ -520,4 +522,86 @@ fn a_runbooks_process_is_noted_for_its_attempt_only() {
         store.noted_runbooks().unwrap().is_empty(),
         "a finished task has no runbook running"
     );
+}
+
+fn offer_op<'a>(identity: &'a str, max_per_hour: Option<u32>, arrival: i64) -> QueueOp<'a> {
+    QueueOp::Offer(Offer {
+        identity,
+        alert_json: "{}",
+        route: "disk",
+        max_per_hour,
+        arrival: Some(arrival),
+    })
+}
+
+/// An intake batch is one `apply`: each op sees the ones before it, so two arrivals of one
+/// alert in a batch make one task, and the hourly limit counts the tasks made earlier in it.
+#[test]
+fn a_batch_of_ops_sees_its_own_earlier_ops_and_the_hourly_limit_counts_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let ops = [
+        offer_op("a", Some(2), 1),
+        offer_op("a", Some(2), 2),
+        offer_op("b", Some(2), 3),
+        offer_op("c", Some(2), 4),
+        QueueOp::Resolve { identity: "b" },
+    ];
+    let answers = store.apply(&ops, 0).unwrap();
+    let task_a = match answers[0] {
+        Answer::Offered(Offered::Created(id)) => id,
+        ref other => panic!("{other:?}"),
+    };
+    assert_eq!(answers[1], Answer::Offered(Offered::Attached(task_a)));
+    let task_b = match answers[2] {
+        Answer::Offered(Offered::Created(id)) => id,
+        ref other => panic!("{other:?}"),
+    };
+    match &answers[3] {
+        Answer::Offered(Offered::Throttled { why }) => {
+            assert!(
+                why.contains("started 2 task(s) in the last hour, its limit is 2"),
+                "{why}"
+            )
+        }
+        other => panic!("the third new task in the hour is throttled: {other:?}"),
+    }
+    assert_eq!(
+        answers[4],
+        Answer::Resolved(Resolved::CancelledBeforeStart(task_b))
+    );
+    // An hour later the limit has room again; a repeat of a live alert is never throttled.
+    let later = store
+        .apply(
+            &[offer_op("c", Some(2), 5), offer_op("a", Some(0), 6)],
+            61 * MIN,
+        )
+        .unwrap();
+    assert!(
+        matches!(later[0], Answer::Offered(Offered::Created(_))),
+        "{later:?}"
+    );
+    assert_eq!(later[1], Answer::Offered(Offered::Attached(task_a)));
+}
+
+/// An arrival offered again (its first answer lost to a crash) gets the same answer, and
+/// changes nothing: no second task, no second count.
+#[test]
+fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let first = store.apply(&[offer_op("a", None, 7)], 0).unwrap();
+    let again = store.apply(&[offer_op("a", None, 7)], 1_000).unwrap();
+    assert_eq!(first, again);
+    let task = match first[0] {
+        Answer::Offered(Offered::Created(id)) => id,
+        ref other => panic!("{other:?}"),
+    };
+    let repeat = store.apply(&[offer_op("a", None, 8)], 2_000).unwrap();
+    let repeat_again = store.apply(&[offer_op("a", None, 8)], 3_000).unwrap();
+    assert_eq!(repeat, [Answer::Offered(Offered::Attached(task))]);
+    assert_eq!(repeat_again, repeat);
+    let stored = store.task(task).unwrap().unwrap();
+    assert_eq!((stored.repeats, stored.last_seen), (1, 2_000));
+    assert_eq!(store.tasks(&TaskFilter::default()).unwrap().len(), 1);
 }

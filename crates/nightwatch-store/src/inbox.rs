@@ -3,9 +3,9 @@
 //!
 //! A row is written in two steps: [`AlertInbox::receive`] stores the alert as it came (durable
 //! through a power loss) before anything else happens, and [`AlertInbox::settle`] adds the
-//! disposition once the task queue has answered. A row left unsettled by a crash or a storage
-//! failure is found again by [`AlertInbox::unrecorded`], so no arrival is ever without a
-//! record.
+//! disposition and its ledger record once both are written. A row left unsettled by a crash or
+//! a storage failure is found again by [`AlertInbox::unrecorded`], so no arrival is ever
+//! without a record. Both take many arrivals at once: concurrent deliveries share commits.
 
 use crate::StoreError;
 use serde::Serialize;
@@ -100,28 +100,28 @@ pub struct Arrival<'a> {
     pub alert_json: &'a str,
 }
 
+/// What [`AlertInbox::settle`] adds to an arrival: what the dispatcher did with it, and the
+/// ledger record that says so.
+pub struct Settlement<'a> {
+    pub arrival: i64,
+    pub disposition: Disposition,
+    pub reason: &'a str,
+    pub route: Option<&'a str>,
+    pub task_id: Option<i64>,
+    pub record: &'a str,
+}
+
 /// The store of arrivals.
 pub trait AlertInbox: Send + Sync {
-    /// Stores one arrival, unsettled, durably; returns its id.
-    fn receive(&self, arrival: &Arrival<'_>) -> Result<i64, StoreError>;
+    /// Stores arrivals, unsettled, durably, in one commit; returns their ids, in order.
+    fn receive(&self, arrivals: &[Arrival<'_>]) -> Result<Vec<i64>, StoreError>;
 
-    /// Adds what the dispatcher did with arrival `id`. May be written without waiting for the
-    /// disk: a settle lost to a power cut leaves the arrival unrecorded, and
-    /// [`AlertInbox::unrecorded`] brings it back.
-    fn settle(
-        &self,
-        id: i64,
-        disposition: Disposition,
-        reason: &str,
-        route: Option<&str>,
-        task_id: Option<i64>,
-    ) -> Result<(), StoreError>;
+    /// Adds to each arrival what the dispatcher did with it and the record that holds it, in
+    /// one commit. May be written without waiting for the disk: a settlement lost to a power
+    /// cut leaves the arrival unrecorded, and [`AlertInbox::unrecorded`] brings it back.
+    fn settle(&self, settlements: &[Settlement<'_>]) -> Result<(), StoreError>;
 
-    /// Notes the ledger record that holds arrival `id`'s disposition (durability as `settle`).
-    fn mark_recorded(&self, id: i64, record: &str) -> Result<(), StoreError>;
-
-    /// Arrivals without a ledger record (unsettled, or settled but not yet recorded), oldest
-    /// first: what a crash or a storage failure interrupted.
+    /// Arrivals not settled yet, oldest first: what a crash or a storage failure interrupted.
     fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError>;
 
     /// One arrival.

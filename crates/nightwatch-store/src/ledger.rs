@@ -57,6 +57,13 @@ pub trait LedgerReader: Send + Sync {
 pub trait Ledger: LedgerReader {
     /// Redacts, caps, chains and durably commits `entry`; returns the stored record.
     fn append(&self, entry: Entry) -> Result<Record, StoreError>;
+
+    /// Appends `entries` in order, one after the other on the chain. A store that can commits
+    /// them together, once (the default appends one at a time); either way each is durable
+    /// when this returns.
+    fn append_all(&self, entries: Vec<Entry>) -> Result<Vec<Record>, StoreError> {
+        entries.into_iter().map(|e| self.append(e)).collect()
+    }
 }
 
 /// Walks `ledger`'s chain and compares its tail with the head checkpoint; see
@@ -103,5 +110,8 @@ impl<T: LedgerReader + ?Sized> LedgerReader for Arc<T> {
 impl<T: Ledger + ?Sized> Ledger for Arc<T> {
     fn append(&self, entry: Entry) -> Result<Record, StoreError> {
         (**self).append(entry)
+    }
+    fn append_all(&self, entries: Vec<Entry>) -> Result<Vec<Record>, StoreError> {
+        (**self).append_all(entries)
     }
 }

@@ -21,12 +21,12 @@ mod ledger;
 pub mod memory;
 mod tasks;
 
-pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition};
+pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
 pub use janitor::JanitorStore;
 pub use ledger::{Ledger, LedgerReader, verify};
 pub use tasks::{
-    Claim, Escalation, NotedRunbook, Offered, Resolved, RunbookProcess, Task, TaskError, TaskEvent,
-    TaskFilter, TaskQueue,
+    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, Resolved, RunbookProcess,
+    Task, TaskError, TaskEvent, TaskFilter, TaskQueue,
 };
 
 use std::path::PathBuf;

@@ -34,6 +34,42 @@ pub enum Offered {
     Suppressed {
         why: String,
     },
+    /// The route started as many tasks in the last hour as its limit allows; no new task.
+    Throttled {
+        why: String,
+    },
+}
+
+/// One alert offered to the queue (see [`TaskQueue::apply`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Offer<'a> {
+    /// What makes two alerts the same problem: one live task per identity.
+    pub identity: &'a str,
+    pub alert_json: &'a str,
+    pub route: &'a str,
+    /// At most this many new tasks for the route in any hour; `None`: no limit.
+    pub max_per_hour: Option<u32>,
+    /// The arrival that offers it. Offering again for the same arrival (after a crash cut its
+    /// first answer short) changes nothing and answers as the first offer did, so an arrival
+    /// never counts twice or finds itself a duplicate of the task it created.
+    pub arrival: Option<i64>,
+}
+
+/// One change asked of the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOp<'a> {
+    Offer(Offer<'a>),
+    /// The alert with this identity cleared.
+    Resolve {
+        identity: &'a str,
+    },
+}
+
+/// What the queue did with one [`QueueOp`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Offered(Offered),
+    Resolved(Resolved),
 }
 
 /// What `resolve` did.
@@ -109,18 +145,41 @@ pub trait TaskQueue: Send + Sync {
     /// The policy this queue applies.
     fn policy(&self) -> &Policy;
 
-    /// Offers an alert: creates a task, attaches it to the identity's live task, or
-    /// suppresses it during the cooldown after the identity's last run.
+    /// Applies `ops` in order, in one durable commit, and answers each: what an intake batch
+    /// asks of the queue. An offer creates a task, attaches the alert to the identity's live
+    /// task, suppresses it during the cooldown after the identity's last run, or throttles it
+    /// when its route reached its hourly limit; a resolve cancels a task not yet started (a
+    /// running one finishes). Each op sees the ones before it.
+    fn apply(&self, ops: &[QueueOp<'_>], now: i64) -> Result<Vec<Answer>, TaskError>;
+
+    /// Offers one alert with no hourly limit and no arrival (see [`TaskQueue::apply`]).
     fn offer(
         &self,
         identity: &str,
         alert_json: &str,
         route: &str,
         now: i64,
-    ) -> Result<Offered, TaskError>;
+    ) -> Result<Offered, TaskError> {
+        let op = QueueOp::Offer(Offer {
+            identity,
+            alert_json,
+            route,
+            max_per_hour: None,
+            arrival: None,
+        });
+        match self.apply(&[op], now)?.pop() {
+            Some(Answer::Offered(offered)) => Ok(offered),
+            other => Err(unanswered(other)),
+        }
+    }
 
-    /// The alert cleared: a task not yet started is cancelled; a running one finishes.
-    fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError>;
+    /// The alert cleared (see [`TaskQueue::apply`]).
+    fn resolve(&self, identity: &str, now: i64) -> Result<Resolved, TaskError> {
+        match self.apply(&[QueueOp::Resolve { identity }], now)?.pop() {
+            Some(Answer::Resolved(resolved)) => Ok(resolved),
+            other => Err(unanswered(other)),
+        }
+    }
 
     /// Claims the oldest ready task (pending past its ready time, or running with an expired
     /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
@@ -154,9 +213,6 @@ pub trait TaskQueue: Send + Sync {
 
     /// Tasks matching `filter`, oldest first.
     fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError>;
-
-    /// How many tasks `route` created at or after `since_ms`: the route's throttle counts them.
-    fn created_since(&self, route: &str, since_ms: i64) -> Result<u32, TaskError>;
 
     /// How many tasks are in each status (statuses with none are left out).
     fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError>;
@@ -203,4 +259,12 @@ pub struct NotedRunbook {
     pub route: String,
     pub identity: String,
     pub process: RunbookProcess,
+}
+
+/// A queue that answered an op with the wrong kind of answer, or none: a broken backend.
+fn unanswered(answer: Option<Answer>) -> TaskError {
+    TaskError::Store(StoreError::Backend {
+        store: crate::store_name::TASKS,
+        message: format!("the queue answered one op with {answer:?}"),
+    })
 }

@@ -452,6 +452,18 @@ pub fn decide_offer(
     OfferDecision::Create
 }
 
+/// The window a route's hourly limit counts new tasks in.
+pub const HOUR_MS: i64 = 3_600_000;
+
+/// Why a route that started `started` tasks in the last hour may not start another under its
+/// `limit`; `None` when it may. Only a new task counts: a repeat that attaches to the live task,
+/// or one the cooldown suppresses, is never throttled.
+pub fn throttle(route: &str, started: u32, limit: u32) -> Option<String> {
+    (started >= limit).then(|| {
+        format!("route {route} started {started} task(s) in the last hour, its limit is {limit}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -922,5 +934,16 @@ mod tests {
             assert_eq!(Status::parse(s.as_str()), Some(s));
         }
         assert_eq!(Status::parse("lost"), None);
+    }
+
+    #[test]
+    fn a_route_is_throttled_only_once_it_reached_its_limit() {
+        assert_eq!(throttle("disk", 2, 3), None);
+        let why = throttle("disk", 3, 3).expect("at the limit");
+        assert!(why.contains("route disk started 3 task(s)") && why.contains("limit is 3"));
+        assert!(
+            throttle("disk", 0, 0).is_some(),
+            "a limit of 0 starts nothing"
+        );
     }
 }
