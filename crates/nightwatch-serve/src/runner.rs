@@ -120,6 +120,7 @@ fn run_claim_surviving_panics(daemon: &Daemon, worker: &str, claim: Claim) {
 fn housekeeping(daemon: &Daemon) {
     let mut last_catch_up = Instant::now();
     let mut decisions = DecisionTail::new(daemon);
+    let mut last_count = Instant::now();
     let mut next_sweep = daemon
         .config
         .janitor_every
@@ -128,7 +129,12 @@ fn housekeeping(daemon: &Daemon) {
         if let Err(e) = escalate_gave_up(daemon) {
             tracing::error!("escalations: {e}");
         }
-        decisions.count_new(daemon);
+        // Woken by every routed batch under load: the counter reads the ledger at most once a
+        // second (it costs a statement compiled again for each new position).
+        if last_count.elapsed() >= Duration::from_secs(1) {
+            last_count = Instant::now();
+            decisions.count_new(daemon);
+        }
         if last_catch_up.elapsed() >= Duration::from_secs(5) {
             last_catch_up = Instant::now();
             let settle = 2 * ms(daemon.config.request_timeout);

@@ -69,7 +69,8 @@ impl SqliteInbox {
         params: impl rusqlite::Params,
     ) -> Result<Vec<AlertEvent>, StoreError> {
         self.db.run(|conn| {
-            let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM alert_events {clause}"))?;
+            let mut stmt =
+                conn.prepare_cached(&format!("SELECT {COLUMNS} FROM alert_events {clause}"))?;
             let rows = stmt.query_map(params, |r| Ok(read_row(r)))?;
             let mut out = Vec::new();
             for row in rows {

@@ -182,7 +182,7 @@ impl SqliteLedger {
     ) -> Result<Vec<Record>, StoreError> {
         self.db.run(|conn| {
             let sql = format!("SELECT {COLUMNS} FROM records {sql_where} {suffix}");
-            let mut stmt = conn.prepare(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let mut rows = stmt.query(params)?;
             let mut out = Vec::new();
             while let Some(row) = rows.next()? {
@@ -208,12 +208,9 @@ impl SqliteLedger {
 }
 
 fn tail(tx: &Transaction<'_>) -> rusqlite::Result<Option<(i64, String)>> {
-    tx.query_row(
-        "SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1",
-        [],
-        |r| Ok((r.get(0)?, r.get(1)?)),
-    )
-    .optional()
+    tx.prepare_cached("SELECT seq, hash FROM records ORDER BY seq DESC LIMIT 1")?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
 }
 
 fn str_at<'r>(row: &'r Row<'_>, i: usize) -> rusqlite::Result<&'r str> {

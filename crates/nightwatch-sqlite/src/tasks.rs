@@ -207,17 +207,29 @@ impl TaskQueue for SqliteTaskQueue {
     /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
     /// expired gives up on the way (and is escalated) instead of being handed out.
     fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+        // Asked by every worker on every wake-up: a look through the indexes, without the
+        // write lock intake needs, first.
+        let ready = self.db.run::<bool, TaskError>(|conn| {
+            let any = |sql: &str| {
+                conn.prepare_cached(&format!("SELECT 1, {sql} LIMIT 1"))?
+                    .exists([now])
+            };
+            Ok(any(READY_PENDING)? || any(LEASE_EXPIRED)?)
+        })?;
+        if !ready {
+            return Ok(None);
+        }
         self.db.write(|tx| {
             loop {
                 // The pending task ready longest, and the running one whose lease ran out
                 // longest ago, each found through its index; the earlier of the two goes.
                 let first = |sql: &str| {
-                    tx.query_row(
-                        &format!("SELECT {TASK_COLUMNS}, {sql} LIMIT 1"),
-                        [now],
-                        |r| Ok(read_task(r).map(|t| (r.get::<_, i64>(15), t))),
-                    )
-                    .optional()
+                    tx.prepare_cached(&format!("SELECT {TASK_COLUMNS}, {sql} LIMIT 1"))?
+                        .query_row(
+                            [now],
+                            |r| Ok(read_task(r).map(|t| (r.get::<_, i64>(15), t))),
+                        )
+                        .optional()
                 };
                 let pending = first(READY_PENDING)?.transpose()?;
                 let expired = first(LEASE_EXPIRED)?.transpose()?;
@@ -345,7 +357,7 @@ impl TaskQueue for SqliteTaskQueue {
         // Asked on every wake-up: a look through the index, without the write lock, first.
         let waiting = self.db.run::<bool, TaskError>(|conn| {
             Ok(conn
-                .prepare(&format!("SELECT 1 {ESCALATIONS} LIMIT 1"))?
+                .prepare_cached(&format!("SELECT 1 {ESCALATIONS} LIMIT 1"))?
                 .exists([])?)
         })?;
         if !waiting {
@@ -401,7 +413,7 @@ impl TaskQueue for SqliteTaskQueue {
         // from the identity index and read the whole table.
         let (sql, args) = tasks_query(filter);
         self.db.run(|conn| {
-            let mut stmt = conn.prepare(&sql)?;
+            let mut stmt = conn.prepare_cached(&sql)?;
             let rows = stmt.query_map(rusqlite::params_from_iter(&args), |r| Ok(read_task(r)))?;
             let mut out = Vec::new();
             for row in rows {
@@ -650,14 +662,11 @@ fn resolve_in(
 }
 
 fn load_task(tx: &Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
-    tx.query_row(
-        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"),
-        [task_id],
-        |r| Ok(read_task(r)),
-    )
-    .optional()?
-    .transpose()?
-    .ok_or(Failure::Caller(TaskError::NotFound(task_id)))
+    tx.prepare_cached(&format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?1"))?
+        .query_row([task_id], |r| Ok(read_task(r)))
+        .optional()?
+        .transpose()?
+        .ok_or(Failure::Caller(TaskError::NotFound(task_id)))
 }
 
 fn parse_status(task_id: i64, s: &str) -> Result<Status, Fail> {
