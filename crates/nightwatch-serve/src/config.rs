@@ -49,6 +49,9 @@ pub struct Config {
     /// connections cannot use up the process's files.
     pub max_connections: usize,
     pub sources: Sources,
+    /// The secret that reading the API, the pages and `/metrics` asks for; `None`: anyone who
+    /// can reach the daemon reads them. The hooks keep their own secrets, per source.
+    pub readers: Option<Auth>,
     pub queue: Queue,
     pub routes: Vec<Route>,
     /// Run the janitor's sweep this often, when set.
@@ -90,6 +93,15 @@ impl Auth {
     /// constant time so the reply time says nothing about how much of a guess was right.
     pub fn admits(&self, header: &dyn Fn(&str) -> Option<String>) -> bool {
         match self {
+            // A browser asked for a password sends it as Basic (any user name): so the pages
+            // open in a browser with the bearer token as the password.
+            Auth::Bearer(token)
+                if header("authorization")
+                    .and_then(|v| basic_password(&v))
+                    .is_some_and(|given| same_secret(&given, token)) =>
+            {
+                true
+            }
             Auth::Bearer(token) => header("authorization")
                 .and_then(|v| {
                     let v = v.trim();
@@ -103,6 +115,20 @@ impl Auth {
                 .is_some_and(|given| same_secret(given.trim(), value)),
         }
     }
+}
+
+/// The password of an `Authorization: Basic` header.
+fn basic_password(value: &str) -> Option<String> {
+    use base64::Engine;
+    let (scheme, encoded) = value.trim().split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let text = String::from_utf8(decoded).ok()?;
+    Some(text.split_once(':')?.1.to_owned())
 }
 
 fn same_secret(given: &str, expected: &str) -> bool {
@@ -167,6 +193,7 @@ struct File {
     max_connections: Option<usize>,
     #[serde(default)]
     sources: FileSources,
+    readers: Option<FileSource>,
     #[serde(default)]
     queue: FileQueue,
     #[serde(default)]
@@ -522,6 +549,18 @@ impl Config {
                 Duration::from_secs(10),
             )?,
             sources,
+            readers: match file.readers {
+                Some(readers) => {
+                    let auth = auth("readers", readers.auth)?;
+                    if auth.is_none() {
+                        return Err(invalid(
+                            "readers: give its auth (bearer or bearer_env, or header with value), or leave readers out".into(),
+                        ));
+                    }
+                    auth
+                }
+                None => None,
+            },
             queue: Queue {
                 policy,
                 lease,
@@ -655,5 +694,60 @@ janitor: { every: 1h }
         };
         assert!(header.admits(&|n: &str| (n == "x-token").then(|| "abc".to_string())));
         assert!(!header.admits(&|n: &str| (n == "x-token").then(|| "abd".to_string())));
+    }
+
+    #[test]
+    fn a_browser_gives_the_bearer_token_as_its_basic_password() {
+        use base64::Engine;
+        let bearer = Auth::Bearer("s3cret".into());
+        let basic = |user_pass: &str| {
+            let encoded = base64::engine::general_purpose::STANDARD.encode(user_pass);
+            move |name: &str| (name == "authorization").then(|| format!("Basic {encoded}"))
+        };
+        assert!(bearer.admits(&basic("dana:s3cret")));
+        assert!(bearer.admits(&basic(":s3cret")));
+        assert!(!bearer.admits(&basic("dana:s3cre")));
+        assert!(!bearer.admits(&basic("s3cret")), "no password at all");
+        assert!(!bearer.admits(&|_: &str| Some("Basic !!not base64!!".to_string())));
+        let header = Auth::Header {
+            name: "authorization".into(),
+            value: "abc".into(),
+        };
+        assert!(
+            !header.admits(&basic("x:abc")),
+            "only a bearer token is also a password"
+        );
+    }
+
+    #[test]
+    fn readers_take_a_secret_like_a_source_and_nothing_else() {
+        let env = |k: &str| (k == "READ_TOKEN").then(|| "r34d".to_string());
+        let c = Config::from_text(
+            "readers: { auth: { bearer_env: READ_TOKEN } }",
+            "serve.yaml",
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.readers, Some(Auth::Bearer("r34d".into())));
+        assert_eq!(
+            Config::from_text("", "serve.yaml", &no_env)
+                .unwrap()
+                .readers,
+            None
+        );
+        for (text, says) in [
+            ("readers: {}", "readers: give its auth"),
+            (
+                "readers: { auth: { bearer: \"\" } }",
+                "readers.auth: the secret is empty",
+            ),
+            ("readers: { auth: { bearer_env: NOPE } }", "NOPE"),
+            ("readers: { token: x }", "unknown field"),
+        ] {
+            let err = Config::from_text(text, "serve.yaml", &no_env)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{text}: {err}");
+        }
     }
 }

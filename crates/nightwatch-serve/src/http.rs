@@ -142,18 +142,50 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
             "/hooks/generic/{name}",
             post(|s, Path(name): Path<String>, h, r| intake(s, Sender::Generic(name), h, r)),
         );
-    Router::new()
-        .merge(hooks)
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
+    // What the readers' secret guards: everything but the hooks (each source has its own
+    // secret) and the probes an orchestrator sends without one.
+    let read = Router::new()
         .route("/metrics", get(metrics))
         .merge(api::router())
         .route("/", get(timeline))
         .route("/sessions/{id}", get(session))
         .route("/alerts/{id}", get(alert))
         .fallback(|| async { page_error(StatusCode::NOT_FOUND, "no such page") })
+        .layer(middleware::from_fn_with_state(daemon.clone(), readers_only));
+    Router::new()
+        .merge(hooks)
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(readyz))
+        .merge(read)
         .layer(middleware::from_fn_with_state(daemon.clone(), count))
         .with_state(daemon)
+}
+
+/// Lets a request through when no readers' secret is set or it carries it; otherwise 401,
+/// asking a browser for the secret as a password.
+async fn readers_only(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) -> Response {
+    let Some(auth) = &daemon.config.readers else {
+        return next.run(request).await;
+    };
+    let headers = request.headers();
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    if auth.admits(&header) {
+        return next.run(request).await;
+    }
+    let mut response = reply(
+        StatusCode::UNAUTHORIZED,
+        json!({ "error": "reading this daemon needs the readers' secret (readers.auth in serve.yaml): send it as a bearer token, or as the password in a browser" }),
+    );
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        HeaderValue::from_static("Basic realm=\"nightwatch\", charset=\"UTF-8\""),
+    );
+    response
 }
 
 /// Counts every reply by endpoint (the route's pattern, never the raw path) and status.

@@ -1567,3 +1567,58 @@ fn runbook_started_for_an_alert(daemon: &Daemon, sign: &Path) -> i64 {
     assert!(sign.exists(), "the first attempt's runbook started");
     task
 }
+
+/// With a readers' secret, the API, the pages and `/metrics` ask for it (a bearer token, or a
+/// browser's password); the probes stay open, and the hooks keep their own secrets.
+#[test]
+fn a_readers_secret_guards_the_api_pages_and_metrics_but_not_probes_or_hooks() {
+    let dir = scratch("serve", "readers");
+    let home = dir.join("home");
+    let daemon = Daemon::start(
+        &home,
+        Some(
+            "readers: { auth: { bearer_env: READ_TOKEN } }\nsources:\n  alertmanager: { auth: { bearer: am-secret } }\n",
+        ),
+        &[("READ_TOKEN", "r34d-s3cret")],
+    );
+    let get = |path: &str, auth: Option<&str>| {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
+        request(&daemon.addr, "GET", path, &headers, b"")
+    };
+    for path in [
+        "/api/tasks",
+        "/api/alerts?since=1h",
+        "/api/openapi.json",
+        "/",
+        "/metrics",
+        "/nowhere",
+    ] {
+        let refused = get(path, None);
+        assert_eq!(refused.status, 401, "{path}: {}", refused.text());
+        assert!(
+            refused.text().contains("readers"),
+            "{path}: {}",
+            refused.text()
+        );
+        assert!(
+            refused
+                .header("www-authenticate")
+                .is_some_and(|h| h.starts_with("Basic")),
+            "{path}"
+        );
+        assert_eq!(get(path, Some("Bearer wrong")).status, 401, "{path}");
+    }
+    assert_eq!(get("/api/tasks", Some("Bearer r34d-s3cret")).status, 200);
+    assert_eq!(get("/metrics", Some("Bearer r34d-s3cret")).status, 200);
+    // "dana:r34d-s3cret", as a browser sends what it was given.
+    let page = get("/", Some("Basic ZGFuYTpyMzRkLXMzY3JldA=="));
+    assert_eq!(page.status, 200, "{}", page.text());
+    assert_eq!(get("/healthz", None).status, 200);
+    assert_eq!(get("/readyz", None).status, 200);
+
+    let body = payload("alertmanager/firing.json");
+    let stored = am_post(&daemon, "am-secret", "application/json", &body);
+    assert_eq!(stored.status, 200, "{}", stored.text());
+    let wrong = am_post(&daemon, "r34d-s3cret", "application/json", &body);
+    assert_eq!(wrong.status, 401, "the readers' secret is not a hook's");
+}

@@ -232,6 +232,21 @@ impl Alertmanager {
         self.post_alerts(&alert);
     }
 
+    /// Posts `count` firing alerts in one call, sharing the `common` labels (so, grouped by
+    /// `alertname` and `instance`, one group) and each with its own value of `varying`
+    /// (`0`, `1`, ...). Not remembered for [`Alertmanager::resolve`].
+    pub fn fire_group(&self, common: &[(&str, &str)], varying: &str, count: usize) {
+        let starts = rfc3339(SystemTime::now());
+        let alerts: Vec<serde_json::Value> = (0..count)
+            .map(|i| {
+                let mut labels = object(common);
+                labels[varying] = i.to_string().into();
+                serde_json::json!({ "labels": labels, "startsAt": starts })
+            })
+            .collect();
+        self.post_alerts(&serde_json::Value::Array(alerts));
+    }
+
     fn post_alerts(&self, alerts: &serde_json::Value) {
         let body = alerts.to_string();
         match http(&self.address, "POST", "/api/v2/alerts", Some(&body)) {

@@ -1,0 +1,144 @@
+//! The daemon under large deliveries, through the real binary (and a real Alertmanager): a
+//! whole group is one batch, stored once, answered once. Apart from `serve.rs` so that suite
+//! stays quick while working on the daemon.
+
+mod common;
+
+use common::daemon::{Daemon, request};
+use common::scratch;
+use serde_json::Value;
+use std::time::{Duration, Instant};
+
+/// A route for `DiskFull` whose tasks wait an hour: what is tested is intake, not runbooks.
+const CONFIG: &str = "queue: { resolve_delay: 1h }\nroutes:\n  - id: disk\n    when: { labels: { alertname: DiskFull } }\n    run: [\"true\"]\n";
+
+/// One Alertmanager notification of `count` firing `DiskFull` alerts on one host, each its
+/// own mount (and fingerprint): one group, as Alertmanager sends it.
+fn group(count: usize) -> Vec<u8> {
+    let alerts: Vec<Value> = (0..count)
+        .map(|i| {
+            serde_json::json!({
+                "status": "firing",
+                "labels": { "alertname": "DiskFull", "instance": "db1:9100", "mount": format!("/m{i}") },
+                "annotations": {},
+                "startsAt": "2026-12-02T03:00:00Z",
+                "endsAt": "0001-01-01T00:00:00Z",
+                "fingerprint": format!("{i:016x}"),
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": "4",
+        "groupKey": "{}:{alertname=\"DiskFull\", instance=\"db1:9100\"}",
+        "status": "firing",
+        "receiver": "nightwatch",
+        "groupLabels": { "alertname": "DiskFull", "instance": "db1:9100" },
+        "commonLabels": { "alertname": "DiskFull", "instance": "db1:9100" },
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager",
+        "alerts": alerts,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// What `/metrics` counts for one series, 0 when it is not there.
+fn metric(daemon: &Daemon, series: &str) -> u64 {
+    daemon
+        .get("/metrics")
+        .text()
+        .lines()
+        .find_map(|line| line.strip_prefix(series)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Every arrival's alert id, read by cursor.
+fn arrivals(daemon: &Daemon) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut path = "/api/alerts?after=0&limit=1000".to_owned();
+    loop {
+        let page = daemon.json(&path);
+        for alert in page["alerts"].as_array().expect("alerts") {
+            ids.push(alert["alert_id"].as_str().expect("alert_id").to_owned());
+        }
+        match page["next"].as_str() {
+            Some(next) => path = next.to_owned(),
+            None => return ids,
+        }
+    }
+}
+
+/// Seed 001's 3,000 alerts that became 9,000: a 5,000-alert group (inside the 1 MiB body
+/// limit) is stored as one batch, answered 200 once, one arrival and one task per alert.
+#[test]
+fn a_five_thousand_alert_group_gets_one_reply_and_one_stored_copy_per_alert() {
+    let dir = scratch("serve-load", "group");
+    let daemon = Daemon::start(&dir.join("home"), Some(CONFIG), &[]);
+    let body = group(5_000);
+    assert!(body.len() < 1 << 20, "{} bytes", body.len());
+    let started = Instant::now();
+    let reply = request(
+        &daemon.addr,
+        "POST",
+        "/hooks/alertmanager",
+        &[("Content-Type", "application/json")],
+        &body,
+    );
+    let took = started.elapsed();
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.json()["stored"], 5_000);
+    eprintln!("5,000 alerts stored and answered in {took:?}");
+
+    let ids = arrivals(&daemon);
+    assert_eq!(ids.len(), 5_000);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), 5_000, "each alert stored once");
+    assert_eq!(
+        metric(&daemon, "nightwatch_alerts_total{disposition=\"routed\"}"),
+        5_000
+    );
+    let tasks = daemon.json("/api/tasks?limit=1")["next"].clone();
+    assert!(tasks.is_string(), "tasks are paged: {tasks}");
+    let records = daemon.json("/api/records?event=dispatch&since=1h&limit=1");
+    assert_eq!(records["records"].as_array().map(Vec::len), Some(1));
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+}
+
+/// A real Alertmanager sends a 3,000-alert group: one delivery, answered 200 at once, so it
+/// never sends it again; every alert stored once.
+#[test]
+fn a_real_alertmanager_delivers_a_large_group_once_without_duplicates() {
+    let dir = scratch("serve-load", "alertmanager-group");
+    let daemon = Daemon::start(&dir.join("home"), Some(CONFIG), &[]);
+    let am = common::alertmanager::Alertmanager::start(
+        &format!("{}/hooks/alertmanager", daemon.url),
+        None,
+    );
+    am.fire_group(
+        &[("alertname", "DiskFull"), ("instance", "db1:9100")],
+        "mount",
+        3_000,
+    );
+    let delivered = "nightwatch_http_requests_total{endpoint=\"/hooks/alertmanager\",code=\"200\"}";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while metric(&daemon, delivered) == 0 {
+        assert!(Instant::now() < deadline, "no delivery:\n{}", am.log());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Alertmanager retries a failed delivery within a second; give it the time to.
+    std::thread::sleep(Duration::from_secs(5));
+    let log = am.log();
+    assert_eq!(metric(&daemon, delivered), 1, "one delivery:\n{log}");
+    assert!(!log.contains("Notify for alerts failed"), "{log}");
+    let ids = arrivals(&daemon);
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!((ids.len(), distinct.len()), (3_000, 3_000), "no duplicates");
+    assert_eq!(
+        metric(&daemon, "nightwatch_alerts_total{disposition=\"routed\"}"),
+        3_000
+    );
+    drop(am);
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+}
