@@ -56,6 +56,15 @@ pub struct ConnectionLimits {
 /// How long a connection refused for being one too many gets to take its 503.
 const REFUSAL_WRITE: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How long a refused connection may take to show it is a liveness probe (`GET /healthz`),
+/// which is answered 200 even when the daemon is full: the process is alive, and a supervisor
+/// must not restart it because idle connections filled it.
+const REFUSAL_PEEK: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Refused connections that may wait for their request line at once; the others are refused
+/// without looking, so a flood of idle connections holds no more files than this.
+const REFUSALS_PEEKING: usize = 64;
+
 /// Serves `app` on `listener` (HTTP/1.1, kept alive) within `limits` until `shutdown`
 /// completes, then lets the requests in flight finish. A failure to accept (out of files,
 /// say) is logged and retried after a pause, never a busy loop or an exit.
@@ -67,6 +76,7 @@ pub async fn serve_connections(
 ) -> Result<(), crate::ServeError> {
     use hyper_util::rt::{TokioIo, TokioTimer};
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let peeking = Arc::new(tokio::sync::Semaphore::new(REFUSALS_PEEKING));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
@@ -87,7 +97,11 @@ pub async fn serve_connections(
             },
         };
         let Ok(permit) = open.clone().try_acquire_owned() else {
-            tokio::spawn(refuse_one_too_many(stream, limits.max_connections));
+            tokio::spawn(refuse_one_too_many(
+                stream,
+                limits.max_connections,
+                peeking.clone(),
+            ));
             continue;
         };
         let service = hyper_util::service::TowerToHyperService::new(app.clone());
@@ -109,22 +123,54 @@ pub async fn serve_connections(
     Ok(())
 }
 
-/// Tells a connection past the limit why it is refused, then closes it.
-async fn refuse_one_too_many(stream: tokio::net::TcpStream, max: usize) {
+/// Tells a connection past the limit why it is refused, then closes it; a liveness probe is
+/// answered `ok` (see [`REFUSAL_PEEK`]).
+async fn refuse_one_too_many(
+    mut stream: tokio::net::TcpStream,
+    max: usize,
+    peeking: Arc<tokio::sync::Semaphore>,
+) {
     use tokio::io::AsyncWriteExt;
-    let body = format!(
-        "{{\"error\":\"{max} connections are open, the most this daemon takes (max_connections in serve.yaml); try again\"}}\n"
-    );
-    let reply = format!(
-        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let mut stream = stream;
+    let probe = match peeking.try_acquire() {
+        Ok(_looking) => is_liveness_probe(&stream).await,
+        Err(_) => false,
+    };
+    let reply = if probe {
+        "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\nContent-Length: 3\r\n\r\nok\n".to_owned()
+    } else {
+        let body = format!(
+            "{{\"error\":\"{max} connections are open, the most this daemon takes (max_connections in serve.yaml); try again\"}}\n"
+        );
+        format!(
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
     let _ = tokio::time::timeout(REFUSAL_WRITE, async {
         let _ = stream.write_all(reply.as_bytes()).await;
         let _ = stream.shutdown().await;
     })
     .await;
+}
+
+/// Whether the connection's first bytes, within [`REFUSAL_PEEK`], ask for `/healthz`.
+async fn is_liveness_probe(stream: &tokio::net::TcpStream) -> bool {
+    let mut head = [0u8; 13];
+    let deadline = tokio::time::Instant::now() + REFUSAL_PEEK;
+    loop {
+        let seen = match tokio::time::timeout_at(deadline, stream.peek(&mut head)).await {
+            Ok(Ok(seen)) if seen > 0 => seen,
+            _ => return false,
+        };
+        if seen == head.len() {
+            return head[..12] == *b"GET /healthz" && matches!(head[12], b' ' | b'?');
+        }
+        if !b"GET /healthz ".starts_with(&head[..seen]) {
+            return false;
+        }
+        // Part of the line so far: look again in a moment.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
 }
 
 pub fn router(daemon: Arc<Daemon>) -> Router {

@@ -228,17 +228,30 @@ pub fn run(
         .build()
         .map_err(|e| ServeError::Runtime(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind(daemon.config.listen)
-            .await
-            .map_err(|source| ServeError::Listen {
-                addr: daemon.config.listen,
-                source,
-            })?;
+        let listener = listen(daemon.config.listen).map_err(|source| ServeError::Listen {
+            addr: daemon.config.listen,
+            source,
+        })?;
         let addr = listener
             .local_addr()
             .map_err(|e| ServeError::Runtime(e.to_string()))?;
         serve(daemon.clone(), listener, signal(), || announce(addr)).await
     })
+}
+
+/// Connections the kernel holds for the daemon before it accepts them (capped by
+/// `net.core.somaxconn`). The usual 128 overflowed when many senders connected at once: each
+/// connection past it waited a second for its SYN to be sent again.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = match addr {
+        std::net::SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        std::net::SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves `daemon` on `listener` until `shutdown` completes: records what a crash left

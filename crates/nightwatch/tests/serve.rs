@@ -1443,12 +1443,15 @@ fn slow_and_surplus_connections_are_cut_off_and_the_daemon_keeps_answering() {
         "cut off after {cut_off:?}"
     );
 
-    // Eight idle connections fill the daemon; the ninth is refused with a reason.
+    // Eight idle connections fill the daemon; the ninth is refused with a reason, but a
+    // liveness probe is told the daemon lives.
     let idle: Vec<std::net::TcpStream> = (0..8)
         .map(|_| std::net::TcpStream::connect(&daemon.addr).unwrap())
         .collect();
     std::thread::sleep(Duration::from_millis(200));
-    let refused = daemon.get("/healthz");
+    let alive = daemon.get("/healthz");
+    assert_eq!((alive.status, alive.text().as_str()), (200, "ok\n"));
+    let refused = daemon.get("/readyz");
     assert_eq!(refused.status, 503, "{}", refused.text());
     assert!(
         refused.text().contains("max_connections"),
@@ -1460,7 +1463,7 @@ fn slow_and_surplus_connections_are_cut_off_and_the_daemon_keeps_answering() {
     // The idle ones are closed within the header timeout, and the daemon answers again.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let reply = daemon.get("/healthz");
+        let reply = daemon.get("/readyz");
         if reply.status == 200 {
             break;
         }

@@ -142,3 +142,114 @@ fn a_real_alertmanager_delivers_a_large_group_once_without_duplicates() {
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
 }
+
+/// Raises this process's open-file limit to `files` (within the hard limit), so the test
+/// itself can hold the connections; the daemon, started before, keeps its own limit.
+fn raise_file_limit(files: u64) -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = files.min(limit.rlim_max);
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+    limit.rlim_cur
+}
+
+/// Files the process `pid` has open.
+fn open_files(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|dir| dir.count())
+        .unwrap_or(usize::MAX)
+}
+
+/// Drops the connections the daemon ended: refused with a 503 (counted in `refused`), or
+/// idle past `request_timeout` and closed without a word (in `timed_out`).
+fn drop_ended(held: &mut Vec<std::net::TcpStream>, refused: &mut usize, timed_out: &mut usize) {
+    use std::io::Read;
+    held.retain_mut(|stream| {
+        stream.set_nonblocking(true).unwrap();
+        let mut first = [0u8; 12];
+        match stream.read(&mut first) {
+            Ok(0) => {
+                *timed_out += 1;
+                false
+            }
+            Ok(n) => {
+                *refused += 1;
+                assert!(
+                    first[..n].starts_with(b"HTTP/1.1 503"),
+                    "{:?}",
+                    String::from_utf8_lossy(&first[..n])
+                );
+                false
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock, "{e}");
+                true
+            }
+        }
+    });
+}
+
+/// Seed 001's flood: 20,000 idle connections. The daemon keeps at most `max_connections`
+/// (768) and refuses the rest at once with why, so its files stay far from its limit, a
+/// liveness probe is answered all along, and once the idle ones time out, alerts are taken
+/// again. The test lets go of each connection the daemon refused (it is closed already), so
+/// it needs no more files than the daemon keeps open.
+#[test]
+fn twenty_thousand_idle_connections_leave_the_daemon_alive_and_then_taking_alerts() {
+    let dir = scratch("serve-load", "idle-flood");
+    let daemon = Daemon::start(
+        &dir.join("home"),
+        Some(&format!("request_timeout: 3s\n{CONFIG}")),
+        &[],
+    );
+    let limit = raise_file_limit(4_096);
+    assert!(
+        limit >= 4_096,
+        "the test needs 4,096 open files; the hard limit is {limit}"
+    );
+    let (mut held, mut refused, mut timed_out) = (Vec::new(), 0, 0);
+    for _ in 0..20 {
+        for _ in 0..1_000 {
+            held.push(std::net::TcpStream::connect(&daemon.addr).expect("connect"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        drop_ended(&mut held, &mut refused, &mut timed_out);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    drop_ended(&mut held, &mut refused, &mut timed_out);
+    assert_eq!(refused + timed_out + held.len(), 20_000);
+    assert!(held.len() <= 768, "{} idle connections kept", held.len());
+    assert!(
+        refused >= 19_000,
+        "{refused} refused with why, {timed_out} timed out"
+    );
+
+    let files = open_files(daemon.pid());
+    assert!(files < 1_000, "the daemon holds {files} files");
+    let alive = daemon.get("/healthz");
+    assert_eq!(alive.status, 200, "{}", alive.text());
+    let full = daemon.post("/hooks/alertmanager", "application/json", &group(1));
+    assert_eq!(full.status, 503, "{}", full.text());
+    assert!(full.text().contains("max_connections"), "{}", full.text());
+
+    // The idle connections the daemon kept are closed after request_timeout; it takes
+    // alerts again without a restart.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = daemon.post("/hooks/alertmanager", "application/json", &group(1));
+        if reply.status == 200 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still refused: {}", reply.text());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    drop(held);
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+}

@@ -87,6 +87,11 @@ impl Daemon {
     }
 
     /// What the daemon wrote on stderr so far.
+    /// The daemon's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).expect("the daemon runs")
+    }
+
     pub fn log(&self) -> String {
         self.stderr.lock().unwrap().clone()
     }
