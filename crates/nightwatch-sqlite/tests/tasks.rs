@@ -605,3 +605,72 @@ fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing
     assert_eq!((stored.repeats, stored.last_seen), (1, 2_000));
     assert_eq!(store.tasks(&TaskFilter::default()).unwrap().len(), 1);
 }
+
+/// The gauges' counts are kept as tasks change (not counted at each scrape): after a long
+/// mixed run of offers, claims, results, resolves and escalations they equal a count of the
+/// table itself.
+#[test]
+fn the_kept_counts_equal_a_count_of_the_tasks_after_any_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    let mut seed = 7u64;
+    let mut next = move |n: u64| {
+        seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+        (seed >> 33) % n
+    };
+    let mut now = 0;
+    for _ in 0..600 {
+        now += 1_000 * (1 + next(30) as i64);
+        let identity = format!("alert/{}", next(12));
+        match next(5) {
+            0 | 1 => {
+                store.offer(&identity, "{}", "r", now).unwrap();
+            }
+            2 => {
+                if let Some(claim) = store.claim("w", now, 5_000).unwrap() {
+                    let outcome = if next(2) == 0 {
+                        Outcome::Succeeded
+                    } else {
+                        failed("no")
+                    };
+                    let _ = store.complete(claim.task_id, claim.attempt, &outcome, now + 10);
+                }
+            }
+            3 => {
+                store.resolve(&identity, now).unwrap();
+            }
+            _ => {
+                store.take_escalations(now).unwrap();
+            }
+        }
+    }
+    let conn = rusqlite::Connection::open(dir.path().join("tasks.db")).unwrap();
+    let mut counted: Vec<(String, i64)> = conn
+        .prepare("SELECT status, count(*) FROM tasks GROUP BY status ORDER BY status")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    counted.retain(|(_, n)| *n > 0);
+    let kept: Vec<(String, i64)> = store
+        .counts()
+        .unwrap()
+        .into_iter()
+        .map(|(status, n)| (status.as_str().to_owned(), n))
+        .collect();
+    assert_eq!(kept, counted);
+    assert!(
+        kept.len() >= 3,
+        "the run reached several statuses: {kept:?}"
+    );
+    // What the triggers wrote, read directly: the counts come from it, not from the table.
+    let table: Vec<(String, i64)> = conn
+        .prepare("SELECT status, n FROM task_counts WHERE n != 0 ORDER BY status")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(table, counted);
+}

@@ -65,6 +65,8 @@ fn the_previous_releases_data_directory_opens_upgrades_and_verifies() {
     let stored = tasks.tasks(&TaskFilter::default()).unwrap();
     assert_eq!(stored.len(), 1, "the posted alert's task");
     assert!(!tasks.events(stored[0].id).unwrap().is_empty());
+    // The kept counts start from the tasks the old file had.
+    assert_eq!(tasks.counts().unwrap(), [(stored[0].lifecycle.status, 1)]);
 
     let inbox = SqliteInbox::open(home).unwrap();
     assert_eq!(inbox.count().unwrap(), 1);
