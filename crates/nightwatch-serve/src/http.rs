@@ -39,6 +39,7 @@ impl Sender {
 /// The most records and arrivals the timeline page reads for its window (the newest).
 const PAGE_RECORDS: usize = 5000;
 const PAGE_ARRIVALS: usize = 2000;
+const PAGE_TASKS: usize = 2000;
 
 /// How long a sender waits for its alerts to be stored before it is told 503 (and retries).
 const STORE_DEADLINE: std::time::Duration = std::time::Duration::from_secs(20);
@@ -511,11 +512,13 @@ async fn timeline(
             .inbox
             .between(query.since_ms, query.until_ms, PAGE_ARRIVALS)
             .map_err(internal)?;
-        query.truncated = records.len() >= PAGE_RECORDS || alerts.len() >= PAGE_ARRIVALS;
         let tasks = d
             .tasks
-            .active_between(query.since_ms, query.until_ms)
+            .active_between(query.since_ms, query.until_ms, PAGE_TASKS)
             .map_err(internal)?;
+        query.truncated = records.len() >= PAGE_RECORDS
+            || alerts.len() >= PAGE_ARRIVALS
+            || tasks.len() >= PAGE_TASKS;
         Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
     })
     .await

@@ -674,3 +674,39 @@ fn the_kept_counts_equal_a_count_of_the_tasks_after_any_run() {
         .collect();
     assert_eq!(table, counted);
 }
+
+/// A window's tasks: those created or finished in it and those live then, oldest first, at
+/// most the newest `limit`; a task that ended before the window is left out.
+#[test]
+fn a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = open(&dir, policy());
+    // Ended before the window: created at 0, done at 10.
+    let early = created(store.offer("early", "{}", "r", 0).unwrap());
+    let claim = store.claim("w", 0, 5_000).unwrap().unwrap();
+    store
+        .complete(claim.task_id, claim.attempt, &Outcome::Succeeded, 10)
+        .unwrap();
+    // Live since before the window, then three created in it.
+    let live = created(store.offer("live", "{}", "r", 50).unwrap());
+    let inside: Vec<i64> = (0..3)
+        .map(|i| {
+            created(
+                store
+                    .offer(&format!("in{i}"), "{}", "r", 1_000 + i)
+                    .unwrap(),
+            )
+        })
+        .collect();
+    let ids = |tasks: Vec<nightwatch_store::Task>| tasks.iter().map(|t| t.id).collect::<Vec<_>>();
+
+    let all = ids(store.active_between(500, 2_000, 10).unwrap());
+    assert_eq!(all, [live, inside[0], inside[1], inside[2]]);
+    assert!(!all.contains(&early));
+    assert_eq!(
+        ids(store.active_between(500, 2_000, 2).unwrap()),
+        [inside[1], inside[2]],
+        "the newest two, oldest first"
+    );
+    assert_eq!(ids(store.active_between(0, 20, 10).unwrap()), [early]);
+}

@@ -220,8 +220,14 @@ pub trait TaskQueue: Send + Sync {
     /// When the longest-waiting claimable task became ready: `now` minus this is the queue's age.
     fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError>;
 
-    /// Tasks created, or finished, in `[since_ms, until_ms)`, or live then, oldest first.
-    fn active_between(&self, since_ms: i64, until_ms: i64) -> Result<Vec<Task>, TaskError>;
+    /// Tasks created, or finished, in `[since_ms, until_ms)`, or live then, oldest first; at
+    /// most `limit` (the newest).
+    fn active_between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        limit: usize,
+    ) -> Result<Vec<Task>, TaskError>;
 
     /// Everything that happened to a task, in order.
     fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError>;
