@@ -44,35 +44,56 @@ pub struct Dispatched {
 /// shares a few commits, small enough that one batch's commits stay short.
 pub const BATCH_ALERTS: usize = 2_000;
 
+/// What an alert is stored and recorded as, worked out by the request's own thread before it
+/// joins a batch, so the batch writer (one thread for all) only writes.
+pub struct Prepared {
+    alert: Alert,
+    json: String,
+    alert_id: String,
+    source: String,
+    host: Option<String>,
+}
+
+impl Prepared {
+    fn new(alert: Alert) -> Result<Prepared, ServeError> {
+        Ok(Prepared {
+            json: serde_json::to_string(&alert).map_err(|e| ServeError::Storage {
+                what: "alert",
+                why: e.to_string(),
+            })?,
+            alert_id: alert_id(&alert),
+            source: source_name(&alert.source),
+            host: alert_host(&alert),
+            alert,
+        })
+    }
+}
+
 /// One arrival on its way through a batch.
 struct Incoming<'a> {
     /// Its id in the inbox, once stored.
     arrival: i64,
     received_ms: i64,
-    alert: &'a Alert,
-    json: String,
-    alert_id: String,
-    source: String,
-    host: Option<String>,
+    prepared: &'a Prepared,
     /// Said after the reason of an arrival decided late.
     late: bool,
 }
 
+impl std::ops::Deref for Incoming<'_> {
+    type Target = Prepared;
+    fn deref(&self) -> &Prepared {
+        self.prepared
+    }
+}
+
 impl<'a> Incoming<'a> {
-    fn new(alert: &'a Alert, received_ms: i64) -> Result<Incoming<'a>, ServeError> {
-        Ok(Incoming {
+    fn new(prepared: &'a Prepared, received_ms: i64) -> Incoming<'a> {
+        Incoming {
             arrival: 0,
             received_ms,
-            alert,
-            json: serde_json::to_string(alert).map_err(|e| ServeError::Storage {
-                what: "alert",
-                why: e.to_string(),
-            })?,
-            alert_id: alert_id(alert),
-            source: source_name(&alert.source),
-            host: alert_host(alert),
+            prepared,
             late: false,
-        })
+        }
     }
 
     fn stored(&self) -> Arrival<'_> {
@@ -111,7 +132,11 @@ impl Daemon {
     /// Stores, decides and records one request's alerts, in one batch with the requests that
     /// arrived meanwhile; returns what became of each once all of it is durable.
     pub fn dispatch(&self, alerts: Vec<Alert>) -> Result<Vec<Dispatched>, ServeError> {
-        let written = self.intake.submit(alerts, |requests| {
+        let prepared = alerts
+            .into_iter()
+            .map(Prepared::new)
+            .collect::<Result<Vec<_>, _>>()?;
+        let written = self.intake.submit(prepared, |requests| {
             self.dispatch_batch(requests).map_err(|e| e.to_string())
         });
         self.note_write(written.as_ref().map(|_| ()).map_err(Clone::clone));
@@ -122,13 +147,16 @@ impl Daemon {
     }
 
     /// One batch of requests through the four steps, each one commit per store.
-    fn dispatch_batch(&self, requests: &[Vec<Alert>]) -> Result<Vec<Vec<Dispatched>>, ServeError> {
+    fn dispatch_batch(
+        &self,
+        requests: &[Vec<Prepared>],
+    ) -> Result<Vec<Vec<Dispatched>>, ServeError> {
         let now = self.now_ms();
         let mut incoming = requests
             .iter()
             .flatten()
-            .map(|alert| Incoming::new(alert, now))
-            .collect::<Result<Vec<_>, _>>()?;
+            .map(|prepared| Incoming::new(prepared, now))
+            .collect::<Vec<_>>();
         let stored: Vec<Arrival<'_>> = incoming.iter().map(Incoming::stored).collect();
         let ids = self.inbox.receive(&stored)?;
         drop(stored);
@@ -146,15 +174,18 @@ impl Daemon {
     /// Decides every arrival, asking the task queue once for all of them.
     fn decide(&self, incoming: &[Incoming<'_>], now: i64) -> Result<Vec<Decision>, ServeError> {
         let routes = &self.config.routes;
-        let plans: Vec<Plan<'_>> = incoming.iter().map(|one| plan(routes, one.alert)).collect();
+        let plans: Vec<Plan<'_>> = incoming
+            .iter()
+            .map(|one| plan(routes, &one.alert))
+            .collect();
         let mut ops = Vec::new();
         let resolved_keys: Vec<String> = incoming
             .iter()
-            .map(|one| format!("{}#resolved", task_identity(one.alert)))
+            .map(|one| format!("{}#resolved", task_identity(&one.alert)))
             .collect();
         let identities: Vec<String> = incoming
             .iter()
-            .map(|one| task_identity(one.alert))
+            .map(|one| task_identity(&one.alert))
             .collect();
         for (((one, plan), identity), resolved_key) in incoming
             .iter()
@@ -326,21 +357,23 @@ impl Daemon {
         }
         self.settle(ids.into_iter(), &decisions, &records)?;
 
-        let alerts = undecided
+        let prepared = undecided
             .iter()
             .map(|arrival| {
-                serde_json::from_value::<Alert>(arrival.alert.clone()).map_err(|e| {
-                    ServeError::Storage {
-                        what: "alert store",
-                        why: format!("arrival {} is unreadable: {e}", arrival.id),
-                    }
-                })
+                let alert =
+                    serde_json::from_value::<Alert>(arrival.alert.clone()).map_err(|e| {
+                        ServeError::Storage {
+                            what: "alert store",
+                            why: format!("arrival {} is unreadable: {e}", arrival.id),
+                        }
+                    })?;
+                Prepared::new(alert)
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut incoming = Vec::with_capacity(alerts.len());
+        let mut incoming = Vec::with_capacity(prepared.len());
         let mut known = Vec::new();
-        for (arrival, alert) in undecided.iter().zip(&alerts) {
-            let mut one = Incoming::new(alert, arrival.received_ms)?;
+        for (arrival, prepared) in undecided.iter().zip(&prepared) {
+            let mut one = Incoming::new(prepared, arrival.received_ms);
             one.arrival = arrival.id;
             // Decided by a version that settled before it recorded: its decision stands.
             match (arrival.disposition, &arrival.reason) {

@@ -110,7 +110,7 @@ pub struct Daemon {
     /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
     write_failure: Mutex<Option<String>>,
     /// Concurrent deliveries, written together (see [`dispatch`]).
-    intake: batch::GroupCommit<nightwatch_intake::Alert, dispatch::Dispatched>,
+    intake: batch::GroupCommit<dispatch::Prepared, dispatch::Dispatched>,
 }
 
 impl Daemon {
