@@ -253,3 +253,133 @@ fn twenty_thousand_idle_connections_leave_the_daemon_alive_and_then_taking_alert
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
 }
+
+/// One firing `DiskFull` alert with its own fingerprint, as Alertmanager sends one.
+fn one_alert(fingerprint: &str) -> Vec<u8> {
+    serde_json::json!({
+        "version": "4",
+        "status": "firing",
+        "receiver": "nightwatch",
+        "alerts": [{
+            "status": "firing",
+            "labels": { "alertname": "DiskFull", "instance": "db1:9100", "mount": fingerprint },
+            "startsAt": "2026-12-02T03:00:00Z",
+            "fingerprint": fingerprint,
+        }],
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Seed 001's crash under load: `kill -9` while eight senders post. Every alert a sender got
+/// a 200 for is stored, and once the daemon is back every arrival has exactly one `dispatch`
+/// record, however the batches in flight were cut.
+#[test]
+fn a_kill_mid_load_loses_no_acknowledged_alert_and_leaves_one_record_per_arrival() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+    let dir = scratch("serve-load", "kill-mid-load");
+    let home = dir.join("home");
+    let daemon = Daemon::start(&home, Some(CONFIG), &[]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let acknowledged = Arc::new(Mutex::new(Vec::new()));
+    let senders: Vec<_> = (0..8)
+        .map(|sender| {
+            let (addr, stop, acknowledged) =
+                (daemon.addr.clone(), stop.clone(), acknowledged.clone());
+            std::thread::spawn(move || {
+                let mut n = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    n += 1;
+                    let fingerprint = format!("s{sender}-{n}");
+                    let sent = std::panic::catch_unwind(|| {
+                        request(
+                            &addr,
+                            "POST",
+                            "/hooks/alertmanager",
+                            &[("Content-Type", "application/json")],
+                            &one_alert(&fingerprint),
+                        )
+                        .status
+                    });
+                    match sent {
+                        Ok(200) => acknowledged.lock().unwrap().push(fingerprint),
+                        // The daemon is gone: nothing more to send.
+                        _ => return,
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1_500));
+    daemon.crash();
+    stop.store(true, Ordering::SeqCst);
+    for sender in senders {
+        sender.join().unwrap();
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() > 100,
+        "only {} sent before the kill",
+        acknowledged.len()
+    );
+
+    let daemon = Daemon::start(&home, Some(CONFIG), &[]);
+    let alerts = rusqlite::Connection::open(home.join("alerts.db")).unwrap();
+    let stored: Vec<(i64, String, Option<String>)> = alerts
+        .prepare("SELECT id, alert_json, record FROM alert_events ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let identities: std::collections::HashSet<String> = stored
+        .iter()
+        .map(|(_, json, _)| {
+            let alert: Value = serde_json::from_str(json).unwrap();
+            alert["identity"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|f| !identities.contains(*f))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+    let unrecorded: Vec<i64> = stored
+        .iter()
+        .filter(|a| a.2.is_none())
+        .map(|a| a.0)
+        .collect();
+    assert!(
+        unrecorded.is_empty(),
+        "arrivals without a record after the restart: {unrecorded:?}"
+    );
+
+    let ledger = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    let per_arrival: std::collections::HashMap<i64, i64> = ledger
+        .prepare(
+            "SELECT json_extract(inputs, '$.arrival'), count(*) FROM records
+             WHERE event = 'dispatch' AND tool = 'alert' GROUP BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (id, _, record) in &stored {
+        assert_eq!(per_arrival.get(id), Some(&1), "arrival {id} ({record:?})");
+    }
+    assert_eq!(
+        per_arrival.len(),
+        stored.len(),
+        "records name only stored arrivals"
+    );
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+}
