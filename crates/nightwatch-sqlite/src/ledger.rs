@@ -43,16 +43,26 @@ CREATE TABLE IF NOT EXISTS records (
 ";
 
 /// The triggers that keep the ledger append-only and the indexes of schema 1. Every migration
-/// (re)creates them, as a ledger whose table was rebuilt may have lost them.
+/// (re)creates them, as a ledger whose table was rebuilt may have lost them. Session, call and
+/// verdict are looked up by value only, so their indexes leave out the records without one
+/// (the daemon's, the janitor's): appending those costs no entry there.
 const GUARDS: &str = "
 CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records
 BEGIN SELECT RAISE(ABORT, 'the nightwatch ledger is append-only: records cannot be updated'); END;
 CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records
 BEGIN SELECT RAISE(ABORT, 'the nightwatch ledger is append-only: records cannot be deleted'); END;
 CREATE INDEX IF NOT EXISTS records_timestamp ON records(timestamp_ms);
-CREATE INDEX IF NOT EXISTS records_session ON records(session_id);
-CREATE INDEX IF NOT EXISTS records_call ON records(call_id);
-CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict);
+CREATE INDEX IF NOT EXISTS records_session ON records(session_id) WHERE session_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_call ON records(call_id) WHERE call_id IS NOT NULL;
+CREATE INDEX IF NOT EXISTS records_verdict ON records(verdict) WHERE verdict IS NOT NULL;
+";
+
+/// Schema 3: the session, call and verdict indexes of older files, rebuilt without the records
+/// that have none (see [`GUARDS`]).
+const SCHEMA_3: &str = "
+DROP INDEX IF EXISTS records_session;
+DROP INDEX IF EXISTS records_call;
+DROP INDEX IF EXISTS records_verdict;
 ";
 
 /// Schema 2: safeguards (canonical JSON object, or NULL; the hashes of records chained
@@ -63,9 +73,10 @@ CREATE INDEX IF NOT EXISTS records_trust ON records(actor_id) WHERE event = 'tru
 CREATE INDEX IF NOT EXISTS records_approval ON records(seq) WHERE event = 'approval';
 ";
 
-const MIGRATIONS: [Migration; 2] = [
+const MIGRATIONS: [Migration; 3] = [
     |tx| tx.execute_batch(&format!("{SCHEMA_1}{GUARDS}")),
     |tx| tx.execute_batch(&format!("{SCHEMA_2}{GUARDS}")),
+    |tx| tx.execute_batch(&format!("{SCHEMA_3}{GUARDS}")),
 ];
 
 const SCHEMA: Schema = Schema {
@@ -522,5 +533,38 @@ impl Ledger for SqliteLedger {
             .zip(chained)
             .map(|(entry, (seq, id, prev_hash, hash))| entry.into_record(seq, id, prev_hash, hash))
             .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lookups by session, call and verdict go through their (partial) indexes.
+    #[test]
+    fn lookups_by_session_call_and_verdict_search_their_index() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(SqliteLedger::open(dir.path()).unwrap());
+        let conn = Connection::open(dir.path().join("ledger.db")).unwrap();
+        for (clause, index) in [
+            ("session_id = ?1", "records_session"),
+            ("call_id = ?1 AND event = 'decision'", "records_call"),
+            ("verdict = ?1", "records_verdict"),
+        ] {
+            let plan: Vec<String> = conn
+                .prepare(&format!(
+                    "EXPLAIN QUERY PLAN SELECT seq FROM records WHERE {clause}"
+                ))
+                .unwrap()
+                .query_map(["x"], |r| r.get::<_, String>(3))
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains(&format!("INDEX {index}"))),
+                "{clause}: {plan:?}"
+            );
+        }
     }
 }
