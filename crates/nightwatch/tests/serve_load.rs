@@ -195,19 +195,47 @@ fn drop_ended(held: &mut Vec<std::net::TcpStream>, refused: &mut usize, timed_ou
     });
 }
 
+/// `nightwatch gate` (the resident gate the hooks hand their calls to) in `home`, stopped when
+/// dropped.
+struct Gate(std::process::Child);
+
+impl Gate {
+    fn start(home: &std::path::Path) -> Gate {
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+            .arg("gate")
+            .env("NIGHTWATCH_HOME", home)
+            .env_remove("NIGHTWATCH_POLICY")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the gate starts");
+        let started = Instant::now();
+        while !home.join("gate.sock").exists() {
+            assert!(started.elapsed() < Duration::from_secs(10), "no socket");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Gate(child)
+    }
+}
+
+impl Drop for Gate {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Seed 001's flood: 20,000 idle connections. The daemon keeps at most `max_connections`
 /// (768) and refuses the rest at once with why, so its files stay far from its limit, a
-/// liveness probe is answered all along, and once the idle ones time out, alerts are taken
-/// again. The test lets go of each connection the daemon refused (it is closed already), so
-/// it needs no more files than the daemon keeps open.
+/// liveness probe is answered all along, the hooks' socket (the resident gate, its own
+/// process) answers a hook's call, and once the idle ones time out, alerts are taken again.
+/// The test lets go of each connection the daemon refused (it is closed already), so it needs
+/// no more files than the daemon keeps open.
 #[test]
 fn twenty_thousand_idle_connections_leave_the_daemon_alive_and_then_taking_alerts() {
     let dir = scratch("serve-load", "idle-flood");
-    let daemon = Daemon::start(
-        &dir.join("home"),
-        Some(&format!("request_timeout: 3s\n{CONFIG}")),
-        &[],
-    );
+    let home = dir.join("home");
+    let daemon = Daemon::start(&home, Some(&format!("request_timeout: 3s\n{CONFIG}")), &[]);
+    let _gate = Gate::start(&home);
     let limit = raise_file_limit(4_096);
     assert!(
         limit >= 4_096,
@@ -234,6 +262,21 @@ fn twenty_thousand_idle_connections_leave_the_daemon_alive_and_then_taking_alert
     assert!(files < 1_000, "the daemon holds {files} files");
     let alive = daemon.get("/healthz");
     assert_eq!(alive.status, 200, "{}", alive.text());
+    // A hook's call goes to the gate's socket and is answered, the flood notwithstanding.
+    std::os::unix::net::UnixStream::connect(home.join("gate.sock")).expect("the gate listens");
+    let started = Instant::now();
+    let hooked = common::nightwatch(
+        &["hook", "claude"],
+        &common::daemon::payload("claude/pre-bash.json"),
+        &[("NIGHTWATCH_HOME", home.as_os_str())],
+    );
+    assert!(
+        hooked.status.success() && started.elapsed() < Duration::from_secs(5),
+        "{:?} after {:?}: {}",
+        hooked.status,
+        started.elapsed(),
+        String::from_utf8_lossy(&hooked.stderr)
+    );
     let full = daemon.post("/hooks/alertmanager", "application/json", &group(1));
     assert_eq!(full.status, 503, "{}", full.text());
     assert!(full.text().contains("max_connections"), "{}", full.text());
