@@ -270,6 +270,8 @@ pub struct Filter {
     pub event: Option<String>,
     /// Records after this sequence number: a cursor that reads only what is new.
     pub after_seq: Option<u64>,
+    /// Records before this sequence number: the cursor of pages read newest first.
+    pub before_seq: Option<u64>,
     /// Keep only the most recent `limit` matching records (still returned in `seq` order).
     pub limit: Option<usize>,
 }

@@ -210,11 +210,13 @@ pub fn records_between(
     daemon: &Daemon,
     since: i64,
     until: i64,
+    before_seq: Option<u64>,
     limit: usize,
 ) -> Result<Vec<Record>, ServeError> {
     Ok(daemon.reader().query(&Filter {
         since_ms: Some(since),
         until_ms: Some(until),
+        before_seq,
         limit: Some(limit),
         ..Filter::default()
     })?)
@@ -244,6 +246,7 @@ async fn records(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             alert: p.get("alert").cloned(),
             event: p.get("event").cloned(),
             after_seq: None,
+            before_seq: None,
             limit: Some(w.limit),
         };
         let records = d.reader().query(&filter)?;
@@ -302,7 +305,7 @@ async fn sessions(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             Ok(w) => w,
             Err(why) => return Ok(bad(why)),
         };
-        let records = records_between(&d, w.since, w.until, MAX_LIMIT)?;
+        let records = records_between(&d, w.since, w.until, None, MAX_LIMIT)?;
         let mut by_session: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
         for r in &records {
             if let Some(s) = &r.session_id {
@@ -473,7 +476,7 @@ async fn alerts(State(d): State<Arc<Daemon>>, Query(p): Params) -> Response {
             });
             return Ok(axum::Json(json!({ "alerts": list, "next": next })).into_response());
         }
-        let list = d.inbox.between(w.since, w.until, w.limit)?;
+        let list = d.inbox.between(w.since, w.until, None, w.limit)?;
         // The newest `limit` of the window: say when older ones were left out.
         let truncated = list.len() == w.limit;
         Ok(axum::Json(json!({ "alerts": list, "truncated": truncated })).into_response())

@@ -506,19 +506,43 @@ async fn timeline(
             Ok(q) => q,
             Err(why) => return Err((StatusCode::BAD_REQUEST, why)),
         };
-        let records = api::records_between(&d, query.since_ms, query.until_ms, PAGE_RECORDS)
+        let (since, until, before) = (query.since_ms, query.until_ms, query.before);
+        let records = api::records_between(&d, since, until, before.records, PAGE_RECORDS)
             .map_err(internal)?;
         let alerts = d
             .inbox
-            .between(query.since_ms, query.until_ms, PAGE_ARRIVALS)
+            .between(since, until, before.arrivals, PAGE_ARRIVALS)
             .map_err(internal)?;
         let tasks = d
             .tasks
-            .active_between(query.since_ms, query.until_ms, PAGE_TASKS)
+            .active_between(since, until, before.tasks, PAGE_TASKS)
             .map_err(internal)?;
-        query.truncated = records.len() >= PAGE_RECORDS
-            || alerts.len() >= PAGE_ARRIVALS
-            || tasks.len() >= PAGE_TASKS;
+        // Each source is read newest first up to its page: one that filled it goes on before
+        // its oldest shown, one that did not is done (0: nothing before).
+        let full = [
+            records.len() >= PAGE_RECORDS,
+            alerts.len() >= PAGE_ARRIVALS,
+            tasks.len() >= PAGE_TASKS,
+        ];
+        if full.contains(&true) {
+            query.earlier = Some(web::PageCursor {
+                records: Some(if full[0] {
+                    records.first().map_or(0, |r| r.seq)
+                } else {
+                    0
+                }),
+                arrivals: Some(if full[1] {
+                    alerts.first().map_or(0, |a| a.id)
+                } else {
+                    0
+                }),
+                tasks: Some(if full[2] {
+                    tasks.first().map_or(0, |t| t.id)
+                } else {
+                    0
+                }),
+            });
+        }
         Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
     })
     .await

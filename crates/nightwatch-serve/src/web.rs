@@ -38,9 +38,23 @@ pub struct TimelineQuery {
     pub host: Option<String>,
     pub actor: Option<String>,
     pub verdict: Option<String>,
+    /// This page shows what each source holds before these (`records_before`,
+    /// `arrivals_before`, `tasks_before`): the page after a cut one.
+    pub before: PageCursor,
     /// Set by the caller when it had to leave the window's oldest entries out (it reads a
-    /// bounded number); the page then says so instead of starting mid-window silently.
-    pub truncated: bool,
+    /// bounded number from each source): where the page of those starts. The page then links
+    /// to it instead of starting mid-window silently.
+    pub earlier: Option<PageCursor>,
+}
+
+/// Where a page of the timeline starts, by source: only what comes before these (the ledger's
+/// sequence, the arrival's and the task's id). A source read to its end before is `Some(0)`:
+/// nothing of it is left.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PageCursor {
+    pub records: Option<u64>,
+    pub arrivals: Option<i64>,
+    pub tasks: Option<i64>,
 }
 
 impl TimelineQuery {
@@ -69,6 +83,22 @@ impl TimelineQuery {
                 rfc3339(until_ms)
             ));
         }
+        let cursor = |key: &str| -> Result<Option<u64>, String> {
+            get(key)
+                .map(|text| {
+                    text.parse::<u64>()
+                        .ok()
+                        .filter(|n| i64::try_from(*n).is_ok())
+                        .ok_or_else(|| format!("{key} {:?} is not an id", clip(text, 32).0))
+                })
+                .transpose()
+        };
+        let as_id = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
+        let before = PageCursor {
+            records: cursor("records_before")?,
+            arrivals: as_id(cursor("arrivals_before")?),
+            tasks: as_id(cursor("tasks_before")?),
+        };
         let verdict = get("verdict").map(str::to_ascii_lowercase);
         if let Some(v) = &verdict
             && !VERDICTS.contains(&v.as_str())
@@ -84,8 +114,38 @@ impl TimelineQuery {
             host: get("host").map(str::to_owned),
             actor: get("actor").map(str::to_owned),
             verdict,
-            truncated: false,
+            before,
+            earlier: None,
         })
+    }
+
+    /// The page of this window and filters that starts at `cursor`.
+    fn page_link(&self, cursor: &PageCursor) -> String {
+        let mut link = format!(
+            "/?since={}&until={}",
+            enc(&rfc3339(self.since_ms)),
+            enc(&rfc3339(self.until_ms))
+        );
+        for (key, value) in [
+            ("host", &self.host),
+            ("actor", &self.actor),
+            ("verdict", &self.verdict),
+        ] {
+            if let Some(value) = value {
+                let _ = write!(link, "&{key}={}", enc(value));
+            }
+        }
+        let ids = [
+            ("records_before", cursor.records.map(|n| n.to_string())),
+            ("arrivals_before", cursor.arrivals.map(|n| n.to_string())),
+            ("tasks_before", cursor.tasks.map(|n| n.to_string())),
+        ];
+        for (key, id) in ids {
+            if let Some(id) = id {
+                let _ = write!(link, "&{key}={id}");
+            }
+        }
+        link
     }
 
     /// Whether an entry with these fields passes the host, actor and verdict filters. A host
@@ -239,10 +299,20 @@ pub fn timeline_page(
         );
     }
     body.push_str("</ul>\n");
-    if query.truncated {
-        body.push_str(
-            "<p id=\"truncated\" class=\"empty\">This window holds more than the page reads: \
-             its oldest entries are left out. Narrow it with since and until.</p>\n",
+    if let Some(earlier) = &query.earlier {
+        let _ = writeln!(
+            body,
+            "<p id=\"truncated\" class=\"empty\">This window holds more than one page: its \
+             oldest entries are on <a id=\"earlier\" href=\"{}\">the page before</a>.</p>",
+            esc(&query.page_link(earlier))
+        );
+    }
+    if query.before != PageCursor::default() {
+        let _ = writeln!(
+            body,
+            "<p id=\"newest\" class=\"empty\">An earlier page of this window: \
+             <a href=\"{}\">back to its newest entries</a>.</p>",
+            esc(&query.page_link(&PageCursor::default()))
         );
     }
     body.push_str("<h2>Oldest first</h2>\n");
@@ -1530,11 +1600,63 @@ mod tests {
     }
 
     #[test]
-    fn a_truncated_window_says_so() {
-        let mut q = window();
+    fn a_cut_window_links_to_the_page_before_with_its_filters() {
+        let mut q = query(&[("since", "1d"), ("host", "db 1&x"), ("verdict", "deny")]).unwrap();
         assert!(!timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
-        q.truncated = true;
-        assert!(timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
+        q.earlier = Some(PageCursor {
+            records: Some(42),
+            arrivals: Some(0),
+            tasks: Some(7),
+        });
+        let html = timeline_page(&q, NOW, &[], &[], &[]);
+        assert!(html.contains("id=\"truncated\""), "{html}");
+        let href = html
+            .split("id=\"earlier\" href=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .expect("a link to the page before");
+        assert!(
+            href.contains("&amp;host=db%201%26x&amp;verdict=deny"),
+            "{href}"
+        );
+        assert!(
+            href.ends_with("&amp;records_before=42&amp;arrivals_before=0&amp;tasks_before=7"),
+            "{href}"
+        );
+        // That link, read back, is the same window and filters from the cursor on.
+        let unescaped = href.replace("&amp;", "&");
+        let params: Vec<(String, String)> = unescaped
+            .trim_start_matches("/?")
+            .split('&')
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap();
+                let v = percent_encoding::percent_decode_str(v)
+                    .decode_utf8()
+                    .unwrap();
+                (k.to_owned(), v.into_owned())
+            })
+            .collect();
+        let refs: Vec<(&str, &str)> = params
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let next = query(&refs).unwrap();
+        assert_eq!((next.since_ms, next.until_ms), (q.since_ms, q.until_ms));
+        assert_eq!(next.host.as_deref(), Some("db 1&x"));
+        assert_eq!(next.before, q.earlier.unwrap());
+        assert!(timeline_page(&next, NOW, &[], &[], &[]).contains("id=\"newest\""));
+    }
+
+    #[test]
+    fn a_cursor_that_is_not_an_id_is_refused_with_why() {
+        for bad in ["-1", "soon", "99999999999999999999", "1.5"] {
+            let err = query(&[("records_before", bad)]).unwrap_err();
+            assert!(err.contains("records_before"), "{bad}: {err}");
+        }
+        assert_eq!(
+            query(&[("tasks_before", "12")]).unwrap().before.tasks,
+            Some(12)
+        );
     }
 
     /// The timeline list only, without the form and summary.

@@ -168,11 +168,17 @@ impl AlertInbox for SqliteInbox {
         &self,
         since_ms: i64,
         until_ms: i64,
+        before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<AlertEvent>, StoreError> {
         let mut rows = self.select(
-            "WHERE received_ms >= ?1 AND received_ms < ?2 ORDER BY id DESC LIMIT ?3",
-            params![since_ms, until_ms, limit as i64],
+            "WHERE received_ms >= ?1 AND received_ms < ?2 AND id < ?4 ORDER BY id DESC LIMIT ?3",
+            params![
+                since_ms,
+                until_ms,
+                i64::try_from(limit).unwrap_or(i64::MAX),
+                before.unwrap_or(i64::MAX)
+            ],
         )?;
         rows.reverse();
         Ok(rows)
@@ -278,18 +284,25 @@ mod tests {
             .collect();
         assert_eq!(one, [10, 30]);
         let window: Vec<i64> = inbox
-            .between(15, 31, 10)
+            .between(15, 31, None, 10)
             .unwrap()
             .iter()
             .map(|e| e.received_ms)
             .collect();
         assert_eq!(window, [20, 30]);
         let newest: Vec<i64> = inbox
-            .between(0, 100, 2)
+            .between(0, 100, None, 2)
             .unwrap()
             .iter()
             .map(|e| e.received_ms)
             .collect();
         assert_eq!(newest, [20, 30], "a limit keeps the newest, in order");
+        let before: Vec<i64> = inbox
+            .between(0, 100, Some(3), 10)
+            .unwrap()
+            .iter()
+            .map(|e| e.received_ms)
+            .collect();
+        assert_eq!(before, [10, 20], "only arrivals stored before the cursor");
     }
 }

@@ -312,6 +312,13 @@ impl LedgerReader for SqliteLedger {
             clauses.push("seq > ?");
             params.push(v);
         }
+        let before_seq = filter
+            .before_seq
+            .map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
+        if let Some(v) = &before_seq {
+            clauses.push("seq < ?");
+            params.push(v);
+        }
         if let Some(v) = &filter.since_ms {
             clauses.push("timestamp_ms >= ?");
             params.push(v);

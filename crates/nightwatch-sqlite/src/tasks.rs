@@ -198,9 +198,10 @@ const CREATED_SINCE: &str = "SELECT count(*) FROM (SELECT 1 FROM tasks
 /// A window's tasks, newest first: each of the three conditions searches its own index (a
 /// window of a busy day reads that day's tasks, not the table's).
 const ACTIVE_BETWEEN: &str = "FROM tasks
-     WHERE (created_ms >= ?1 AND created_ms < ?2)
+     WHERE ((created_ms >= ?1 AND created_ms < ?2)
         OR (finished_ms >= ?1 AND finished_ms < ?2)
         OR (status IN ('pending', 'running') AND created_ms < ?2)
+     ) AND id < ?4
      ORDER BY id DESC LIMIT ?3";
 const CREATED_BY_ARRIVAL: &str = "SELECT id FROM tasks WHERE identity = ?1 AND arrival = ?2";
 const LIVE_FOR_IDENTITY: &str = "SELECT id, last_arrival FROM tasks
@@ -516,13 +517,17 @@ impl TaskQueue for SqliteTaskQueue {
         &self,
         since_ms: i64,
         until_ms: i64,
+        before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Task>, TaskError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let mut tasks = self.db.run(|conn| {
             let mut stmt =
                 conn.prepare_cached(&format!("SELECT {TASK_COLUMNS} {ACTIVE_BETWEEN}"))?;
-            let rows = stmt.query_map(params![since_ms, until_ms, limit], |r| Ok(read_task(r)))?;
+            let before = before.unwrap_or(i64::MAX);
+            let rows = stmt.query_map(params![since_ms, until_ms, limit, before], |r| {
+                Ok(read_task(r))
+            })?;
             let mut out = Vec::new();
             for row in rows {
                 out.push(row??);
@@ -856,7 +861,12 @@ mod tests {
         ));
         queries.push((
             format!("SELECT id {ACTIVE_BETWEEN}"),
-            vec![Value::Integer(1), Value::Integer(2), Value::Integer(10)],
+            vec![
+                Value::Integer(1),
+                Value::Integer(2),
+                Value::Integer(10),
+                Value::Integer(100),
+            ],
             // The window's own matches are sorted, never the table.
             true,
         ));

@@ -218,6 +218,16 @@ fn records_read_back_by_id_seq_call_and_filter() {
             [8],
             "{name}: only what is after the cursor"
         );
+        assert_eq!(
+            seqs(Filter {
+                before_seq: Some(8),
+                session: Some("s1".into()),
+                limit: Some(1),
+                ..Filter::default()
+            }),
+            [5],
+            "{name}: the newest one before the cursor"
+        );
         assert!(
             seqs(Filter {
                 after_seq: Some(1_000),

@@ -700,13 +700,26 @@ fn a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit() {
         .collect();
     let ids = |tasks: Vec<nightwatch_store::Task>| tasks.iter().map(|t| t.id).collect::<Vec<_>>();
 
-    let all = ids(store.active_between(500, 2_000, 10).unwrap());
+    let all = ids(store.active_between(500, 2_000, None, 10).unwrap());
     assert_eq!(all, [live, inside[0], inside[1], inside[2]]);
     assert!(!all.contains(&early));
     assert_eq!(
-        ids(store.active_between(500, 2_000, 2).unwrap()),
+        ids(store.active_between(500, 2_000, None, 2).unwrap()),
         [inside[1], inside[2]],
         "the newest two, oldest first"
     );
-    assert_eq!(ids(store.active_between(0, 20, 10).unwrap()), [early]);
+    assert_eq!(ids(store.active_between(0, 20, None, 10).unwrap()), [early]);
+    // The page before the newest two: what is older than its oldest, each once.
+    assert_eq!(
+        ids(store
+            .active_between(500, 2_000, Some(inside[1]), 2)
+            .unwrap()),
+        [live, inside[0]]
+    );
+    assert!(
+        store
+            .active_between(500, 2_000, Some(live), 2)
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -134,11 +134,13 @@ pub trait AlertInbox: Send + Sync {
     /// reads every arrival exactly once, page by page, whatever their times.
     fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError>;
 
-    /// Arrivals received in `[since_ms, until_ms)`, oldest first, at most `limit` (the newest).
+    /// Arrivals received in `[since_ms, until_ms)`, oldest first, at most `limit` (the newest);
+    /// with `before`, only arrivals stored before that one (the cursor of the page after).
     fn between(
         &self,
         since_ms: i64,
         until_ms: i64,
+        before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<AlertEvent>, StoreError>;
 

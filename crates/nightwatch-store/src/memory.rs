@@ -58,6 +58,7 @@ fn matches(record: &Record, filter: &Filter) -> bool {
         && eq(&filter.alert, record.context.alert_id.as_deref())
         && eq(&filter.event, Some(&record.event))
         && filter.after_seq.is_none_or(|seq| record.seq > seq)
+        && filter.before_seq.is_none_or(|seq| record.seq < seq)
 }
 
 impl LedgerReader for MemoryLedger {

@@ -221,11 +221,13 @@ pub trait TaskQueue: Send + Sync {
     fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError>;
 
     /// Tasks created, or finished, in `[since_ms, until_ms)`, or live then, oldest first; at
-    /// most `limit` (the newest).
+    /// most `limit` (the newest); with `before`, only tasks with a smaller id (the cursor of the
+    /// page after).
     fn active_between(
         &self,
         since_ms: i64,
         until_ms: i64,
+        before: Option<i64>,
         limit: usize,
     ) -> Result<Vec<Task>, TaskError>;
 

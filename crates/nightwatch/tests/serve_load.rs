@@ -101,6 +101,30 @@ fn a_five_thousand_alert_group_gets_one_reply_and_one_stored_copy_per_alert() {
     assert!(tasks.is_string(), "tasks are paged: {tasks}");
     let records = daemon.json("/api/records?event=dispatch&since=1h&limit=1");
     assert_eq!(records["records"].as_array().map(Vec::len), Some(1));
+
+    // The timeline page shows a bounded share of them and links to the page before, until
+    // every arrival was shown once: 5,000 arrivals (one millisecond), 5,000 records.
+    let (mut shown, mut pages, mut path) = (0, 0, "/?since=1h".to_owned());
+    loop {
+        let page = daemon.get(&path);
+        assert_eq!(page.status, 200, "{path}: {}", page.text());
+        let html = page.text();
+        let alerts: usize = html
+            .split("data-count=\"alerts\"><b>")
+            .nth(1)
+            .and_then(|rest| rest.split('<').next())
+            .and_then(|n| n.parse().ok())
+            .expect("the page counts its alerts");
+        assert!(alerts <= 2_000, "{alerts} alerts on one page");
+        shown += alerts;
+        pages += 1;
+        match html.split("id=\"earlier\" href=\"").nth(1) {
+            Some(rest) => path = rest.split('"').next().unwrap().replace("&amp;", "&"),
+            None => break,
+        }
+        assert!(pages < 10, "the pages never end");
+    }
+    assert_eq!(shown, 5_000, "every arrival once, over {pages} pages");
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
 }

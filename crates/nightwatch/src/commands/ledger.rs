@@ -30,6 +30,7 @@ pub fn log(args: LogArgs) -> anyhow::Result<u8> {
         alert: args.alert.clone(),
         event: None,
         after_seq: None,
+        before_seq: None,
         limit: args.limit,
     };
     let ledger = open_ledger()?;
