@@ -3,10 +3,10 @@
 
 mod common;
 
+use common::gate::Gate;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
 
 const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads");
 
@@ -19,35 +19,6 @@ fn hook(home: &Path, input: &[u8], env: &[(&str, &str)]) -> Output {
     let mut all = vec![("NIGHTWATCH_HOME", home.as_os_str())];
     all.extend(env.iter().map(|(k, v)| (*k, std::ffi::OsStr::new(*v))));
     common::nightwatch(&["hook", "claude"], input, &all)
-}
-
-/// `nightwatch gate` in `home`, stopped when dropped.
-struct Gate(Child);
-
-impl Gate {
-    fn start(home: &Path) -> Gate {
-        let child = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
-            .arg("gate")
-            .env("NIGHTWATCH_HOME", home)
-            .env_remove("NIGHTWATCH_POLICY")
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("the gate starts");
-        let socket = home.join("gate.sock");
-        let started = Instant::now();
-        while !socket.exists() {
-            assert!(started.elapsed() < Duration::from_secs(10), "no socket");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Gate(child)
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn decisions(home: &Path) -> Vec<serde_json::Value> {

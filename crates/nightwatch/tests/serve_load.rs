@@ -5,6 +5,7 @@
 mod common;
 
 use common::daemon::{Daemon, request};
+use common::gate::Gate;
 use common::scratch;
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -217,35 +218,6 @@ fn drop_ended(held: &mut Vec<std::net::TcpStream>, refused: &mut usize, timed_ou
             }
         }
     });
-}
-
-/// `nightwatch gate` (the resident gate the hooks hand their calls to) in `home`, stopped when
-/// dropped.
-struct Gate(std::process::Child);
-
-impl Gate {
-    fn start(home: &std::path::Path) -> Gate {
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_nightwatch"))
-            .arg("gate")
-            .env("NIGHTWATCH_HOME", home)
-            .env_remove("NIGHTWATCH_POLICY")
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .expect("the gate starts");
-        let started = Instant::now();
-        while !home.join("gate.sock").exists() {
-            assert!(started.elapsed() < Duration::from_secs(10), "no socket");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        Gate(child)
-    }
-}
-
-impl Drop for Gate {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Seed 001's flood: 20,000 idle connections. The daemon keeps at most `max_connections`
