@@ -448,6 +448,7 @@ fn offer<'a>(
         route: &route.id,
         max_per_hour,
         arrival: Some(one.arrival),
+        again: one.late,
     })
 }
 

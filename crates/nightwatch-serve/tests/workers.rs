@@ -309,6 +309,7 @@ fn stored_and_offered(daemon: &Daemon, alert: &Alert) -> (i64, Offered) {
         route: "all",
         max_per_hour: None,
         arrival: Some(arrival),
+        again: false,
     });
     let Answer::Offered(offered) = daemon.tasks.apply(&[op], now).unwrap().remove(0) else {
         panic!("an offer is answered with an offer");

@@ -609,7 +609,7 @@ fn offer_in(
 ) -> Result<Offered, Fail> {
     // Offered again for an arrival whose first answer a crash cut short: the same answer,
     // nothing changed twice.
-    if let Some(arrival) = offer.arrival {
+    if let Some(arrival) = offer.arrival.filter(|_| offer.again) {
         let created: Option<i64> = tx
             .prepare_cached(CREATED_BY_ARRIVAL)?
             .query_row(params![offer.identity, arrival], |r| r.get(0))

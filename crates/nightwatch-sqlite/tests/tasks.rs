@@ -525,12 +525,27 @@ fn a_runbooks_process_is_noted_for_its_attempt_only() {
 }
 
 fn offer_op<'a>(identity: &'a str, max_per_hour: Option<u32>, arrival: i64) -> QueueOp<'a> {
+    offer_of(identity, max_per_hour, arrival, false)
+}
+
+/// The same offer made again for its arrival (its first answer lost to a crash).
+fn offer_again(identity: &str, arrival: i64) -> QueueOp<'_> {
+    offer_of(identity, None, arrival, true)
+}
+
+fn offer_of<'a>(
+    identity: &'a str,
+    max_per_hour: Option<u32>,
+    arrival: i64,
+    again: bool,
+) -> QueueOp<'a> {
     QueueOp::Offer(Offer {
         identity,
         alert_json: "{}",
         route: "disk",
         max_per_hour,
         arrival: Some(arrival),
+        again,
     })
 }
 
@@ -591,14 +606,14 @@ fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing
     let dir = tempfile::tempdir().unwrap();
     let store = open(&dir, policy());
     let first = store.apply(&[offer_op("a", None, 7)], 0).unwrap();
-    let again = store.apply(&[offer_op("a", None, 7)], 1_000).unwrap();
+    let again = store.apply(&[offer_again("a", 7)], 1_000).unwrap();
     assert_eq!(first, again);
     let task = match first[0] {
         Answer::Offered(Offered::Created(id)) => id,
         ref other => panic!("{other:?}"),
     };
     let repeat = store.apply(&[offer_op("a", None, 8)], 2_000).unwrap();
-    let repeat_again = store.apply(&[offer_op("a", None, 8)], 3_000).unwrap();
+    let repeat_again = store.apply(&[offer_again("a", 8)], 3_000).unwrap();
     assert_eq!(repeat, [Answer::Offered(Offered::Attached(task))]);
     assert_eq!(repeat_again, repeat);
     let stored = store.task(task).unwrap().unwrap();

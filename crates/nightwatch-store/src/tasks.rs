@@ -53,6 +53,10 @@ pub struct Offer<'a> {
     /// first answer short) changes nothing and answers as the first offer did, so an arrival
     /// never counts twice or finds itself a duplicate of the task it created.
     pub arrival: Option<i64>,
+    /// The arrival may have been offered before (it is decided again after a crash or a
+    /// storage failure): the queue first looks for a task it created. A fresh arrival cannot
+    /// have one, and is spared the look.
+    pub again: bool,
 }
 
 /// One change asked of the queue.
@@ -166,6 +170,7 @@ pub trait TaskQueue: Send + Sync {
             route,
             max_per_hour: None,
             arrival: None,
+            again: false,
         });
         match self.apply(&[op], now)?.pop() {
             Some(Answer::Offered(offered)) => Ok(offered),
