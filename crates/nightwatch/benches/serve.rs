@@ -14,7 +14,10 @@
 //! commits per second (WAL, `synchronous=FULL`) in the same directory.
 //!
 //! `BENCH_HISTORY=N` first stores N distinct routed alerts (in groups, through the daemon), so
-//! the rows run against a history of that size; `BENCH_SECONDS` sets each row's length.
+//! the rows run against a history of that size, every one of its tasks still waiting (the
+//! harshest history: all of them live). With `BENCH_HISTORY_RESOLVED=1` the history is N
+//! arrivals of which half are resolutions, so its tasks were cancelled before they ran, as a
+//! night of problems that cleared leaves them. `BENCH_SECONDS` sets each row's length.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -30,6 +33,7 @@ fn main() {
     }
     let seconds: u32 = env_number("BENCH_SECONDS", 10);
     let history: u64 = env_number("BENCH_HISTORY", 0);
+    let resolved = env_number::<u8>("BENCH_HISTORY_RESOLVED", 0) == 1;
     let run = std::process::id();
     let dir = std::env::temp_dir().join(format!("nightwatch-bench-serve-{run}"));
     let _ = std::fs::remove_dir_all(&dir);
@@ -62,9 +66,14 @@ fn main() {
 
     if history > 0 {
         let started = Instant::now();
-        fill_history(&addr, history, run);
+        fill_history(&addr, history, run, resolved);
+        let kind = if resolved {
+            "arrivals (alerts that fired, then resolved)"
+        } else {
+            "routed alerts, their tasks all waiting,"
+        };
         println!(
-            "history: {history} routed alerts stored first, in {:.0} s",
+            "history: {history} {kind} stored first, in {:.0} s",
             started.elapsed().as_secs_f64()
         );
     }
@@ -159,29 +168,48 @@ fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
 
 /// Stores `n` distinct routed alerts through the daemon, 500 to a notification (as a large
 /// Alertmanager group arrives), on four connections at once.
-fn fill_history(addr: &str, n: u64, run: u32) {
+/// Stores `n` arrivals of history in 500-alert groups from four senders: all firing, or (with
+/// `resolved`) each group firing and then the same group resolved.
+fn fill_history(addr: &str, n: u64, run: u32, resolved: bool) {
     const GROUP: u64 = 500;
-    let groups: Vec<u64> = (0..n.div_ceil(GROUP)).collect();
+    let alerts_total = if resolved { n / 2 } else { n };
+    let groups: Vec<u64> = (0..alerts_total.div_ceil(GROUP)).collect();
     std::thread::scope(|scope| {
         for share in groups.chunks(groups.len().div_ceil(4).max(1)) {
             scope.spawn(move || {
                 for &g in share {
-                    let size = GROUP.min(n - g * GROUP);
-                    let alerts: Vec<String> = (0..size)
-                        .map(|i| alert_json(&format!("h{run}-{}", g * GROUP + i), "DiskFull"))
+                    let size = GROUP.min(alerts_total - g * GROUP);
+                    let fingerprints: Vec<String> = (0..size)
+                        .map(|i| format!("h{run}-{}", g * GROUP + i))
                         .collect();
-                    let body = notification(&alerts.join(","));
-                    let status = post(addr, "/hooks/alertmanager", &body);
-                    assert_eq!(status, 200, "history group {g} was not stored");
+                    let statuses: &[&str] = if resolved {
+                        &["firing", "resolved"]
+                    } else {
+                        &["firing"]
+                    };
+                    for status in statuses {
+                        let alerts: Vec<String> = fingerprints
+                            .iter()
+                            .map(|f| alert_json(f, "DiskFull", status))
+                            .collect();
+                        let body = notification(&alerts.join(","));
+                        let reply = post(addr, "/hooks/alertmanager", &body);
+                        assert_eq!(reply, 200, "history group {g} ({status}) was not stored");
+                    }
                 }
             });
         }
     });
 }
 
-fn alert_json(fingerprint: &str, alertname: &str) -> String {
+fn alert_json(fingerprint: &str, alertname: &str, status: &str) -> String {
+    let ends = if status == "resolved" {
+        "2026-02-14T03:46:30Z"
+    } else {
+        "0001-01-01T00:00:00Z"
+    };
     format!(
-        r#"{{"status":"firing","labels":{{"alertname":"{alertname}","instance":"{fingerprint}:9100"}},"annotations":{{"summary":"disk above 90%"}},"startsAt":"2026-02-14T03:16:30Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prom","fingerprint":"{fingerprint}"}}"#
+        r#"{{"status":"{status}","labels":{{"alertname":"{alertname}","instance":"{fingerprint}:9100"}},"annotations":{{"summary":"disk above 90%"}},"startsAt":"2026-02-14T03:16:30Z","endsAt":"{ends}","generatorURL":"http://prom","fingerprint":"{fingerprint}"}}"#
     )
 }
 
