@@ -178,31 +178,28 @@ impl Daemon {
             .iter()
             .map(|one| plan(routes, &one.alert))
             .collect();
-        let mut ops = Vec::new();
-        let resolved_keys: Vec<String> = incoming
-            .iter()
-            .map(|one| format!("{}#resolved", task_identity(&one.alert)))
-            .collect();
-        let identities: Vec<String> = incoming
-            .iter()
-            .map(|one| task_identity(&one.alert))
-            .collect();
-        for (((one, plan), identity), resolved_key) in incoming
+        // The queue keys the ops borrow: the alert's identity and, for a resolution a route
+        // takes, its own key, apart from the firing's so it never attaches to the fix still
+        // running (an incident note, say).
+        let keys: Vec<(String, Option<String>)> = incoming
             .iter()
             .zip(&plans)
-            .zip(&identities)
-            .zip(&resolved_keys)
-        {
+            .map(|(one, plan)| {
+                let identity = task_identity(&one.alert);
+                let resolved =
+                    matches!(plan, Plan::Resolve(Some(_))).then(|| format!("{identity}#resolved"));
+                (identity, resolved)
+            })
+            .collect();
+        let mut ops = Vec::new();
+        for ((one, plan), (identity, resolved_key)) in incoming.iter().zip(&plans).zip(&keys) {
             match plan {
                 Plan::Decided(_) => {}
                 Plan::Offer(route) => ops.push(offer(one, identity, route, route.max_per_hour)),
                 Plan::Resolve(route) => {
                     ops.push(QueueOp::Resolve { identity });
-                    // A route for resolutions (an incident note, say) gets its own task,
-                    // keyed apart from the firing's so it never attaches to the fix still
-                    // running.
-                    if let Some(route) = route {
-                        ops.push(offer(one, resolved_key, route, None));
+                    if let (Some(route), Some(key)) = (route, resolved_key) {
+                        ops.push(offer(one, key, route, None));
                     }
                 }
             }

@@ -214,14 +214,7 @@ async fn readers_only(State(daemon): State<Arc<Daemon>>, request: Request, next:
     let Some(auth) = &daemon.config.readers else {
         return next.run(request).await;
     };
-    let headers = request.headers();
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    };
-    if auth.admits(&header) {
+    if admitted(auth, request.headers()) {
         return next.run(request).await;
     }
     let mut response = reply(
@@ -398,6 +391,15 @@ fn is_length_limit(e: &axum::Error) -> bool {
     false
 }
 
+/// Where the page before starts for one source read newest first, `size` at most: before its
+/// oldest shown when the page filled, nothing (0) when the source was read to its end.
+fn page_before<T, K: Default>(page: &[T], size: usize, key: impl Fn(&T) -> K) -> K {
+    match page.first() {
+        Some(oldest) if page.len() >= size => key(oldest),
+        _ => K::default(),
+    }
+}
+
 fn admitted(auth: &Auth, headers: &HeaderMap) -> bool {
     auth.admits(&|name: &str| {
         headers
@@ -517,32 +519,17 @@ async fn timeline(
             .tasks
             .active_between(since, until, before.tasks, PAGE_TASKS)
             .map_err(internal)?;
-        // Each source is read newest first up to its page: one that filled it goes on before
-        // its oldest shown, one that did not is done (0: nothing before).
-        let full = [
-            records.len() >= PAGE_RECORDS,
-            alerts.len() >= PAGE_ARRIVALS,
-            tasks.len() >= PAGE_TASKS,
-        ];
-        if full.contains(&true) {
-            query.earlier = Some(web::PageCursor {
-                records: Some(if full[0] {
-                    records.first().map_or(0, |r| r.seq)
-                } else {
-                    0
-                }),
-                arrivals: Some(if full[1] {
-                    alerts.first().map_or(0, |a| a.id)
-                } else {
-                    0
-                }),
-                tasks: Some(if full[2] {
-                    tasks.first().map_or(0, |t| t.id)
-                } else {
-                    0
-                }),
-            });
-        }
+        let earlier = web::PageCursor {
+            records: Some(page_before(&records, PAGE_RECORDS, |r| r.seq)),
+            arrivals: Some(page_before(&alerts, PAGE_ARRIVALS, |a| a.id)),
+            tasks: Some(page_before(&tasks, PAGE_TASKS, |t| t.id)),
+        };
+        let nothing_before = web::PageCursor {
+            records: Some(0),
+            arrivals: Some(0),
+            tasks: Some(0),
+        };
+        query.earlier = (earlier != nothing_before).then_some(earlier);
         Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
     })
     .await

@@ -305,16 +305,12 @@ impl LedgerReader for SqliteLedger {
     fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
         let mut clauses: Vec<&str> = Vec::new();
         let mut params: Vec<&dyn ToSql> = Vec::new();
-        let after_seq = filter
-            .after_seq
-            .map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
+        let as_sql = |seq: Option<u64>| seq.map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
+        let (after_seq, before_seq) = (as_sql(filter.after_seq), as_sql(filter.before_seq));
         if let Some(v) = &after_seq {
             clauses.push("seq > ?");
             params.push(v);
         }
-        let before_seq = filter
-            .before_seq
-            .map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
         if let Some(v) = &before_seq {
             clauses.push("seq < ?");
             params.push(v);

@@ -134,12 +134,7 @@ fn seed_004_disk_alert_runs_the_runbook_and_every_call_carries_the_alert() {
 
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
-    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
-    assert!(
-        verified.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verified.stdout)
-    );
+    common::assert_ledger_verifies(&home);
 }
 
 fn multipart(field_json: &[u8]) -> (String, Vec<u8>) {
@@ -979,12 +974,7 @@ fn a_real_alertmanager_fires_and_resolves_through_a_storage_failure_without_a_du
     drop(am);
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
-    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
-    assert!(
-        verified.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verified.stdout)
-    );
+    common::assert_ledger_verifies(&home);
 }
 
 #[test]

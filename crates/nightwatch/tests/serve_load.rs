@@ -415,10 +415,5 @@ fn a_kill_mid_load_loses_no_acknowledged_alert_and_leaves_one_record_per_arrival
     );
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
-    let verified = common::nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
-    assert!(
-        verified.status.success(),
-        "{}",
-        String::from_utf8_lossy(&verified.stdout)
-    );
+    common::assert_ledger_verifies(&home);
 }

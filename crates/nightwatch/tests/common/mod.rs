@@ -75,6 +75,16 @@ impl Receiver {
     }
 }
 
+/// Asserts that `nightwatch verify` finds the ledger in `home` intact and complete.
+pub fn assert_ledger_verifies(home: &std::path::Path) {
+    let verified = nightwatch(&["verify"], b"", &[("NIGHTWATCH_HOME", home.as_os_str())]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+}
+
 /// Runs the real `nightwatch ARGS` with `stdin`, its environment cleared of every
 /// `NIGHTWATCH_*` variable of the test process and set to `env`, and waits for it.
 pub fn nightwatch(
