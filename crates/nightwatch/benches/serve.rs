@@ -18,6 +18,8 @@
 //! harshest history: all of them live). With `BENCH_HISTORY_RESOLVED=1` the history is N
 //! arrivals of which half are resolutions, so its tasks were cancelled before they ran, as a
 //! night of problems that cleared leaves them. `BENCH_SECONDS` sets each row's length.
+//! `BENCH_HISTORY_CACHE=DIR` keeps the filled history in DIR and starts later runs from a
+//! copy of it (delete DIR when the history's kind or size changes, or the schema does).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -46,27 +48,21 @@ fn main() {
     let script = dir.join("post.lua");
     std::fs::write(&script, LUA).unwrap();
 
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .env("NIGHTWATCH_HOME", &dir)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("nightwatch serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("nightwatch serve: listening on ")
-        .expect("the daemon says where it listens")
-        .to_owned();
-    let addr = url.trim_start_matches("http://").to_owned();
-
-    if history > 0 {
+    let cache = std::env::var_os("BENCH_HISTORY_CACHE").map(std::path::PathBuf::from);
+    let cached = cache
+        .as_ref()
+        .filter(|c| history > 0 && c.join("alerts.db").exists());
+    if let Some(cache) = cached {
+        copy_data(cache, &dir);
+        println!(
+            "history: {history} arrivals copied from {}",
+            cache.display()
+        );
+    }
+    let (mut child, mut url) = start_daemon(&dir);
+    if history > 0 && cached.is_none() {
         let started = Instant::now();
-        fill_history(&addr, history, run, resolved);
+        fill_history(url.trim_start_matches("http://"), history, run, resolved);
         let kind = if resolved {
             "arrivals (alerts that fired, then resolved)"
         } else {
@@ -76,6 +72,12 @@ fn main() {
             "history: {history} {kind} stored first, in {:.0} s",
             started.elapsed().as_secs_f64()
         );
+        if let Some(cache) = &cache {
+            // Copied with the daemon stopped, so the files are whole.
+            stop(&mut child);
+            copy_data(&dir, cache);
+            (child, url) = start_daemon(&dir);
+        }
     }
     let disk = commit_rate(&dir, Duration::from_secs(2));
     println!("the disk's own limit: {disk:.0} one-row durable commits/s (WAL, synchronous=FULL)");
@@ -150,13 +152,53 @@ fn main() {
         stored >= replies + history,
         "a reply was sent for an arrival that is not stored"
     );
+    stop(&mut child);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Starts the release daemon on `dir`; the child and the URL it says it listens on.
+fn start_daemon(dir: &Path) -> (std::process::Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("NIGHTWATCH_HOME", dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("nightwatch serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("nightwatch serve: listening on ")
+        .expect("the daemon says where it listens")
+        .to_owned();
+    (child, url)
+}
+
+fn stop(child: &mut std::process::Child) {
     unsafe { kill(child.id() as i32, 15) };
     let _ = child.wait();
-    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Copies the stores (and the config) of one data directory into another.
+fn copy_data(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+    // The copy's dirty pages would otherwise be written back during the rows, slowing
+    // their commits.
+    unsafe { sync() };
 }
 
 unsafe extern "C" {
     fn kill(pid: i32, sig: i32) -> i32;
+    fn sync();
 }
 
 fn env_number<T: std::str::FromStr>(name: &str, default: T) -> T {
