@@ -25,6 +25,7 @@
 //! the core [`Tool`] holds one is mapped to [`Tool::Named`] rather than judged by its first.
 
 mod event;
+pub mod ownership;
 mod record;
 mod reply;
 mod settings;
@@ -40,7 +41,9 @@ use std::str::FromStr;
 pub use event::{HookEvent, ToolOutcome, parse_event};
 pub use nightwatch_core::Tool;
 pub use record::{tool_from_record, tool_from_record_in};
-pub use reply::{Reply, reply_to_decision, reply_to_failure, reply_to_record};
+pub use reply::{
+    Reply, reply_to_decision, reply_to_decision_with_input, reply_to_failure, reply_to_record,
+};
 pub use settings::{Base, Scope, SettingsLocation, install_hooks, settings_path};
 
 /// An agent whose hook protocol nightwatch speaks.

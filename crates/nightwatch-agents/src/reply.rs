@@ -33,9 +33,38 @@ pub fn reply_to_decision(
     reason: &str,
     instead: Option<&str>,
 ) -> Reply {
+    reply_to_decision_with_input(agent, verdict, reason, instead, None)
+}
+
+/// As [`reply_to_decision`]; an allowed call runs with `updated_input` in place of the input
+/// the agent sent, where the agent lets a hook say so (Claude Code's `updatedInput`; the
+/// others run what they sent).
+pub fn reply_to_decision_with_input(
+    agent: Agent,
+    verdict: Verdict,
+    reason: &str,
+    instead: Option<&str>,
+    updated_input: Option<&serde_json::Value>,
+) -> Reply {
     let reason = with_instead(reason, instead);
     match (verdict, agent) {
-        (Verdict::Allow, Agent::Claude) => claude("allow", &reason),
+        (Verdict::Allow, Agent::Claude) => match updated_input {
+            Some(input) => Reply {
+                stdout: json!({
+                    "hookSpecificOutput": {
+                        "hookEventName": "PreToolUse",
+                        "permissionDecision": "allow",
+                        "permissionDecisionReason": reason,
+                        "updatedInput": input,
+                    }
+                })
+                .to_string()
+                    + "\n",
+                stderr: String::new(),
+                exit_code: 0,
+            },
+            None => claude("allow", &reason),
+        },
         (Verdict::Allow, Agent::Codex) => silence(),
         (Verdict::Allow, Agent::Gemini) => Reply {
             stdout: json!({ "decision": "allow" }).to_string() + "\n",

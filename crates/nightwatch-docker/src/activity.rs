@@ -11,8 +11,16 @@ use nightwatch_store::{JanitorStore, StoreError};
 use std::collections::HashMap;
 
 /// The container events that count as activity. `exec_die` too: the end of a long
-/// interactive session is as much use as its start.
-pub const ACTIVITY_EVENTS: [&str; 4] = ["exec_create", "exec_start", "exec_die", "attach"];
+/// interactive session is as much use as its start. Start and stop are in inspect's times
+/// too, but only the latest of each; the stream keeps every one.
+pub const ACTIVITY_EVENTS: [&str; 6] = [
+    "exec_create",
+    "exec_start",
+    "exec_die",
+    "attach",
+    "start",
+    "stop",
+];
 
 /// Why activity could not be recorded.
 #[derive(Debug, thiserror::Error)]

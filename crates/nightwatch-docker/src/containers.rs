@@ -87,6 +87,17 @@ impl Inventory for DockerInventory {
                 format!("refused to remove {}: {why}", current.name),
             );
         }
+        // Someone opened a shell in it since the plan was checked: it is in use.
+        if !facts.exec_ids.is_empty() {
+            return removal.failed(
+                "check use",
+                format!(
+                    "refused to remove {}: {} exec session(s) open in it",
+                    current.name,
+                    facts.exec_ids.len()
+                ),
+            );
+        }
         let mut removal = removal;
         if matches!(facts.status.as_str(), "running" | "restarting" | "paused") {
             let seconds = i32::try_from(self.stop_timeout.as_secs()).unwrap_or(i32::MAX);
@@ -194,6 +205,8 @@ fn item_of(response: ContainerInspectResponse, asked: &str) -> Item {
         created_ms: response.created.as_deref().and_then(docker_time_ms),
         started_ms: state.started_at.as_deref().and_then(docker_time_ms),
         finished_ms: state.finished_at.as_deref().and_then(docker_time_ms),
+        exit_code: state.exit_code.filter(|_| state.running != Some(true)),
+        exec_ids: response.exec_ids.unwrap_or_default(),
     };
     Item {
         id,
@@ -249,9 +262,11 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
+    /// A container an agent started, with these labels besides.
     fn labelled(pairs: &[(&str, &str)]) -> Item {
-        let labels: BTreeMap<String, String> = pairs
+        let labels: BTreeMap<String, String> = [("nightwatch.agent", "claude-code")]
             .iter()
+            .chain(pairs)
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect();
         Item {
@@ -278,6 +293,44 @@ mod tests {
             None
         );
         assert_eq!(held_by_label(&labelled(&[]), &rules, NOW), None);
+    }
+
+    /// The last check before a stop: what no agent started is not the janitor's, whatever
+    /// an edited plan says.
+    #[test]
+    fn an_unowned_container_is_refused_at_remove_time() {
+        let mut item = labelled(&[]);
+        if let Facts::Container(c) = &mut item.facts {
+            c.labels.clear();
+        }
+        let why = held_by_label(&item, &ContainerRules::default(), NOW).unwrap_or_default();
+        assert!(why.contains("not in the janitor's scope"), "{why}");
+    }
+
+    #[test]
+    fn open_exec_sessions_and_the_exit_code_are_read_from_inspect() {
+        let response: ContainerInspectResponse = serde_json::from_str(
+            r#"{"Id":"abc","Name":"/dev","ExecIDs":["e1","e2"],
+                "State":{"Status":"running","Running":true,"ExitCode":0}}"#,
+        )
+        .expect("inspect JSON");
+        let Facts::Container(c) = item_of(response, "abc").facts else {
+            panic!("not a container");
+        };
+        assert_eq!(c.exec_ids, ["e1", "e2"]);
+        assert_eq!(
+            c.exit_code, None,
+            "a running container has no exit code yet"
+        );
+        let response: ContainerInspectResponse = serde_json::from_str(
+            r#"{"Id":"abc","State":{"Status":"exited","Running":false,"ExitCode":3}}"#,
+        )
+        .expect("inspect JSON");
+        let Facts::Container(c) = item_of(response, "abc").facts else {
+            panic!("not a container");
+        };
+        assert_eq!(c.exit_code, Some(3));
+        assert!(c.exec_ids.is_empty());
     }
 
     #[test]

@@ -104,6 +104,13 @@ pub enum Event {
         swept: Swept,
         reasons: Vec<String>,
     },
+    /// `sweep plan` decided an item (keep, or remove when applied), and why.
+    SweepPlanned {
+        tool: String,
+        swept: Swept,
+        remove: bool,
+        reasons: Vec<String>,
+    },
     /// The janitor gave up removing something after repeated failures; the halt notifiers
     /// are told.
     Quarantine {
@@ -369,6 +376,20 @@ impl<'a> Engine<'a> {
                 reasons,
             } => {
                 let mut entry = janitor_entry(event::SWEEP_KEEP, written, tool, &swept);
+                entry.reasons = reasons;
+                entry
+            }
+            Event::SweepPlanned {
+                tool,
+                swept,
+                remove,
+                reasons,
+            } => {
+                let mut entry = janitor_entry(event::SWEEP_PLAN, written, tool, &swept);
+                if let Value::Object(inputs) = &mut entry.inputs {
+                    let decision = if remove { "remove" } else { "keep" };
+                    inputs.insert("decision".to_owned(), Value::from(decision));
+                }
                 entry.reasons = reasons;
                 entry
             }

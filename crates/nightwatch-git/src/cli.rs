@@ -107,6 +107,18 @@ pub(crate) fn describe(porcelain: &[u8]) -> Option<String> {
     (!parts.is_empty()).then(|| parts.join(", "))
 }
 
+/// The URL of the repository's `origin` remote, as git fetches from it (`insteadOf` applied).
+pub(crate) fn origin_url(dir: &Path) -> Result<String, String> {
+    let out = git(dir, &["remote", "get-url", "origin"])?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot read the origin remote ({}): set sweep.worktrees.pr.github.repo",
+            message(&out)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
 /// Asks a PR-state program (`ARGV... REPO BRANCH`) and reads its one-line answer. It gets ten
 /// seconds; a failure, a timeout or an answer it cannot read is "unknown", which keeps.
 pub(crate) fn pr_state_from_command(

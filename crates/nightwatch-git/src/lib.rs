@@ -2,19 +2,27 @@
 //! the local branches they leave with them.
 //!
 //! The seed's rule is that a worktree goes only when provably finished (clean, merged, no open
-//! PR) and a branch only when its work is in the base at exactly its tip. This crate only
-//! *describes* worktrees and branches; `nightwatch_janitor::plan` decides. What it reports:
+//! PR) and a branch only when a PR was merged from exactly its tip (or, where the policy says
+//! `branches.ancestry: true`, when the base holds its tip). This crate only *describes*
+//! worktrees and branches; `nightwatch_janitor::plan` decides. What it reports:
 //!
 //! - [`GitWorktrees`]: for every worktree of every configured repository, its branch and HEAD,
 //!   whether it is the main one, its lock, what is uncommitted (staged, unstaged and untracked,
 //!   as `git status` sees it), how HEAD stands against the base, which processes have their
 //!   working directory inside it, and the PR state.
 //! - [`GitBranches`]: every local branch but the base and the one checked out in the main
-//!   worktree, with `merged_commit` set only when the tip itself is in the base.
+//!   worktree, with its PR state, its tip's commit time, and `merged_commit` set only when the
+//!   tip itself is in the base.
+//!
+//! PR states come from the configured provider: a program (`cli.rs`) or GitHub's pulls API
+//! ([`GithubPulls`]). Each (repository, branch) is asked once per inventory, so build one
+//! inventory per plan and per apply.
 //!
 //! Reading goes through gix (registrations, HEADs, refs, commits, trees, merge bases); status
 //! and removal go through the `git` CLI, because a removal must be git's own refusing command:
-//! `git worktree remove` without `--force`, `git branch -d`, never `-D`.
+//! `git worktree remove` without `--force`, `git branch -d`, never `-D`. A branch whose tip the
+//! base does not hold (a squash merge) is deleted with `git update-ref -d REF TIP`, which
+//! refuses once the branch points anywhere but the tip its PR merged from.
 //!
 //! # How a squash merge is recognised
 //!
@@ -28,17 +36,21 @@
 //! wrong, so a file the base changed again after the squash makes the branch `NotMerged` (kept).
 
 mod cli;
+mod github;
 mod procs;
 mod read;
 
 use nightwatch_janitor::{
-    BranchFacts, Facts, Inventory, InventoryError, Item, Kind, MergeState, PrProvider, PrState,
-    Removal, WorktreeFacts,
+    BranchFacts, Facts, GithubRepo, Inventory, InventoryError, Item, Kind, MergeState, PrProvider,
+    PrState, Removal, WorktreeFacts,
 };
 use read::{Snapshot, Worktree, canonical};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::UNIX_EPOCH;
 
+pub use github::{GithubPulls, parse_remote};
 pub use nightwatch_janitor::ProcessUse;
 
 /// The repositories to sweep and what their work must have reached. Cheap to clone; hand
@@ -47,7 +59,30 @@ pub use nightwatch_janitor::ProcessUse;
 pub struct GitInventory {
     repos: Vec<PathBuf>,
     base: String,
-    pr: PrProvider,
+    prs: PrSource,
+    /// Shared by the clones: a worktree and its branch ask the same question, and apply
+    /// inspects every item again.
+    asked: Arc<Mutex<Asked>>,
+}
+
+/// The configured PR provider, ready to ask.
+#[derive(Clone, Debug)]
+enum PrSource {
+    None,
+    Github {
+        /// `None`: each repository's `origin` remote names it.
+        repo: Option<GithubRepo>,
+        client: Arc<GithubPulls>,
+    },
+    Command(Vec<String>),
+}
+
+/// What this inventory already asked: PR states by (repository, branch), and the GitHub
+/// repository of each repository.
+#[derive(Debug, Default)]
+struct Asked {
+    pr_states: HashMap<(String, String), PrState>,
+    github_repos: HashMap<String, Result<GithubRepo, String>>,
 }
 
 /// The worktrees of every repository, as an [`Inventory`] of [`Kind::Worktree`].
@@ -64,8 +99,25 @@ const DELETE_BRANCH: &str = "delete branch";
 impl GitInventory {
     /// `repos` are paths to repositories (any of their worktrees will do); `base` is the branch
     /// work must reach (`main`), or another revision such as `origin/main`.
+    /// The GitHub provider's token is read from its environment variable here, once.
     pub fn new(repos: Vec<PathBuf>, base: String, pr: PrProvider) -> GitInventory {
-        GitInventory { repos, base, pr }
+        let prs = match pr {
+            PrProvider::None => PrSource::None,
+            PrProvider::Command(argv) => PrSource::Command(argv),
+            PrProvider::Github(config) => {
+                let token = std::env::var(config.token_env()).ok();
+                PrSource::Github {
+                    client: Arc::new(GithubPulls::new(config.base_url(), token)),
+                    repo: config.repo,
+                }
+            }
+        };
+        GitInventory {
+            repos,
+            base,
+            prs,
+            asked: Arc::default(),
+        }
     }
 
     pub fn worktrees(&self) -> GitWorktrees {
@@ -87,21 +139,54 @@ impl GitInventory {
         })
     }
 
-    fn pr_state(&self, repo: &str, branch: Option<&str>) -> PrState {
-        match &self.pr {
-            PrProvider::None => PrState::Unknown {
-                why: "no PR provider configured".to_owned(),
-            },
-            PrProvider::Github => PrState::Unknown {
-                why: "the GitHub PR provider is not implemented yet".to_owned(),
-            },
-            PrProvider::Command(argv) => match branch {
-                None => PrState::Unknown {
-                    why: "a detached HEAD has no PR".to_owned(),
-                },
-                Some(branch) => cli::pr_state_from_command(argv, repo, branch),
-            },
+    fn pr_state(&self, snap: &Snapshot, branch: Option<&str>) -> PrState {
+        let unknown = |why: &str| PrState::Unknown {
+            why: why.to_owned(),
+        };
+        if matches!(self.prs, PrSource::None) {
+            return unknown("no PR provider configured");
         }
+        let Some(branch) = branch else {
+            return unknown("a detached HEAD has no PR");
+        };
+        let key = (snap.repo.clone(), branch.to_owned());
+        if let Some(known) = self.asked().pr_states.get(&key) {
+            return known.clone();
+        }
+        let state = match &self.prs {
+            PrSource::None => unknown("no PR provider configured"),
+            PrSource::Command(argv) => cli::pr_state_from_command(argv, &snap.repo, branch),
+            PrSource::Github { repo, client } => match self.github_repo(snap, repo, client) {
+                Ok(repo) => client.pr_state(&repo, branch),
+                Err(why) => PrState::Unknown { why },
+            },
+        };
+        self.asked().pr_states.insert(key, state.clone());
+        state
+    }
+
+    /// The configured GitHub repository, or the one `origin` names.
+    fn github_repo(
+        &self,
+        snap: &Snapshot,
+        configured: &Option<GithubRepo>,
+        client: &GithubPulls,
+    ) -> Result<GithubRepo, String> {
+        if let Some(repo) = configured {
+            return Ok(repo.clone());
+        }
+        if let Some(known) = self.asked().github_repos.get(&snap.repo) {
+            return known.clone();
+        }
+        let found = cli::origin_url(&snap.git_cwd).and_then(|url| client.repo_of_remote(&url));
+        self.asked()
+            .github_repos
+            .insert(snap.repo.clone(), found.clone());
+        found
+    }
+
+    fn asked(&self) -> MutexGuard<'_, Asked> {
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Items for the worktrees of `snap`, or only the one at `only`.
@@ -136,7 +221,7 @@ impl GitInventory {
                         dirty,
                         merge,
                         in_use_by: procs::users(&cwds, &canonical(&w.path), &all),
-                        pr: self.pr_state(&snap.repo, w.branch.as_deref()),
+                        pr: self.pr_state(snap, w.branch.as_deref()),
                         created_ms: w.admin_dir.as_deref().and_then(created_ms),
                     }),
                 }
@@ -171,9 +256,11 @@ impl GitInventory {
                         repo: snap.repo.clone(),
                         name: name.clone(),
                         tip: tip.to_string(),
-                        // The exact-tip rule: only a tip the base holds counts as merged.
-                        // A walk that failed is "not merged", which keeps the branch.
+                        // Only a tip the base holds counts as in it. A walk that failed is
+                        // "not in it", which keeps the branch.
                         merged_commit: matches!(merged, Ok(true)).then(|| tip.to_string()),
+                        pr: self.pr_state(snap, Some(name)),
+                        tip_time_ms: snap.committed_ms(*tip),
                         checked_out_in,
                     }),
                 }
@@ -362,9 +449,12 @@ impl Inventory for GitBranches {
         Ok(self.0.branch_items(&snap, Some(name)).pop())
     }
 
-    /// Re-reads the branch and deletes it with `git branch -d` only while its tip is the very
-    /// commit that was listed and that commit is still in the base. `-d` is the backstop: git
-    /// refuses a branch not merged into HEAD, and a branch checked out anywhere.
+    /// Re-reads the branch and deletes it only while its tip is the very commit that was
+    /// listed, and that commit is in the base or a PR was merged from it (the rules, run again
+    /// by apply, decide which of the two counts). A tip in the base goes with `git branch -d`,
+    /// which refuses a branch not merged into HEAD and one checked out anywhere. A tip only a
+    /// PR merged (a squash) goes with `git update-ref -d REF TIP`: git cannot see that merge,
+    /// but deletes the ref only while it still points at exactly that tip.
     fn remove(&self, item: &Item, _now_ms: i64) -> Removal {
         let Facts::Branch(planned) = &item.facts else {
             return Removal::new().failed(DELETE_BRANCH, format!("{} is not a branch", item.id));
@@ -385,9 +475,11 @@ impl Inventory for GitBranches {
                 short(&now.tip)
             ));
         }
-        if now.merged_commit.as_deref() != Some(now.tip.as_str()) {
+        let in_base = now.merged_commit.as_deref() == Some(now.tip.as_str());
+        let pr_at_tip = matches!(&now.pr, PrState::Merged { commit } if *commit == now.tip);
+        if !in_base && !pr_at_tip {
             return refuse(format!(
-                "tip {} is not in {}: deleting it would lose work",
+                "tip {} is not in {} and no PR was merged from it: deleting it would lose work",
                 short(&now.tip),
                 self.0.base
             ));
@@ -399,12 +491,24 @@ impl Inventory for GitBranches {
             Ok(snap) => snap.git_cwd,
             Err(e) => return Removal::new().failed(DELETE_BRANCH, e.to_string()),
         };
-        match cli::git(&repo, &["branch", "-d", "--", &now.name]) {
-            Err(e) => Removal::new().failed(DELETE_BRANCH, e),
-            Ok(out) if out.status.success() => Removal::new().done(
-                DELETE_BRANCH,
+        let refname = format!("refs/heads/{}", now.name);
+        let (args, done) = if in_base {
+            (
+                ["branch", "-d", "--", now.name.as_str()],
                 format!("git branch -d {} (was {})", now.name, short(&now.tip)),
-            ),
+            )
+        } else {
+            (
+                ["update-ref", "-d", refname.as_str(), now.tip.as_str()],
+                format!(
+                    "git update-ref -d {refname} (was {}, which its PR merged from)",
+                    short(&now.tip)
+                ),
+            )
+        };
+        match cli::git(&repo, &args) {
+            Err(e) => Removal::new().failed(DELETE_BRANCH, e),
+            Ok(out) if out.status.success() => Removal::new().done(DELETE_BRANCH, done),
             Ok(out) => Removal::new().failed(DELETE_BRANCH, cli::message(&out)),
         }
     }

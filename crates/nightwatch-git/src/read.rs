@@ -285,6 +285,12 @@ impl Snapshot {
         Ok(out)
     }
 
+    /// When `commit` was committed (its committer time, ms since 1970), if it can be read.
+    pub fn committed_ms(&self, commit: ObjectId) -> Option<i64> {
+        let seconds = self.handle.find_commit(commit).ok()?.time().ok()?.seconds;
+        seconds.checked_mul(1000)
+    }
+
     /// The worktree registered at `path`, compared as canonical paths where they exist.
     pub fn worktree_at(&self, path: &Path) -> Option<&Worktree> {
         let want = canonical(path);

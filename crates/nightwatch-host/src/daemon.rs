@@ -17,6 +17,8 @@ pub struct HostEdges {
     host: Option<String>,
     escalator: Background,
     policies: crate::Policies,
+    /// Where following the Engine's events got to (Engine time, ms since 1970).
+    followed_until: std::sync::Mutex<Option<i64>>,
 }
 
 impl HostEdges {
@@ -31,6 +33,7 @@ impl HostEdges {
             host: crate::context::from_env(&env).host,
             escalator: Background { env: env.clone() },
             policies: crate::Policies::default(),
+            followed_until: std::sync::Mutex::new(None),
             data_dir,
             env,
         })
@@ -70,6 +73,40 @@ impl nightwatch_serve::Edges for HostEdges {
         let policy = nightwatch_serve::Edges::policy(self)?;
         crate::sweep::sweep_once(engine, &policy, &self.data_dir, &self.env)
             .map_err(|e| format!("{e:#}"))
+    }
+
+    /// The Engine's container events, from where the last span ended, so none falls between.
+    fn follow_activity(&self, span: std::time::Duration) -> Option<Result<usize, String>> {
+        let policy = nightwatch_serve::Edges::policy(self).ok()?;
+        let docker = match crate::sweep::docker_here(policy.sweep(), &self.env) {
+            Ok(Some(docker)) => docker,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        let now = self.clock.written_ms();
+        let since = {
+            let mut followed = self
+                .followed_until
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            // From the daemon's start (and a day back, what the Engine still holds).
+            *followed.get_or_insert(now - 24 * 3600 * 1000)
+        };
+        let until = now + i64::try_from(span.as_millis()).unwrap_or(i64::MAX);
+        let result = crate::stores::janitor_state(&self.data_dir)
+            .map_err(|e| format!("cannot open the janitor's state: {e}"))
+            .and_then(|store| {
+                docker
+                    .record_activity(store.as_ref(), since, until)
+                    .map_err(|e| e.to_string())
+            });
+        if result.is_ok() {
+            *self
+                .followed_until
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Some(until);
+        }
+        Some(result)
     }
 
     fn runbook_env(&self) -> Vec<(String, String)> {

@@ -8,7 +8,8 @@ use crate::context;
 use crate::environment::Environment;
 use anyhow::Context as _;
 use nightwatch_agents::{
-    Agent, HookEvent, Reply, parse_event, reply_to_decision, reply_to_failure, reply_to_record,
+    Agent, HookEvent, Reply, parse_event, reply_to_decision_with_input, reply_to_failure,
+    reply_to_record,
 };
 use nightwatch_gate::{Engine, Escalator, Event, Failure, Proposal, Report};
 use nightwatch_ledger::Outputs;
@@ -208,6 +209,33 @@ fn hook_actor(agent: Agent, env: &Environment) -> nightwatch_core::Actor {
     actor
 }
 
+/// The input to run instead of the agent's, when it starts a container and the agent lets a
+/// hook rewrite its input (Claude Code): the same call, its container labelled with who
+/// started it (see `nightwatch_agents::ownership`).
+fn ownership_labels(
+    agent: Agent,
+    tool_name: &str,
+    inputs: &serde_json::Value,
+    agent_id: &str,
+    environment: &nightwatch_core::Context,
+    cwd: Option<&str>,
+) -> Option<serde_json::Value> {
+    use nightwatch_agents::ownership::{Owner, label_docker_run};
+    if agent != Agent::Claude || tool_name != "Bash" {
+        return None;
+    }
+    let command = inputs.get("command")?.as_str()?;
+    let owner = Owner {
+        agent: agent_id,
+        session: environment.session.as_deref(),
+        project: cwd,
+    };
+    let labelled = label_docker_run(command, &owner)?;
+    let mut updated = inputs.clone();
+    updated["command"] = serde_json::Value::from(labelled);
+    Some(updated)
+}
+
 fn handle(
     agent: Agent,
     input: &[u8],
@@ -236,7 +264,20 @@ fn handle(
     let cwd = event.cwd().map(str::to_owned);
     let call_id = event.call_id().map(str::to_owned);
     match event {
-        HookEvent::BeforeTool { tool, inputs, .. } => {
+        HookEvent::BeforeTool {
+            tool,
+            inputs,
+            tool_name,
+            ..
+        } => {
+            let labelled = ownership_labels(
+                agent,
+                &tool_name,
+                &inputs,
+                &actor.id,
+                &environment,
+                cwd.as_deref(),
+            );
             let policy = world.policy(env)?;
             let action = nightwatch_core::Action {
                 actor,
@@ -255,11 +296,12 @@ fn handle(
                 )
                 .context("cannot record the decision in the ledger")?;
             let decision = &ruling.decision;
-            Ok(reply_to_decision(
+            Ok(reply_to_decision_with_input(
                 agent,
                 decision.verdict,
                 &decision.reason,
                 decision.instead.as_deref(),
+                labelled.as_ref(),
             ))
         }
         HookEvent::AfterTool {

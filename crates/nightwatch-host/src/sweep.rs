@@ -7,6 +7,7 @@ use crate::environment::Environment;
 use anyhow::Context as _;
 use nightwatch_core::{Actor, ActorKind, Verdict};
 use nightwatch_gate::{Engine, Event, Proposal, Report};
+use nightwatch_janitor::JanitorState;
 use nightwatch_janitor::{
     Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, SweepRules,
     list_all, plan, removal_action,
@@ -16,21 +17,49 @@ use nightwatch_ledger::schema::Swept;
 use nightwatch_policy::Policy;
 use nightwatch_store::JanitorStore;
 use serde_json::Value;
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::io::IsTerminal;
 
-/// The inventories the sweep rules ask for: paths always, worktrees and branches of the
-/// repositories `sweep.worktrees.repos` names.
-fn inventories(rules: &SweepRules, env: &Environment) -> Vec<Box<dyn Inventory>> {
+/// An inventory the sweep did not take, and why: recorded, never a silent decline.
+#[derive(Clone, Debug)]
+pub struct Unswept {
+    pub kind: Kind,
+    pub why: String,
+    /// The run did not do what it was asked (an Engine that is configured but fails), as
+    /// against a host that has nothing of the kind.
+    pub failed: bool,
+}
+
+/// The inventories the sweep rules ask for: paths always, containers when the host has a
+/// Docker Engine, worktrees and branches of the repositories `sweep.worktrees.repos` names;
+/// and the kinds left out, with why.
+fn inventories(rules: &SweepRules, env: &Environment) -> (Vec<Box<dyn Inventory>>, Vec<Unswept>) {
     let mut all: Vec<Box<dyn Inventory>> = vec![Box::new(PathInventory::from_rules(rules))];
+    let mut unswept = Vec::new();
     match docker_here(rules, env) {
         Ok(Some(docker)) => all.push(Box::new(docker)),
-        Ok(None) => progress(
-            "no Docker Engine here (no DOCKER_HOST, no /var/run/docker.sock): containers not swept",
-        ),
-        Err(error) => eprintln!("nightwatch: containers not swept: {error}"),
+        Ok(None) => unswept.push(Unswept {
+            kind: Kind::Container,
+            why: "containers not swept: no Docker Engine here (no DOCKER_HOST, no /var/run/docker.sock)".to_owned(),
+            failed: false,
+        }),
+        Err(error) => unswept.push(Unswept {
+            kind: Kind::Container,
+            why: format!("containers not swept: {error}"),
+            failed: true,
+        }),
     }
-    if !rules.worktrees.repos.is_empty() {
+    if rules.worktrees.repos.is_empty() {
+        for kind in [Kind::Worktree, Kind::Branch] {
+            unswept.push(Unswept {
+                kind,
+                why: format!(
+                    "{kind}s not swept: no repositories configured (sweep.worktrees.repos)"
+                ),
+                failed: false,
+            });
+        }
+    } else {
         let git = nightwatch_git::GitInventory::new(
             rules.worktrees.repos.clone(),
             rules.worktrees.base.clone(),
@@ -39,11 +68,25 @@ fn inventories(rules: &SweepRules, env: &Environment) -> Vec<Box<dyn Inventory>>
         all.push(Box::new(git.worktrees()));
         all.push(Box::new(git.branches()));
     }
-    all
+    (all, unswept)
+}
+
+/// The record of a kind the sweep left out: a keep of everything of that kind, with why.
+fn unswept_event(unswept: &Unswept) -> Event {
+    Event::SweepKeep {
+        tool: unswept.kind.tool_name().to_owned(),
+        swept: swept(
+            unswept.kind,
+            "*",
+            &format!("every {}", unswept.kind.as_str()),
+            &[],
+        ),
+        reasons: vec![unswept.why.clone()],
+    }
 }
 
 /// The Docker Engine, when this host has one (`DOCKER_HOST`, or the default socket).
-fn docker_here(
+pub(crate) fn docker_here(
     rules: &SweepRules,
     env: &Environment,
 ) -> Result<Option<nightwatch_docker::DockerInventory>, nightwatch_janitor::InventoryError> {
@@ -71,17 +114,82 @@ fn note_container_activity(
     }
 }
 
-/// Progress for a person at a terminal.
+/// Progress, on stderr (a terminal, or the log of a cron job).
 pub fn progress(message: &str) {
-    if std::io::stderr().is_terminal() {
-        eprintln!("{message}");
-    }
+    eprintln!("{message}");
 }
 
 /// A plan, and the kinds that could not be listed (so none of them is planned).
 pub struct Planned {
     pub plan: Plan,
+    /// Kinds whose listing failed: the run did not do what it was asked.
     pub unlisted: Vec<String>,
+    /// Kinds not swept at all, and why (recorded by whoever records the run).
+    pub unswept: Vec<Unswept>,
+}
+
+impl Planned {
+    /// Whether the plan leaves out something it was asked to cover.
+    pub fn incomplete(&self) -> bool {
+        !self.unlisted.is_empty() || self.unswept.iter().any(|u| u.failed)
+    }
+}
+
+/// One sweep at a time per data directory: two at once would both act on one plan's items
+/// and race on the janitor's memory. Held until dropped (the OS lets go if the process dies).
+pub struct SweepLock {
+    _file: std::fs::File,
+}
+
+impl SweepLock {
+    /// Takes the lock, waiting at most `wait` for another sweep to finish.
+    pub fn acquire(
+        data_dir: &std::path::Path,
+        wait: std::time::Duration,
+    ) -> anyhow::Result<SweepLock> {
+        use std::io::{Read as _, Seek as _, Write as _};
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create {}", data_dir.display()))?;
+        let path = data_dir.join("sweep.lock");
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("cannot open the sweep lock {}", path.display()))?;
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(100));
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    let mut holder = String::new();
+                    let _ = file.read_to_string(&mut holder);
+                    anyhow::bail!(
+                        "another sweep is running in this data directory ({}); it was left to \
+                         finish. Try again when it is done, or pass --wait SECONDS",
+                        holder.trim()
+                    );
+                }
+                Err(std::fs::TryLockError::Error(e)) => {
+                    return Err(e).with_context(|| format!("cannot lock {}", path.display()));
+                }
+            }
+        }
+        // Who holds it, for the message a second sweep prints.
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = write!(
+            file,
+            "pid {}, since {}",
+            std::process::id(),
+            jiff::Timestamp::now()
+        );
+        Ok(SweepLock { _file: file })
+    }
 }
 
 /// Lists what agents left behind and decides keep or remove for each, as of `now`.
@@ -97,22 +205,60 @@ pub fn plan_at(
         crate::stores::janitor_state(data_dir).context("cannot open the janitor's state")?;
     note_container_activity(store.as_ref(), rules, env, wall);
     let mut state = store.load()?;
-    let owned = inventories(rules, env);
+    let (owned, unswept) = inventories(rules, env);
+    for u in &unswept {
+        eprintln!("nightwatch: {}", u.why);
+    }
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
     progress("listing what agents left behind...");
     let listing = list_all(&inventories);
     let mut unlisted = Vec::new();
+    let mut unswept = unswept;
     for (kind, error) in &listing.errors {
         let line = format!("cannot list {kind}s, so none is planned: {error}");
         eprintln!("nightwatch: {line}");
+        unswept.push(Unswept {
+            kind: *kind,
+            why: line.clone(),
+            failed: true,
+        });
         unlisted.push(line);
     }
-    state.observe(&listing.items, now);
+    // A sighting is a fact of the real world: `--now` moves what is judged, not when it was seen.
+    state.observe(&listing.items, wall);
     store.save(&mut state)?;
+    let planned = plan(&listing.items, rules, now, &state);
+    progress(&format!(
+        "listed {} item(s): {} to remove, {} to keep",
+        planned.entries.len(),
+        planned.removals().count(),
+        planned.keeps().count()
+    ));
     Ok(Planned {
-        plan: plan(&listing.items, rules, now, &state),
+        plan: planned,
         unlisted,
+        unswept,
     })
+}
+
+/// Records a plan `sweep plan` made: each item planned, keep or remove, with its reasons, and
+/// each kind left out; so `nightwatch why` can answer before anything is applied.
+pub fn record_plan(engine: &Engine<'_>, planned: &Planned) -> anyhow::Result<()> {
+    let mut events: Vec<Event> = planned.unswept.iter().map(unswept_event).collect();
+    events.extend(
+        planned
+            .plan
+            .entries
+            .iter()
+            .map(|entry| Event::SweepPlanned {
+                tool: entry.kind.tool_name().to_owned(),
+                swept: swept(entry.kind, &entry.id, &entry.name, &[]),
+                remove: entry.decision == Decision::Remove,
+                reasons: entry.reasons.clone(),
+            }),
+    );
+    engine.record_all(events)?;
+    Ok(())
 }
 
 /// Puts each removal through the engine: policy may forbid it, its decision is recorded, and a
@@ -121,7 +267,7 @@ struct JanitorGate<'a> {
     engine: &'a Engine<'a>,
     policy: &'a Policy,
     /// The call id of each item's decision, to join its result to it.
-    calls: HashMap<String, String>,
+    calls: &'a RefCell<HashMap<String, String>>,
 }
 
 impl nightwatch_janitor::Gate for JanitorGate<'_> {
@@ -143,7 +289,7 @@ impl nightwatch_janitor::Gate for JanitorGate<'_> {
                 },
             )
             .map_err(|e| format!("the decision could not be recorded: {e}"))?;
-        self.calls.insert(item.id.clone(), call_id);
+        self.calls.borrow_mut().insert(item.id.clone(), call_id);
         match ruling.decision.verdict {
             Verdict::Allow => Ok(()),
             verdict => Err(format!(
@@ -174,63 +320,71 @@ pub struct Tally {
     pub removed: usize,
     pub failed: usize,
     pub changed: usize,
-    /// One line per item, as `sweep apply` prints them.
-    pub lines: Vec<String>,
+    /// Planned removals that could not be tried (the item could not be inspected, or its
+    /// kind could not be reached): the run did not do what it was asked.
+    pub not_done: usize,
 }
 
 impl Tally {
     pub fn summary(&self) -> String {
-        format!(
+        let mut text = format!(
             "kept {}, removed {}, failed {}, changed since the plan {}",
             self.kept, self.removed, self.failed, self.changed
-        )
+        );
+        if self.not_done > 0 {
+            text.push_str(&format!(", not done {}", self.not_done));
+        }
+        text
+    }
+
+    /// Whether anything asked of the run went undone or failed.
+    pub fn incomplete(&self) -> bool {
+        self.failed > 0 || self.not_done > 0
     }
 }
 
-/// Carries out `planned` through `engine`: each removal re-inspected and proposed, every keep,
-/// result and quarantine recorded.
+/// Carries out `planned` through `engine`: the plan's keeps recorded first, then each removal
+/// re-inspected, proposed, carried out, and its result recorded (with the janitor's memory
+/// saved) before the next one starts. `line` gets one line per item as it finishes.
 pub fn apply_plan(
     engine: &Engine<'_>,
     policy: &Policy,
     data_dir: &std::path::Path,
     env: &Environment,
     planned: &Plan,
+    line: &mut dyn FnMut(&str),
 ) -> anyhow::Result<Tally> {
     let rules = policy.sweep();
     let now = engine.now_ms();
     let store =
         crate::stores::janitor_state(data_dir).context("cannot open the janitor's state")?;
     let mut state = store.load()?;
-    let owned = inventories(rules, env);
+    let (owned, unswept) = inventories(rules, env);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
-    let mut gate = JanitorGate {
-        engine,
-        policy,
-        calls: HashMap::new(),
-    };
-    progress(&format!(
-        "re-inspecting and removing {} item(s)...",
-        planned.removals().count()
-    ));
-    let applied =
-        nightwatch_janitor::apply(planned, &inventories, rules, now, &mut state, &mut gate);
-    store.save(&mut state)?;
-    let janitor = Actor::new(ActorKind::Janitor, "janitor");
     let mut tally = Tally::default();
-    // The plan's keeps: "the decision gets logged either way".
-    for entry in planned
-        .entries
-        .iter()
-        .filter(|e| e.decision == Decision::Keep)
-    {
+    // The plan's keeps: "the decision gets logged either way". One commit for all of them.
+    let mut keeps: Vec<Event> = unswept.iter().map(unswept_event).collect();
+    keeps.extend(planned.keeps().map(|entry| {
         tally.kept += 1;
-        engine.record(Event::SweepKeep {
+        Event::SweepKeep {
             tool: entry.kind.tool_name().to_owned(),
             swept: swept(entry.kind, &entry.id, &entry.name, &[]),
             reasons: entry.reasons.clone(),
-        })?;
-    }
-    for result in &applied {
+        }
+    }));
+    engine.record_all(keeps)?;
+    let calls = RefCell::new(HashMap::new());
+    let mut gate = JanitorGate {
+        engine,
+        policy,
+        calls: &calls,
+    };
+    let total = planned.removals().count();
+    progress(&format!("re-inspecting and removing {total} item(s)..."));
+    let janitor = Actor::new(ActorKind::Janitor, "janitor");
+    let mut finished = 0usize;
+    let mut record_one = |result: &Applied, state: &mut JanitorState| -> anyhow::Result<()> {
+        store.save(state)?;
         match &result.outcome {
             Outcome::Removed | Outcome::Failed { .. } => {
                 if matches!(result.outcome, Outcome::Removed) {
@@ -238,7 +392,8 @@ pub fn apply_plan(
                 } else {
                     tally.failed += 1;
                 }
-                record_result(engine, &janitor, result, gate.calls.get(&result.id))?;
+                let call = calls.borrow().get(&result.id).cloned();
+                record_result(engine, &janitor, result, call.as_ref())?;
                 if result.newly_quarantined {
                     engine.record(Event::Quarantine {
                         tool: result.kind.tool_name().to_owned(),
@@ -254,10 +409,10 @@ pub fn apply_plan(
                 }
             }
             other => {
-                if matches!(other, Outcome::Changed { .. }) {
-                    tally.changed += 1;
-                } else {
-                    tally.kept += 1;
+                match other {
+                    Outcome::Changed { .. } => tally.changed += 1,
+                    Outcome::Uninspectable { .. } | Outcome::Skipped { .. } => tally.not_done += 1,
+                    _ => tally.kept += 1,
                 }
                 engine.record(Event::SweepKeep {
                     tool: result.kind.tool_name().to_owned(),
@@ -266,19 +421,32 @@ pub fn apply_plan(
                 })?;
             }
         }
-        tally.lines.push(format!(
-            "{:<8} {:<9} {}: {}",
+        finished += 1;
+        line(&format!(
+            "[{finished}/{total}] {:<8} {:<9} {}: {}",
             match result.outcome {
                 Outcome::Removed => "removed",
                 Outcome::Failed { .. } => "FAILED",
                 Outcome::Changed { .. } => "changed",
+                Outcome::Uninspectable { .. } | Outcome::Skipped { .. } => "NOT DONE",
                 _ => "kept",
             },
             result.kind.as_str(),
             result.name,
             describe(&result.outcome)
         ));
-    }
+        Ok(())
+    };
+    nightwatch_janitor::apply_each(
+        planned,
+        &inventories,
+        rules,
+        now,
+        &mut state,
+        &mut gate,
+        &mut |result, state| record_one(result, state).map_err(|e| format!("{e:#}")),
+    )
+    .map_err(|why| anyhow::anyhow!("the sweep stopped: a result could not be recorded: {why}"))?;
     Ok(tally)
 }
 
@@ -290,8 +458,9 @@ pub fn sweep_once(
     env: &Environment,
 ) -> anyhow::Result<String> {
     let now = engine.now_ms();
+    let _lock = SweepLock::acquire(data_dir, std::time::Duration::ZERO)?;
     let planned = plan_at(data_dir, env, policy, now, now)?;
-    let tally = apply_plan(engine, policy, data_dir, env, &planned.plan)?;
+    let tally = apply_plan(engine, policy, data_dir, env, &planned.plan, &mut |_| {})?;
     let mut summary = tally.summary();
     if !planned.unlisted.is_empty() {
         summary.push_str(&format!("; {}", planned.unlisted.join("; ")));

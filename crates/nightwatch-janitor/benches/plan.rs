@@ -22,6 +22,10 @@ fn items(now: i64) -> Vec<Item> {
         if i % 10 == 0 {
             labels.insert("nightwatch.keep".to_owned(), "true".to_owned());
         }
+        // Most were started by an agent (in the janitor's scope); some are an operator's own.
+        if i % 7 != 0 {
+            labels.insert("nightwatch.agent".to_owned(), "claude-code".to_owned());
+        }
         items.push(Item {
             id: format!("{i:064x}"),
             name: format!("pg-bug-{i}"),
@@ -33,6 +37,7 @@ fn items(now: i64) -> Vec<Item> {
                 created_ms: Some(now - (i % 20) * DAY),
                 started_ms: Some(now - (i % 20) * DAY + 1000),
                 finished_ms: (i % 3 != 0).then_some(now - (i % 9) * DAY),
+                ..ContainerFacts::default()
             }),
         });
     }
@@ -73,6 +78,14 @@ fn items(now: i64) -> Vec<Item> {
                 name: format!("session-{i}"),
                 tip: format!("{i:040x}"),
                 merged_commit: (i % 2 == 0).then(|| format!("{i:040x}")),
+                pr: if i % 2 == 0 {
+                    PrState::Merged {
+                        commit: format!("{i:040x}"),
+                    }
+                } else {
+                    PrState::NoPr
+                },
+                tip_time_ms: Some(now - 3 * DAY),
                 checked_out_in: Some(format!("/home/dev/src/app/.worktrees/session-{i}")),
             }),
         });

@@ -5,11 +5,11 @@
 
 use crate::inventory::{Inventory, Removal};
 use crate::item::{Item, Kind};
-use crate::plan::{Ctx, Decision, Plan, PlanEntry, decide, time};
+use crate::plan::{Ctx, Decision, Plan, PlanEntry, compose_project, decide, time};
 use crate::rules::SweepRules;
 use crate::state::JanitorState;
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Asked before each removal: the place the gate decides the janitor's action (and records it).
 pub trait Gate {
@@ -85,43 +85,125 @@ pub fn apply(
     state: &mut JanitorState,
     gate: &mut dyn Gate,
 ) -> Vec<Applied> {
+    let mut results = Vec::new();
+    let finished = apply_each(
+        plan,
+        inventories,
+        rules,
+        now_ms,
+        state,
+        gate,
+        &mut |a, _| {
+            results.push(a.clone());
+            Ok(())
+        },
+    );
+    debug_assert!(finished.is_ok(), "collecting cannot fail");
+    results
+}
+
+/// As [`apply`], handing each item's result to `done` (with the state it left) before the
+/// next item starts, so a caller can make it durable: a run killed half way leaves every
+/// finished item accounted for. An error from `done` stops the run there and is returned.
+pub fn apply_each(
+    plan: &Plan,
+    inventories: &[&dyn Inventory],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &mut JanitorState,
+    gate: &mut dyn Gate,
+    done: &mut dyn FnMut(&Applied, &mut JanitorState) -> Result<(), String>,
+) -> Result<usize, String> {
     let mut removals: Vec<&PlanEntry> = plan.removals().collect();
     removals.sort_by_key(|e| e.kind.apply_rank());
     let mut seen: HashSet<(Kind, &str)> = HashSet::new();
     let mut gone: HashSet<&str> = HashSet::new();
-    let mut results = Vec::with_capacity(removals.len());
-    for entry in removals {
+    let mut stacks: HashMap<&str, Option<String>> = HashMap::new();
+    let mut count = 0;
+    for entry in &removals {
         if !seen.insert((entry.kind, entry.id.as_str())) {
             continue;
         }
         let mut removal = None;
         let mut newly_quarantined = false;
-        let outcome = one(
-            entry,
-            inventories,
-            rules,
-            now_ms,
-            state,
-            gate,
-            &gone,
-            &mut removal,
-            &mut newly_quarantined,
-        );
+        // A compose stack is looked at whole before any of it goes.
+        let held = compose_project(&entry.facts).and_then(|project| {
+            stacks
+                .entry(project)
+                .or_insert_with(|| {
+                    stack_held(project, &removals, inventories, rules, now_ms, state)
+                })
+                .clone()
+        });
+        let outcome = if let Some(why) = held {
+            Outcome::NowKept { reasons: vec![why] }
+        } else {
+            one(
+                entry,
+                inventories,
+                rules,
+                now_ms,
+                state,
+                gate,
+                &gone,
+                &mut removal,
+                &mut newly_quarantined,
+            )
+        };
         if entry.kind == Kind::Worktree
             && matches!(outcome, Outcome::Removed | Outcome::AlreadyGone)
         {
             gone.insert(entry.id.as_str());
         }
-        results.push(Applied {
+        let applied = Applied {
             kind: entry.kind,
             id: entry.id.clone(),
             name: entry.name.clone(),
             outcome,
             removal,
             newly_quarantined,
-        });
+        };
+        done(&applied, state)?;
+        count += 1;
     }
-    results
+    Ok(count)
+}
+
+/// Why compose stack `project` must stay whole, if it must: a planned member that changed
+/// since the plan, cannot be inspected, or that the rules now keep. `None` lets it go.
+fn stack_held(
+    project: &str,
+    removals: &[&PlanEntry],
+    inventories: &[&dyn Inventory],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &JanitorState,
+) -> Option<String> {
+    let members = removals
+        .iter()
+        .filter(|e| compose_project(&e.facts) == Some(project));
+    for member in members {
+        let inventory = inventories.iter().find(|i| i.kind() == member.kind)?;
+        let why = match inventory.inspect(&member.id) {
+            Ok(None) => continue,
+            Err(e) => format!("could not be inspected: {e}"),
+            Ok(Some(item)) if item.fingerprint() != member.fingerprint => {
+                "changed since the plan".to_owned()
+            }
+            Ok(Some(item)) => {
+                let now = decide(&item, rules, now_ms, state, &Ctx::EMPTY);
+                if now.decision == Decision::Remove {
+                    continue;
+                }
+                format!("is kept now: {}", now.reasons.join("; "))
+            }
+        };
+        return Some(format!(
+            "compose stack {project} goes whole or not at all, and its container {} {why}",
+            member.name
+        ));
+    }
+    None
 }
 
 #[allow(clippy::too_many_arguments)]

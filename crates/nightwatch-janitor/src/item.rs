@@ -100,6 +100,7 @@ pub(crate) fn fingerprint_of(id: &str, name: &str, facts: &Facts) -> String {
                 restart_count: 0,
                 started_ms: None,
                 finished_ms: None,
+                exit_code: None,
                 ..c.clone()
             });
             &steadied
@@ -173,6 +174,12 @@ pub struct ContainerFacts {
     pub created_ms: Option<i64>,
     pub started_ms: Option<i64>,
     pub finished_ms: Option<i64>,
+    /// The exit code of its last run, when it has exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// Exec sessions open in it now (inspect's `ExecIDs`): someone is using it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub exec_ids: Vec<String>,
 }
 
 /// Reads a Docker timestamp (RFC 3339) into milliseconds since 1970. Docker's zero time,
@@ -232,7 +239,7 @@ pub struct ProcessUse {
     pub command: String,
 }
 
-/// What the PR provider says about the worktree's branch.
+/// What the PR provider says about the PRs from a branch (a worktree's, or a local one).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]
 pub enum PrState {
@@ -246,7 +253,8 @@ pub enum PrState {
     Closed,
     /// The provider says the branch never had a PR.
     NoPr,
-    /// No provider configured, or it could not be asked: the worktree is kept.
+    /// No provider configured, or it could not be asked: a worktree is kept, and so is a
+    /// branch unless ancestry may decide.
     Unknown {
         why: String,
     },
@@ -258,12 +266,26 @@ pub struct BranchFacts {
     pub repo: String,
     pub name: String,
     pub tip: String,
-    /// The commit of this branch that the base contains (by ancestry, or the commit a PR
-    /// merged from), or `None` when the base has none of it.
+    /// The tip again when the base holds it by ancestry (a fast-forward or a merge commit),
+    /// else `None`. Ancestry alone deletes a branch only under `branches.ancestry: true`.
     pub merged_commit: Option<String>,
+    /// What the PR provider says about the branch: a PR merged from exactly `tip` is what
+    /// shows its work is in, whatever the base's history looks like (squash merges too).
+    #[serde(default = "pr_not_recorded")]
+    pub pr: PrState,
+    /// The tip commit's committer time (ms since 1970), when it could be read.
+    #[serde(default)]
+    pub tip_time_ms: Option<i64>,
     /// The path of the worktree where the branch is checked out (that worktree's item id), so
     /// a branch can follow its worktree out in the same sweep.
     pub checked_out_in: Option<String>,
+}
+
+/// Plans written before branches carried a PR state read as "unknown", which keeps.
+fn pr_not_recorded() -> PrState {
+    PrState::Unknown {
+        why: "not recorded in this plan".to_owned(),
+    }
 }
 
 /// A file, directory or symlink matched by a `paths:` rule.
@@ -328,6 +350,7 @@ mod crash_loop_tests {
                 created_ms: Some(1),
                 started_ms: Some(started),
                 finished_ms: Some(started + 5),
+                ..ContainerFacts::default()
             }),
         }
     }

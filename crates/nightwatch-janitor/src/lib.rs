@@ -5,7 +5,9 @@
 //! matching a name-based sweeper because agents name things however they like. What worked
 //! was a rule about *time*, not names: anything not created, started or stopped in five days
 //! goes unless it is labelled to stay, a crash loop is aged from creation, and a worktree goes
-//! only when provably finished. The second seed is what a sweeper must never do: retry a
+//! only when provably finished. A local branch goes only when a PR was merged from exactly its
+//! tip: a branch an agent made seconds ago at `main`'s tip is "merged" by ancestry, and must
+//! not be deleted under it. The second seed is what a sweeper must never do: retry a
 //! wedged target all night, or decline without saying why.
 //!
 //! The crate has a pure middle and thin edges:
@@ -37,8 +39,17 @@
 //!     keep_until_label: nightwatch.keep-until # nightwatch.keep-until=2026-06-30
 //!     max_age:                     # by name, however busy
 //!       - { name: "qa-*", max_age: 6h }
-//!   worktrees: { base: main, min_age: 1d, pr: none }   # pr: none | github
-//!   branches: { base: main }
+//!   worktrees:
+//!     base: main
+//!     min_age: 1d
+//!     pr: none                     # none | github | { command: [PROGRAM, ARGS...] } |
+//!                                  # { github: { repo: octo-org/app,   # else from origin
+//!                                  #             base_url: "https://api.github.com",
+//!                                  #             token_env: GITHUB_TOKEN } }
+//!   branches:
+//!     base: main
+//!     min_age: 1d                  # both the tip commit and the first sighting this old
+//!     ancestry: false              # true: a tip the base holds goes without a merged PR
 //!   paths:
 //!     - { glob: "/tmp/pytest-of-*/pytest-*", max_age: 2d, keep_file: .nightwatch-keep }
 //!   failures: { backoff_initial: 5m, backoff_max: 6h, quarantine_after: 5 }
@@ -54,7 +65,7 @@ mod state;
 // The `sweep:` section is a pure value in nightwatch-spec, so policy can read it without SQLite.
 use nightwatch_spec::sweep as rules;
 
-pub use apply::{AllowAll, Applied, Gate, Outcome, apply};
+pub use apply::{AllowAll, Applied, Gate, Outcome, apply, apply_each};
 pub use inventory::{Inventory, InventoryError, Listing, Removal, Step, list_all, removal_action};
 pub use item::{
     BranchFacts, ContainerFacts, Facts, Item, Kind, MergeState, PathFacts, PrState, ProcessUse,
@@ -63,7 +74,7 @@ pub use item::{
 pub use paths::PathInventory;
 pub use plan::{Decision, Plan, PlanEntry, plan};
 pub use rules::{
-    BranchRules, ContainerRules, FailureRules, NameMaxAge, PathRule, PrProvider, RulesError, Span,
-    SweepRules, WorktreeRules,
+    BranchRules, ContainerRules, FailureRules, GithubPr, GithubRepo, NameMaxAge, PathRule,
+    PrProvider, RulesError, Span, SweepRules, WorktreeRules,
 };
 pub use state::{FailureOutcome, Failures, JanitorState};

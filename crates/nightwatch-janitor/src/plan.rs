@@ -80,6 +80,7 @@ pub fn plan(items: &[Item], rules: &SweepRules, now_ms: i64, state: &JanitorStat
     for item in items.iter().filter(|i| i.kind() != Kind::Branch) {
         entries.push(entry(item, decide(item, rules, now_ms, state, &Ctx::EMPTY)));
     }
+    keep_stacks_whole(&mut entries);
     let leaving: HashSet<&str> = entries
         .iter()
         .filter(|e| e.kind == Kind::Worktree && e.decision == Decision::Remove)
@@ -96,6 +97,45 @@ pub fn plan(items: &[Item], rules: &SweepRules, now_ms: i64, state: &JanitorStat
     entries.append(&mut branches);
     entries.sort_by_key(|e| (e.decision == Decision::Keep, e.kind.apply_rank()));
     Plan { now_ms, entries }
+}
+
+/// The compose project a container belongs to, from the label Compose puts on it.
+pub(crate) fn compose_project(facts: &Facts) -> Option<&str> {
+    match facts {
+        Facts::Container(c) => c
+            .labels
+            .get(crate::rules::COMPOSE_PROJECT_LABEL)
+            .map(String::as_str),
+        _ => None,
+    }
+}
+
+/// A compose stack goes whole or not at all: when any of its containers is kept, so are the
+/// others, each with the reason (a database removed from under its web server helps no one).
+fn keep_stacks_whole(entries: &mut [PlanEntry]) {
+    let mut kept_in: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+    for e in entries.iter().filter(|e| e.decision == Decision::Keep) {
+        if let Some(project) = compose_project(&e.facts) {
+            kept_in
+                .entry(project.to_owned())
+                .or_insert_with(|| e.name.clone());
+        }
+    }
+    for e in entries
+        .iter_mut()
+        .filter(|e| e.decision == Decision::Remove)
+    {
+        let Some(project) = compose_project(&e.facts) else {
+            continue;
+        };
+        if let Some(kept) = kept_in.get(project) {
+            e.decision = Decision::Keep;
+            e.reasons.insert(
+                0,
+                format!("part of compose stack {project}, which goes whole or not at all: its container {kept} is kept"),
+            );
+        }
+    }
 }
 
 fn entry(item: &Item, decided: Decided) -> PlanEntry {
@@ -221,6 +261,22 @@ fn container(
     r: &mut Reasons,
 ) -> u64 {
     let cr = &rules.containers;
+    let in_scope = cr.scope.includes(&c.labels, &item.name);
+    match &in_scope {
+        // Said last, after the facts that decide.
+        Some(_) => {}
+        None => r.holds.push(format!(
+            "not in the janitor's scope: no agent started it (no {} label) and \
+             sweep.containers.scope names none of its labels, its name or its compose project",
+            crate::rules::OWNER_LABEL
+        )),
+    }
+    if !c.exec_ids.is_empty() {
+        r.holds.push(format!(
+            "in use: {} exec session(s) open in it now",
+            c.exec_ids.len()
+        ));
+    }
     if let Some(value) = c.labels.get(&cr.keep_label)
         && !matches!(
             value.trim().to_ascii_lowercase().as_str(),
@@ -251,7 +307,7 @@ fn container(
         Some(at) => (at, "created"),
         None => (first_seen, "first seen"),
     };
-    let looping = c.status == "restarting" || c.restart_count >= cr.restart_loop_restarts;
+    let looping = is_looping(c, cr.restart_loop_restarts, now_ms);
     let age_ms;
     if looping {
         age_ms = elapsed(now_ms, created);
@@ -307,7 +363,32 @@ fn container(
             ));
         }
     }
+    r.notes.extend(in_scope);
     age_ms
+}
+
+/// How recently a running container with many restarts must have started to count as still
+/// looping: a loop restarts within seconds or minutes (Docker's backoff tops out at a minute),
+/// while restarts long past (a reboot, an upgrade) say nothing about today.
+const LOOP_WINDOW_MS: i64 = 15 * 60 * 1000;
+
+/// A container is looping while it crashes and restarts: restarting now, exited with an error
+/// after `restarts` restarts, or running again after them within [`LOOP_WINDOW_MS`]. Its
+/// restart count alone, accumulated over a whole life, is not a loop.
+fn is_looping(c: &ContainerFacts, restarts: u32, now_ms: i64) -> bool {
+    if c.status == "restarting" {
+        return true;
+    }
+    if c.restart_count < restarts {
+        return false;
+    }
+    match c.status.as_str() {
+        "exited" | "dead" => c.exit_code.is_some_and(|code| code != 0),
+        "running" => c
+            .started_ms
+            .is_some_and(|started| now_ms.saturating_sub(started) <= LOOP_WINDOW_MS),
+        _ => false,
+    }
 }
 
 /// `2026-06-30` keeps through the end of that day (UTC); an RFC 3339 time keeps until then.
@@ -394,6 +475,9 @@ fn worktree(
     age
 }
 
+/// A branch goes when a PR merged from exactly its tip (or, under `branches.ancestry: true`,
+/// when the base holds its tip), and it is old enough. Ancestry is not enough by default: a
+/// branch an agent made a moment ago at the base's tip is "in the base" as well.
 fn branch(
     b: &BranchFacts,
     rules: &SweepRules,
@@ -403,6 +487,7 @@ fn branch(
     r: &mut Reasons,
 ) -> u64 {
     let base = &rules.branches.base;
+    let ancestry = rules.branches.ancestry;
     if &b.name == base {
         r.holds.push(format!("the base branch {base}"));
     }
@@ -413,18 +498,63 @@ fn branch(
         (Some(path), None) => r.holds.push(format!("checked out in worktree {path}")),
         (None, _) => {}
     }
-    match &b.merged_commit {
-        None => r.holds.push(format!("not merged into {base}")),
-        Some(commit) if commit == &b.tip => r
-            .removes
-            .push(format!("merged into {base} at its tip {}", short(&b.tip))),
-        Some(commit) => r.holds.push(format!(
-            "tip {} differs from the merged commit {}: it has work the merge did not take",
-            short(&b.tip),
+    let tip = short(&b.tip);
+    let in_base = b.merged_commit.as_deref() == Some(b.tip.as_str());
+    let pr_at_tip = matches!(&b.pr, PrState::Merged { commit } if commit == &b.tip);
+    let pr_says = match &b.pr {
+        PrState::Merged { .. } if pr_at_tip => None,
+        PrState::Merged { commit } => Some(format!(
+            "PR merged from {} but the tip is now {tip}",
             short(commit)
         )),
+        // Work in progress, whatever else is true.
+        PrState::Open { url } => {
+            r.holds.push(match url {
+                Some(url) => format!("PR open: {url}"),
+                None => "PR open".to_owned(),
+            });
+            None
+        }
+        PrState::Closed => Some("PR closed without merging".to_owned()),
+        PrState::NoPr => Some("no PR for this branch".to_owned()),
+        PrState::Unknown { why } => Some(format!("PR state unknown: {why}")),
+    };
+    if pr_at_tip {
+        r.removes.push(format!("PR merged from its tip {tip}"));
     }
-    elapsed(now_ms, first_seen)
+    if let Some(why) = pr_says {
+        // Shown either way; it keeps the branch unless ancestry, allowed, already proves it.
+        if ancestry && in_base {
+            r.notes.push(why);
+        } else {
+            r.holds.push(why);
+        }
+    }
+    match (in_base, ancestry) {
+        (true, true) => r
+            .removes
+            .push(format!("tip {tip} is in {base} (branches.ancestry: true)")),
+        (true, false) if !pr_at_tip => r.holds.push(format!(
+            "tip {tip} is in {base}, but ancestry alone does not delete a branch (branches.ancestry: false)"
+        )),
+        (false, true) if !pr_at_tip => r.holds.push(format!("tip {tip} is not in {base}")),
+        _ => {}
+    }
+    // The later of the tip's commit and the first sighting: a new branch at an old commit
+    // is as young as the sighting.
+    let (since, since_what) = match b.tip_time_ms {
+        Some(at) if at > first_seen => (at, "tip committed"),
+        _ => (first_seen, "first seen"),
+    };
+    let age = elapsed(now_ms, since);
+    let min_age = rules.branches.min_age;
+    let test = format!("{} old ({since_what} {})", Span::from_ms(age), time(since));
+    if age < min_age.as_ms() {
+        r.young.push(format!("too young: {test} < {min_age}"));
+    } else {
+        r.removes.push(format!("{test} ≥ {min_age}"));
+    }
+    age
 }
 
 fn path(p: &PathFacts, rules: &SweepRules, now_ms: i64, r: &mut Reasons) -> u64 {

@@ -89,7 +89,9 @@ fn changed_since_the_plan_is_left_alone() {
     assert_eq!(
         applied[1].outcome,
         Outcome::Changed {
-            what: vec!["labels: {} → {\"nightwatch.keep\":\"true\"}".into()]
+            what: vec![
+                "labels: {\"nightwatch.agent\":\"claude-code\"} → {\"nightwatch.agent\":\"claude-code\",\"nightwatch.keep\":\"true\"}".into()
+            ]
         }
     );
     assert_eq!(applied[2].outcome, Outcome::AlreadyGone);
@@ -116,7 +118,10 @@ fn activity_after_the_plan_keeps_it() {
     assert_eq!(
         applied[0].outcome,
         Outcome::NowKept {
-            reasons: vec!["idle 1m (last: activity seen 2026-03-10T12:01:00Z), not over 5d".into()]
+            reasons: vec![
+                "idle 1m (last: activity seen 2026-03-10T12:01:00Z), not over 5d".into(),
+                "started by agent claude-code (nightwatch.agent=claude-code)".into()
+            ]
         }
     );
 }
@@ -233,6 +238,8 @@ fn the_folder_goes_before_the_branch() {
         worktree("/w/fix-4411", n, |_| {}),
     ]);
     let mut state = JanitorState::new();
+    // Seen three days ago: a branch first seen today is too young to go.
+    state.observe(&world.all(), n - 3 * DAY);
     let applied = round(&world, &mut state, n);
     let order: Vec<(Kind, &Outcome)> = applied.iter().map(|a| (a.kind, &a.outcome)).collect();
     assert_eq!(
@@ -257,6 +264,8 @@ fn a_branch_waits_when_its_folder_could_not_go() {
     ]);
     world.failing.borrow_mut().insert("/w/fix-4411".into());
     let mut state = JanitorState::new();
+    // Seen three days ago: a branch first seen today is too young to go.
+    state.observe(&world.all(), n - 3 * DAY);
     let applied = round(&world, &mut state, n);
     assert!(matches!(applied[0].outcome, Outcome::Failed { .. }));
     assert_eq!(

@@ -110,6 +110,7 @@ fn build(i: usize, s: &Spec, t0: i64) -> Item {
         2 => branch(&format!("b-{i}"), |b| {
             if !s.merged {
                 b.merged_commit = None;
+                b.pr = nightwatch_janitor::PrState::NoPr;
             }
             if s.running {
                 // Checked out in the worktree of the item before it, if that was one.

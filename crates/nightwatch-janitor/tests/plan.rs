@@ -31,7 +31,16 @@ fn check(rows: Vec<Row>, rules: &SweepRules) {
     for row in rows {
         let (decision, reasons) = decide(&row.item, rules, &row.state);
         assert_eq!(decision, row.decision, "{}: {reasons:?}", row.story);
-        assert_eq!(reasons, row.reasons, "{}", row.story);
+        // A container an agent started says so last (the builder's owner label).
+        let mut expected: Vec<String> = row.reasons.iter().map(|r| (*r).to_owned()).collect();
+        if let nightwatch_janitor::Facts::Container(c) = &row.item.facts
+            && let Some(agent) = c.labels.get("nightwatch.agent")
+        {
+            expected.push(format!(
+                "started by agent {agent} (nightwatch.agent={agent})"
+            ));
+        }
+        assert_eq!(reasons, expected, "{}", row.story);
     }
 }
 
@@ -534,57 +543,234 @@ fn worktrees_go_only_when_provably_finished() {
     assert_eq!(reasons[3], "2d old (first seen 2026-03-08T12:00:00Z) ≥ 1d");
 }
 
+/// First seen three days before `now()`.
+fn seen_3d_ago(name: &str) -> JanitorState {
+    let id = format!("/src/app#{name}");
+    state_with(|s| s.note_first_seen(Kind::Branch, &id, now() - 3 * DAY))
+}
+
+const SEEN_3D: &str = "3d old (first seen 2026-03-07T12:00:00Z) ≥ 1d";
+const IN_MAIN_NOT_ENOUGH: &str = "tip abc123def456 is in main, but ancestry alone does not delete a branch (branches.ancestry: false)";
+
 #[test]
-fn branches_go_only_from_their_exact_tip() {
+fn branches_go_only_when_a_pr_merged_from_their_exact_tip() {
     let rules = SweepRules::default();
     check(
         vec![
             Row {
-                story: "merged at its tip",
-                item: branch("fix-4411", |_| {}),
-                state: JanitorState::new(),
+                story: "squash-merged: main never held the tip, the PR merged from it",
+                item: branch("fix-4411", |b| b.merged_commit = None),
+                state: seen_3d_ago("fix-4411"),
                 decision: Decision::Remove,
-                reasons: &["merged into main at its tip abc123def456"],
+                reasons: &["PR merged from its tip abc123def456", SEEN_3D],
             },
             Row {
-                story: "work after the merge",
-                item: branch("fix-4412", |b| b.tip = "fedcba9876543210".into()),
-                state: JanitorState::new(),
+                story: "fast-forwarded and its PR merged from its tip",
+                item: branch("fix-4412", |_| {}),
+                state: seen_3d_ago("fix-4412"),
+                decision: Decision::Remove,
+                reasons: &["PR merged from its tip abc123def456", SEEN_3D],
+            },
+            Row {
+                story: "a commit after the squash merge",
+                item: branch("fix-4413", |b| {
+                    b.tip = "fedcba9876543210".into();
+                    b.merged_commit = None;
+                }),
+                state: seen_3d_ago("fix-4413"),
                 decision: Decision::Keep,
                 reasons: &[
-                    "tip fedcba987654 differs from the merged commit abc123def456: it has work the merge did not take",
+                    "PR merged from abc123def456 but the tip is now fedcba987654",
+                    SEEN_3D,
                 ],
             },
             Row {
-                story: "never merged",
-                item: branch("spike", |b| b.merged_commit = None),
+                story: "made seconds ago at main's tip, no PR yet",
+                item: branch("agent-7", |b| {
+                    b.pr = PrState::NoPr;
+                    b.tip_time_ms = Some(now() - 40_000);
+                }),
                 state: JanitorState::new(),
                 decision: Decision::Keep,
-                reasons: &["not merged into main"],
+                reasons: &[
+                    "no PR for this branch",
+                    IN_MAIN_NOT_ENOUGH,
+                    "too young: 0s old (first seen 2026-03-10T12:00:00Z) < 1d",
+                ],
+            },
+            Row {
+                story: "no PR provider: ancestry alone keeps",
+                item: branch("old-spike", |b| {
+                    b.pr = PrState::Unknown {
+                        why: "no PR provider configured".into(),
+                    }
+                }),
+                state: seen_3d_ago("old-spike"),
+                decision: Decision::Keep,
+                reasons: &[
+                    "PR state unknown: no PR provider configured",
+                    IN_MAIN_NOT_ENOUGH,
+                    SEEN_3D,
+                ],
+            },
+            Row {
+                story: "PR closed without merging",
+                item: branch("dead-end", |b| {
+                    b.pr = PrState::Closed;
+                    b.merged_commit = None;
+                }),
+                state: seen_3d_ago("dead-end"),
+                decision: Decision::Keep,
+                reasons: &["PR closed without merging", SEEN_3D],
+            },
+            Row {
+                story: "PR open",
+                item: branch("wip", |b| {
+                    b.pr = PrState::Open {
+                        url: Some("https://github.com/octo-org/app/pull/12".into()),
+                    };
+                    b.merged_commit = None;
+                }),
+                state: seen_3d_ago("wip"),
+                decision: Decision::Keep,
+                reasons: &["PR open: https://github.com/octo-org/app/pull/12", SEEN_3D],
+            },
+            Row {
+                story: "merged at its tip two hours ago",
+                item: branch("fresh", |b| b.tip_time_ms = Some(now() - 2 * HOUR)),
+                state: seen_3d_ago("fresh"),
+                decision: Decision::Keep,
+                reasons: &[
+                    "too young: 2h old (tip committed 2026-03-10T10:00:00Z) < 1d",
+                    "PR merged from its tip abc123def456",
+                ],
+            },
+            Row {
+                story: "tip time unreadable: the first sighting ages it",
+                item: branch("no-time", |b| b.tip_time_ms = None),
+                state: seen_3d_ago("no-time"),
+                decision: Decision::Remove,
+                reasons: &["PR merged from its tip abc123def456", SEEN_3D],
             },
             Row {
                 story: "the base itself",
                 item: branch("main", |_| {}),
-                state: JanitorState::new(),
+                state: seen_3d_ago("main"),
                 decision: Decision::Keep,
                 reasons: &[
                     "the base branch main",
-                    "merged into main at its tip abc123def456",
+                    "PR merged from its tip abc123def456",
+                    SEEN_3D,
                 ],
             },
             Row {
                 story: "checked out in a worktree that stays",
-                item: branch("fix-4413", |b| b.checked_out_in = Some("/w/busy".into())),
-                state: JanitorState::new(),
+                item: branch("fix-4414", |b| b.checked_out_in = Some("/w/busy".into())),
+                state: seen_3d_ago("fix-4414"),
                 decision: Decision::Keep,
                 reasons: &[
                     "checked out in worktree /w/busy",
-                    "merged into main at its tip abc123def456",
+                    "PR merged from its tip abc123def456",
+                    SEEN_3D,
                 ],
             },
         ],
         &rules,
     );
+}
+
+#[test]
+fn ancestry_deletes_a_branch_only_when_the_policy_says_so() {
+    let mut rules = SweepRules::default();
+    rules.branches.ancestry = true;
+    check(
+        vec![
+            Row {
+                story: "in main, no PR",
+                item: branch("old-spike", |b| b.pr = PrState::NoPr),
+                state: seen_3d_ago("old-spike"),
+                decision: Decision::Remove,
+                reasons: &[
+                    "tip abc123def456 is in main (branches.ancestry: true)",
+                    SEEN_3D,
+                    "no PR for this branch",
+                ],
+            },
+            Row {
+                story: "not in main, no PR",
+                item: branch("spike", |b| {
+                    b.pr = PrState::NoPr;
+                    b.merged_commit = None;
+                }),
+                state: seen_3d_ago("spike"),
+                decision: Decision::Keep,
+                reasons: &[
+                    "no PR for this branch",
+                    "tip abc123def456 is not in main",
+                    SEEN_3D,
+                ],
+            },
+            Row {
+                story: "made seconds ago at main's tip, which is old",
+                item: branch("agent-8", |b| {
+                    b.pr = PrState::NoPr;
+                    b.tip_time_ms = Some(now() - 20 * DAY);
+                }),
+                state: JanitorState::new(),
+                decision: Decision::Keep,
+                reasons: &[
+                    "too young: 0s old (first seen 2026-03-10T12:00:00Z) < 1d",
+                    "tip abc123def456 is in main (branches.ancestry: true)",
+                    "no PR for this branch",
+                ],
+            },
+            Row {
+                story: "in main with its PR still open",
+                item: branch("wip", |b| b.pr = PrState::Open { url: None }),
+                state: seen_3d_ago("wip"),
+                decision: Decision::Keep,
+                reasons: &[
+                    "PR open",
+                    "tip abc123def456 is in main (branches.ancestry: true)",
+                    SEEN_3D,
+                ],
+            },
+        ],
+        &rules,
+    );
+    // Without it, the same branch stays.
+    let (decision, reasons) = decide(
+        &branch("old-spike", |b| b.pr = PrState::NoPr),
+        &SweepRules::default(),
+        &seen_3d_ago("old-spike"),
+    );
+    assert_eq!(decision, Decision::Keep);
+    assert_eq!(reasons[1], IN_MAIN_NOT_ENOUGH);
+}
+
+#[test]
+fn a_plan_saved_before_branches_had_pr_states_still_reads_and_keeps() {
+    let facts = r#"{"kind": "branch", "repo": "/src/app", "name": "fix", "tip": "abc123def4567890",
+        "merged_commit": "abc123def4567890", "checked_out_in": null}"#;
+    let facts: nightwatch_janitor::Facts = serde_json::from_str(facts).unwrap();
+    let nightwatch_janitor::Facts::Branch(b) = &facts else {
+        panic!("not a branch")
+    };
+    assert_eq!(b.tip_time_ms, None);
+    assert_eq!(
+        b.pr,
+        PrState::Unknown {
+            why: "not recorded in this plan".into()
+        }
+    );
+    let item = Item {
+        id: "/src/app#fix".into(),
+        name: "fix".into(),
+        facts,
+    };
+    let (decision, reasons) = decide(&item, &SweepRules::default(), &seen_3d_ago("fix"));
+    assert_eq!(decision, Decision::Keep);
+    assert_eq!(reasons[0], "PR state unknown: not recorded in this plan");
 }
 
 #[test]
@@ -597,7 +783,7 @@ fn a_branch_follows_its_worktree_out() {
         }),
         worktree("/w/fix-4411", n, |_| {}),
     ];
-    let plan = plan(&items, &rules, n, &JanitorState::new());
+    let plan = plan(&items, &rules, n, &seen_3d_ago("fix-4411"));
     let kinds: Vec<Kind> = plan.entries.iter().map(|e| e.kind).collect();
     assert_eq!(
         kinds,
@@ -611,7 +797,8 @@ fn a_branch_follows_its_worktree_out() {
         branch_entry.reasons,
         [
             "after its worktree /w/fix-4411 is removed",
-            "merged into main at its tip abc123def456"
+            "PR merged from its tip abc123def456",
+            SEEN_3D,
         ]
     );
     // The fingerprint is of the branch as it will be once the folder is gone.
@@ -727,7 +914,7 @@ fn plans_round_trip_through_json() {
         branch("fix", |b| b.checked_out_in = Some("/w/a".into())),
         container("c2", "keeper", labelled("nightwatch.keep", "true", |_| {})),
     ];
-    let planned = plan(&items, &SweepRules::default(), n, &JanitorState::new());
+    let planned = plan(&items, &SweepRules::default(), n, &seen_3d_ago("fix"));
     let back = Plan::from_json(&planned.to_json()).unwrap();
     assert_eq!(back, planned);
     let order: Vec<(&str, Decision)> = planned
@@ -757,6 +944,8 @@ fn rules_read_from_yaml_with_the_seed_defaults() {
     assert_eq!(rules.worktrees.base, "main");
     assert_eq!(rules.worktrees.min_age, Span::days(1));
     assert_eq!(rules.branches.base, "main");
+    assert_eq!(rules.branches.min_age, Span::days(1));
+    assert!(!rules.branches.ancestry);
     assert!(rules.paths.is_empty());
     assert_eq!(rules.failures.backoff_initial, Span::minutes(5));
     assert_eq!(rules.failures.backoff_max, Span::hours(6));
@@ -768,7 +957,7 @@ containers:
   max_age:
     - { name: "qa-*", max_age: 6h }
 worktrees: { base: trunk, min_age: 2d, pr: github }
-branches: { base: trunk }
+branches: { base: trunk, min_age: 12h, ancestry: true }
 paths:
   - { glob: "/tmp/pytest-of-*/pytest-*", max_age: 2d }
   - { glob: "/var/tmp/build-*", max_age: 1w, keep_file: KEEP }
@@ -777,7 +966,12 @@ failures: { backoff_initial: 1m, backoff_max: 1h, quarantine_after: 3 }
     let rules: SweepRules = yaml_serde::from_str(yaml).unwrap();
     assert_eq!(rules.containers.max_idle, Span::hours(36));
     assert_eq!(rules.containers.max_age[0].name(), "qa-*");
-    assert_eq!(rules.worktrees.pr, nightwatch_janitor::PrProvider::Github);
+    assert_eq!(
+        rules.worktrees.pr,
+        nightwatch_janitor::PrProvider::Github(nightwatch_janitor::GithubPr::default())
+    );
+    assert_eq!(rules.branches.min_age, Span::hours(12));
+    assert!(rules.branches.ancestry);
     assert_eq!(rules.paths[1].keep_file(), "KEEP");
     assert_eq!(rules.failures.quarantine_after, 3);
 
@@ -799,6 +993,11 @@ failures: { backoff_initial: 1m, backoff_max: 1h, quarantine_after: 3 }
             "unknown PR provider \"gitlab\"",
         ),
         ("worktrees: { pr: { command: [] } }", "at least a program"),
+        (
+            "worktrees: { pr: { github: { token: x } } }",
+            "unknown field `token`",
+        ),
+        ("branches: { ancestry: yes-please }", "ancestry"),
     ] {
         let error = yaml_serde::from_str::<SweepRules>(bad)
             .unwrap_err()

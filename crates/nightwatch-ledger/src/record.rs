@@ -31,6 +31,9 @@ pub mod event {
     pub const BACKUP_PRUNED: &str = "backup-pruned";
     /// The janitor left something in place: inputs `{kind, id, name}`, why in `reasons`.
     pub const SWEEP_KEEP: &str = "sweep-keep";
+    /// `sweep plan` decided an item, nothing done yet: inputs `{kind, id, name, decision}`
+    /// (`keep` or `remove`), why in `reasons`.
+    pub const SWEEP_PLAN: &str = "sweep-plan";
     /// The janitor stopped trying to remove something after repeated failures.
     pub const QUARANTINED: &str = "quarantined";
     /// A scheduled sweep that could not run at all; why in `reasons`.
@@ -53,6 +56,7 @@ pub mod event {
         NOTIFICATION,
         BACKUP_PRUNED,
         SWEEP_KEEP,
+        SWEEP_PLAN,
         QUARANTINED,
         SWEEP_FAILED,
         INTERNAL_ERROR,

@@ -1895,3 +1895,28 @@ fn paths_are_judged_by_every_name_they_go_by() {
     assert_eq!(policy.decide_with(&read, &facts).verdict, Verdict::Deny);
     assert_eq!(policy.decide_with(&read, &NoFacts).verdict, Verdict::Allow);
 }
+
+/// The commented `sweep:` section `nightwatch init` writes is the real thing: uncommented, it
+/// reads, and says what the built-in rules are.
+#[test]
+fn the_commented_sweep_section_reads_and_states_the_defaults() {
+    let lines: Vec<&str> = DEFAULT_POLICY_YAML
+        .lines()
+        .skip_while(|l| *l != "# sweep:")
+        .take_while(|l| l.starts_with('#'))
+        .map(|l| l.strip_prefix("# ").unwrap_or(l.trim_start_matches('#')))
+        .collect();
+    assert!(
+        lines.len() > 10,
+        "the sweep section is in the built-in policy"
+    );
+    let section: serde_json::Value =
+        yaml_serde::from_str(&lines.join("\n")).expect("the commented section is YAML");
+    let rules: nightwatch_spec::sweep::SweepRules =
+        serde_json::from_value(section["sweep"].clone()).expect("it reads as sweep rules");
+    let built_in = nightwatch_spec::sweep::SweepRules::default();
+    assert_eq!(rules.containers.max_idle, built_in.containers.max_idle);
+    assert_eq!(rules.containers.keep_label, built_in.containers.keep_label);
+    assert_eq!(rules.worktrees.min_age, built_in.worktrees.min_age);
+    assert!(!rules.containers.scope.all);
+}

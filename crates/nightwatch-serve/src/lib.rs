@@ -62,6 +62,13 @@ pub trait Edges: Send + Sync {
     /// Variables every runbook gets beside the alert's (the data directory, the policy), so
     /// the agent's hooks write to this daemon's ledger.
     fn runbook_env(&self) -> Vec<(String, String)>;
+    /// Follows what the janitor must see as it happens (a container's exec, attach, start
+    /// and stop events, which the Engine soon forgets) for about `span`, noting it in the
+    /// janitor's state; how many were noted. `None` when there is nothing to follow here.
+    fn follow_activity(&self, span: std::time::Duration) -> Option<Result<usize, String>> {
+        let _ = span;
+        None
+    }
 }
 
 /// Why the daemon could not do something. Storage errors reach senders as 503.

@@ -65,7 +65,50 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
             .spawn(move || housekeeping(&d))
             .expect("the housekeeping thread starts"),
     );
+    let d = daemon.clone();
+    threads.push(
+        std::thread::Builder::new()
+            .name("activity".into())
+            .spawn(move || follow_activity(&d))
+            .expect("the activity thread starts"),
+    );
     threads
+}
+
+/// Follows container activity for the janitor while the daemon runs, in short spans so a
+/// shutdown is not kept waiting. A failure is logged once per outage and retried with backoff.
+fn follow_activity(daemon: &Daemon) {
+    const SPAN: Duration = Duration::from_secs(5);
+    let mut failures: u32 = 0;
+    while !daemon.is_shutting_down() {
+        match daemon.edges.follow_activity(SPAN) {
+            None => return,
+            Some(Ok(_)) => {
+                if failures > 0 {
+                    tracing::info!("following container activity again");
+                }
+                failures = 0;
+            }
+            Some(Err(why)) => {
+                failures = failures.saturating_add(1);
+                if failures == 1 {
+                    tracing::warn!(
+                        "container activity cannot be followed (the janitor may miss use of a container): {why}"
+                    );
+                }
+                let wait = nightwatch_time::backoff(
+                    Duration::from_secs(1),
+                    Duration::from_secs(60),
+                    failures,
+                    0.0,
+                );
+                let until = std::time::Instant::now() + wait;
+                while std::time::Instant::now() < until && !daemon.is_shutting_down() {
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            }
+        }
+    }
 }
 
 fn work(daemon: &Daemon, worker: &str) {

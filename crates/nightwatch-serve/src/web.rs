@@ -550,7 +550,7 @@ fn record_kind(r: &Record) -> &'static str {
     match r.event.as_str() {
         event::DISPATCH => "dispatch",
         event::SESSION_START | event::SESSION_END | event::STOP => "session",
-        event::SWEEP_KEEP | event::QUARANTINED => "sweep",
+        event::SWEEP_KEEP | event::SWEEP_PLAN | event::QUARANTINED => "sweep",
         event::DECISION | event::RESULT | event::UNGUARDED_RESULT if janitor => "sweep",
         event::DECISION | event::RESULT | event::UNGUARDED_RESULT => "call",
         _ => "other",

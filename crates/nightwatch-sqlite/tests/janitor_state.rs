@@ -1,7 +1,7 @@
 //! `janitor.db` survives restarts and merges with an event watcher writing beside it.
 
 use nightwatch_janitor::{
-    BranchFacts, ContainerFacts, Facts, FailureRules, Item, JanitorState, Kind,
+    BranchFacts, ContainerFacts, Facts, FailureRules, Item, JanitorState, Kind, PrState,
 };
 use nightwatch_sqlite::SqliteJanitorStore;
 use nightwatch_store::JanitorStore;
@@ -22,6 +22,8 @@ fn branch(name: &str, edit: impl FnOnce(&mut BranchFacts)) -> Item {
         name: name.into(),
         tip: "abc123def4567890".into(),
         merged_commit: Some("abc123def4567890".into()),
+        pr: PrState::NoPr,
+        tip_time_ms: None,
         checked_out_in: None,
     };
     edit(&mut facts);

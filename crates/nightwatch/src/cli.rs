@@ -200,15 +200,24 @@ pub struct ServeArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum SweepCommand {
-    /// List every candidate with keep or remove and the reasons. Changes nothing.
+    /// List every candidate with keep or remove and the reasons. Removes nothing.
     ///
-    /// Exit status: 0, or 1 when some kind could not be listed (it is then not planned).
+    /// Containers are judged only when an agent started them (the `nightwatch.agent` label)
+    /// or `sweep.containers.scope` names them; every other container is kept, "not in the
+    /// janitor's scope". The plan is recorded, so `nightwatch why` can answer before it is
+    /// applied; kinds not swept (no Docker Engine, no repositories) are recorded and said.
+    ///
+    /// Exit status: 0, or 1 when some kind could not be listed (it is then not planned) or
+    /// a configured Docker Engine could not be used.
     Plan(SweepPlanArgs),
     /// Carry out a plan: re-inspect each item and remove only those still in the state the
     /// plan saw (a fingerprint); report the ones that changed. A dry run unless --yes.
     ///
     /// Every removal goes through policy as the janitor's action; every keep and every result
-    /// is recorded. Exit status: 0, or 1 when a removal failed.
+    /// is recorded as soon as it happens, one item after another, so a run that is killed
+    /// leaves a ledger that says exactly what was done. One sweep at a time per data
+    /// directory (see --wait). Exit status: 0, or 1 when a removal failed or could not be
+    /// tried (an unreachable Engine, an item that could not be inspected).
     Apply(SweepApplyArgs),
 }
 
@@ -225,6 +234,10 @@ pub struct SweepPlanArgs {
     /// Judge ages as of this time (2026-03-01T12:00:00Z, yesterday, ...), not now.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    /// When another sweep is running in this data directory, wait this long for it to
+    /// finish (without it, exit at once and say so).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
 }
 
 #[derive(Debug, Args)]
@@ -240,6 +253,10 @@ pub struct SweepApplyArgs {
     /// Judge ages as of this time, not now.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    /// When another sweep is running in this data directory, wait this long for it to
+    /// finish (without it, exit at once and say so).
+    #[arg(long, value_name = "SECONDS", default_value_t = 0)]
+    pub wait: u64,
 }
 
 #[derive(Debug, Args)]

@@ -237,92 +237,7 @@ fn now_evaluates_ages_as_of_another_time() {
 // here runs a plan cut down to the test's own items: nothing else on the machine is touched.
 // ---------------------------------------------------------------------------------------------
 
-const IMAGE: &str = "nightwatch-test/busybox:latest";
-
-fn sh(program: &str, args: &[&str], dir: Option<&Path>) -> String {
-    let mut command = Command::new(program);
-    command
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null");
-    if let Some(dir) = dir {
-        command.current_dir(dir);
-    }
-    let out = command.output().expect("run");
-    assert!(
-        out.status.success(),
-        "{program} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_owned()
-}
-
-/// The offline test image (static busybox), built once.
-fn image() {
-    let present = Command::new("docker")
-        .args(["image", "inspect", IMAGE])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if present {
-        return;
-    }
-    assert!(
-        Path::new("/bin/busybox").is_file(),
-        "/bin/busybox is missing: .ci/run installs busybox-static for the Docker tests"
-    );
-    let dir = common::scratch("sweep", "image");
-    let bin = dir.join("rootfs/bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
-    for applet in ["sh", "sleep"] {
-        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
-    }
-    let tar = dir.join("rootfs.tar");
-    let rootfs = dir.join("rootfs");
-    sh(
-        "tar",
-        &[
-            "-C",
-            rootfs.to_str().unwrap(),
-            "-cf",
-            tar.to_str().unwrap(),
-            "bin",
-        ],
-        None,
-    );
-    let _ = Command::new("docker")
-        .args(["import", tar.to_str().unwrap(), IMAGE])
-        .output();
-}
-
-/// Containers labelled with this test's run id, removed when dropped.
-struct Containers(String);
-
-impl Containers {
-    fn run(&self, args: &[&str]) -> String {
-        let label = format!("nightwatch.test={}", self.0);
-        let mut all = vec!["run", "-d", "--label", &label];
-        all.extend(args);
-        sh("docker", &all, None)
-    }
-}
-
-impl Drop for Containers {
-    fn drop(&mut self) {
-        let filter = format!("label=nightwatch.test={}", self.0);
-        if let Ok(out) = Command::new("docker")
-            .args(["ps", "-aq", "--filter", &filter])
-            .output()
-        {
-            for id in String::from_utf8_lossy(&out.stdout).split_whitespace() {
-                let _ = Command::new("docker").args(["rm", "-f", id]).output();
-            }
-        }
-    }
-}
+use common::docker::{Containers, IMAGE, image, sh};
 
 /// The plan written to `out`, keeping only entries whose id is in `ids` (or whose path or
 /// branch is under `prefix`).
@@ -350,12 +265,15 @@ fn containers_idle_five_days_go_crash_loops_by_age_labels_stay_and_changed_ones_
     let home = dir.join("home");
     std::fs::create_dir_all(&home).unwrap();
     let policy = dir.join("policy.yaml");
+    let run_id = format!("sweep-{}", std::process::id());
+    // This test's containers are in scope by their label; nothing else on the host is.
     std::fs::write(
         &policy,
-        "rules:\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+        format!(
+            "sweep:\n  containers:\n    scope: {{ labels: [\"nightwatch.test={run_id}\"] }}\nrules:\n  - id: janitor\n    verdict: allow\n    actor: {{ kind: [janitor] }}\n"
+        ),
     )
     .unwrap();
-    let run_id = format!("sweep-{}", std::process::id());
     let box_ = Containers(run_id.clone());
     let idle = box_.run(&[IMAGE, "sh", "-c", "exit 0"]);
     let pinned = box_.run(&[

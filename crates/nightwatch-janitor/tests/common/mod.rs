@@ -20,8 +20,10 @@ pub fn at(text: &str) -> i64 {
         .as_millisecond()
 }
 
+/// A container an agent started (it carries the owner label), exited, unless `edit` says else.
 pub fn container(id: &str, name: &str, edit: impl FnOnce(&mut ContainerFacts)) -> Item {
     let mut facts = ContainerFacts {
+        labels: [("nightwatch.agent".to_owned(), "claude-code".to_owned())].into(),
         image: "postgres:16".into(),
         status: "exited".into(),
         ..ContainerFacts::default()
@@ -61,13 +63,18 @@ pub fn worktree(path: &str, now: i64, edit: impl FnOnce(&mut WorktreeFacts)) -> 
     }
 }
 
-/// A branch whose tip the base holds, checked out nowhere.
+/// A branch that is removable unless `edit` changes that, once seen for a day: its PR merged
+/// from its tip, which the base also holds, committed 2026-03-05; checked out nowhere.
 pub fn branch(name: &str, edit: impl FnOnce(&mut BranchFacts)) -> Item {
     let mut facts = BranchFacts {
         repo: "/src/app".into(),
         name: name.into(),
         tip: "abc123def4567890".into(),
         merged_commit: Some("abc123def4567890".into()),
+        pr: PrState::Merged {
+            commit: "abc123def4567890".into(),
+        },
+        tip_time_ms: Some(at("2026-03-05T09:00:00Z")),
         checked_out_in: None,
     };
     edit(&mut facts);

@@ -7,10 +7,12 @@ use crate::commands::{load_policy, open_ledger};
 use crate::host::Host;
 use anyhow::{Context as _, bail};
 use nightwatch_gate::Simulated;
-use nightwatch_host::sweep::{apply_plan, plan_at};
+use nightwatch_host::sweep::{SweepLock, apply_plan, plan_at, record_plan};
 use nightwatch_janitor::{Decision, Plan};
 use nightwatch_ledger::{Filter, event};
 use serde_json::Value;
+use std::io::Write as _;
+use std::time::Duration;
 
 /// "Now" for ages: `--now`, else the one clock. It moves what is judged only: records keep
 /// the real time they were written at.
@@ -26,8 +28,10 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
     let host = Host::open()?;
     let now = judged_ms(&host, args.now.as_deref())?;
     let (policy, _) = load_policy(&args.source)?;
+    let _lock = SweepLock::acquire(&host.data_dir, Duration::from_secs(args.wait))?;
     let planned = plan_at(&host.data_dir, &host.env, &policy, now, host.clock.now_ms())?;
-    let unlisted = !planned.unlisted.is_empty();
+    record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
+    let incomplete = planned.incomplete();
     let planned = planned.plan;
     if let Some(out) = &args.out {
         std::fs::write(out, planned.to_json())
@@ -45,7 +49,7 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
             );
         }
     }
-    Ok(u8::from(unlisted))
+    Ok(u8::from(incomplete))
 }
 
 fn plan_table(planned: &Plan) -> String {
@@ -99,14 +103,25 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
         real: &host.clock,
         now_ms: now,
     };
+    let _lock = SweepLock::acquire(&host.data_dir, Duration::from_secs(args.wait))?;
     let engine = host.engine();
     let engine = engine.with_clock(&simulated);
-    let tally = apply_plan(&engine, &policy, &host.data_dir, &host.env, &planned)?;
-    for line in &tally.lines {
-        println!("{line}");
-    }
+    let mut print = |line: &str| {
+        // Each line as its item finishes, so a long run shows where it is.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    let tally = apply_plan(
+        &engine,
+        &policy,
+        &host.data_dir,
+        &host.env,
+        &planned,
+        &mut print,
+    )?;
     println!("{}", tally.summary());
-    Ok(u8::from(tally.failed > 0))
+    Ok(u8::from(tally.incomplete()))
 }
 
 /// `nightwatch why TARGET`: what the janitor decided about it, latest last.
@@ -134,6 +149,10 @@ pub fn why(args: WhyArgs) -> anyhow::Result<u8> {
     for record in about.iter().rev().take(args.last).rev() {
         let what = match record.event.as_str() {
             event::SWEEP_KEEP => "kept".to_owned(),
+            event::SWEEP_PLAN => match record.inputs.get("decision").and_then(Value::as_str) {
+                Some("remove") => "planned: REMOVE (sweep plan; nothing done yet)".to_owned(),
+                _ => "planned: keep (sweep plan)".to_owned(),
+            },
             event::DECISION => format!("removal {}", record.verdict.as_deref().unwrap_or("?")),
             event::RESULT => match record.outputs.as_ref().and_then(|o| o.exit_code) {
                 Some(0) => "removed".to_owned(),
@@ -144,6 +163,13 @@ pub fn why(args: WhyArgs) -> anyhow::Result<u8> {
         println!("{}  {:>6}  {what}", record.timestamp_text(), record.id);
         for reason in &record.reasons {
             println!("{:30}{reason}", "");
+        }
+        // A removal's decision carries the janitor's own reasons: the rule and the facts.
+        if record.event == event::DECISION {
+            let facts = record.inputs.get("reasons").and_then(Value::as_array);
+            for reason in facts.into_iter().flatten().filter_map(Value::as_str) {
+                println!("{:30}because: {reason}", "");
+            }
         }
         if let Some(outputs) = &record.outputs {
             for line in outputs.stdout.lines().chain(outputs.stderr.lines()) {

@@ -2,6 +2,7 @@
 #![allow(dead_code)] // Each test file uses its own share of these helpers.
 pub mod alertmanager;
 pub mod daemon;
+pub mod docker;
 pub mod gate;
 pub mod history;
 pub mod sandbox;

@@ -1,0 +1,494 @@
+//! The janitor on a production host, through the real binary and the real Docker Engine:
+//! it judges only what agents started (or the policy names), sees a shell opened in a
+//! container, tells a crash loop from restarts long past, never declines without a record,
+//! and records each item as it goes, one sweep at a time.
+
+mod common;
+
+use common::docker::{Containers, IMAGE, image, sh};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const ALLOW_JANITOR: &str =
+    "rules:\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n";
+const OWNED: &str = "nightwatch.agent=claude-code";
+
+struct Site {
+    home: PathBuf,
+    policy: PathBuf,
+    dir: PathBuf,
+    containers: Containers,
+}
+
+impl Site {
+    fn new(name: &str, sweep: &str) -> Site {
+        image();
+        let dir = common::scratch("sweep-production", name);
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        let policy = dir.join("policy.yaml");
+        std::fs::write(&policy, format!("{sweep}{ALLOW_JANITOR}")).unwrap();
+        Site {
+            home,
+            policy,
+            dir,
+            containers: Containers(format!("{name}-{}", std::process::id())),
+        }
+    }
+
+    fn command(&self, args: &[&str], env: &[(&str, &str)]) -> Command {
+        let mut command = common::nightwatch_command(args);
+        command
+            .env("NIGHTWATCH_HOME", &self.home)
+            .env("NIGHTWATCH_POLICY", &self.policy)
+            .stdin(Stdio::null());
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args, env).output().expect("nightwatch runs")
+    }
+
+    /// `sweep plan` as of `days` from now, cut down to this test's containers (others on the
+    /// host belong to other tests); the plan file and its entries.
+    fn plan(&self, days: i64, ours: &[&str]) -> (PathBuf, Vec<Value>, Output) {
+        let file = self.dir.join("plan.json");
+        let out = self.run(
+            &[
+                "sweep",
+                "plan",
+                "--now",
+                &later(days),
+                "--out",
+                file.to_str().unwrap(),
+            ],
+            &[],
+        );
+        let mut plan: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap())
+            .unwrap_or_else(|e| panic!("{e}: {}", text(&out)));
+        let entries: Vec<Value> = plan["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| ours.iter().any(|id| e["id"] == **id))
+            .cloned()
+            .collect();
+        plan["entries"] = Value::from(entries.clone());
+        std::fs::write(&file, plan.to_string()).unwrap();
+        (file, entries, out)
+    }
+
+    fn apply(&self, plan: &Path, days: i64, env: &[(&str, &str)]) -> Output {
+        self.run(&apply_args(plan, &later(days)), env)
+    }
+
+    /// The janitor's records: event, inputs, outputs, reasons.
+    fn records(&self) -> Vec<(String, Value, Value, Vec<String>)> {
+        let db = rusqlite::Connection::open(self.home.join("ledger.db")).unwrap();
+        let mut stmt = db
+            .prepare(
+                "SELECT event, inputs, coalesce(outputs, 'null'), reasons FROM records
+                 WHERE actor_kind = 'janitor' ORDER BY seq",
+            )
+            .unwrap();
+        stmt.query_map([], |r| {
+            let json = |i: usize| -> rusqlite::Result<Value> {
+                Ok(serde_json::from_str(&r.get::<_, String>(i)?).unwrap())
+            };
+            let reasons: Vec<String> = serde_json::from_value(json(3)?).unwrap();
+            Ok((r.get(0)?, json(1)?, json(2)?, reasons))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+    }
+
+    /// The removal results recorded for container `id`.
+    fn results_for(&self, id: &str) -> Vec<Value> {
+        self.records()
+            .into_iter()
+            .filter(|(event, inputs, _, _)| event == "result" && inputs["id"] == id)
+            .map(|(_, _, outputs, _)| outputs)
+            .collect()
+    }
+}
+
+fn apply_args<'a>(plan: &'a Path, now: &'a str) -> Vec<&'a str> {
+    vec![
+        "sweep",
+        "apply",
+        "--plan",
+        plan.to_str().unwrap(),
+        "--yes",
+        "--now",
+        now,
+    ]
+}
+
+fn later(days: i64) -> String {
+    (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(24 * days)).to_string()
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+fn exists(id: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", id])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+fn inspect(id: &str, format: &str) -> String {
+    sh("docker", &["inspect", "-f", format, id], None)
+}
+
+fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn entry<'a>(entries: &'a [Value], id: &str) -> &'a Value {
+    entries
+        .iter()
+        .find(|e| e["id"] == id)
+        .unwrap_or_else(|| panic!("{id} is not in the plan: {entries:?}"))
+}
+
+/// Seed 001: "touch only what you started". An operator's service running for a month that
+/// no agent started is kept whatever the clock says; an agent's leftover beside it goes; and
+/// `why` can say so right after the plan.
+#[test]
+fn an_unowned_service_is_never_planned_while_an_agents_leftover_goes() {
+    let site = Site::new("scope", "");
+    let service = site.containers.run(&[IMAGE, "sleep", "3600"]);
+    let leftover = site
+        .containers
+        .run(&["--label", OWNED, IMAGE, "sh", "-c", "exit 0"]);
+    let (plan, entries, out) = site.plan(30, &[&service, &leftover]);
+    let kept = entry(&entries, &service);
+    assert_eq!(kept["decision"], "keep", "{}", text(&out));
+    assert!(
+        kept["reasons"]
+            .to_string()
+            .contains("not in the janitor's scope"),
+        "{kept}"
+    );
+    assert_eq!(entry(&entries, &leftover)["decision"], "remove");
+    let why = site.run(&["why", &service], &[]);
+    assert!(
+        text(&why).contains("planned: keep") && text(&why).contains("not in the janitor's scope"),
+        "why answers after the plan: {}",
+        text(&why)
+    );
+    let why = site.run(&["why", &leftover], &[]);
+    assert!(text(&why).contains("planned: REMOVE"), "{}", text(&why));
+
+    let applied = site.apply(&plan, 30, &[]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(!exists(&leftover), "{}", text(&applied));
+    assert!(exists(&service), "{}", text(&applied));
+    // A removal's `why` shows the rule and the facts that removed it.
+    let why = text(&site.run(&["why", &leftover], &[]));
+    assert!(why.contains("removed"), "{why}");
+    assert!(why.contains("because: idle"), "{why}");
+}
+
+/// A shell opened in a container after the plan keeps it: apply looks again, and the open
+/// exec session is use.
+#[test]
+fn a_live_exec_session_keeps_a_container_at_apply() {
+    let site = Site::new("exec", "");
+    let busy = site
+        .containers
+        .run(&["--label", OWNED, IMAGE, "sleep", "3600"]);
+    let (plan, entries, out) = site.plan(6, &[&busy]);
+    assert_eq!(
+        entry(&entries, &busy)["decision"],
+        "remove",
+        "{}",
+        text(&out)
+    );
+    let mut shell = Command::new("docker")
+        .args(["exec", &busy, "sleep", "60"])
+        .spawn()
+        .expect("docker exec starts");
+    wait_until("the exec session", Duration::from_secs(20), || {
+        inspect(&busy, "{{len .ExecIDs}}") != "0"
+    });
+    let applied = site.apply(&plan, 6, &[]);
+    let _ = shell.kill();
+    let _ = shell.wait();
+    assert!(exists(&busy), "{}", text(&applied));
+    assert!(text(&applied).contains("exec"), "{}", text(&applied));
+}
+
+/// Three restarts at boot, then healthy: idle by the normal rule, not a loop aged from
+/// creation. A container that crashed until Docker gave up is a loop.
+#[test]
+fn restarts_long_past_are_not_a_loop_but_a_crash_loop_is() {
+    let run = format!("loops-{}", std::process::id());
+    let site = Site::new(
+        "loops",
+        &format!(
+            "sweep:\n  containers:\n    scope: {{ labels: [\"nightwatch.test={run}\"] }}\n    max_idle: 30d\n    restart_loop_max_age: 1d\n"
+        ),
+    );
+    // Fails three times (its count survives restarts in its own filesystem), then runs.
+    let healthy = site.containers.run(&[
+        "--restart",
+        "on-failure",
+        IMAGE,
+        "sh",
+        "-c",
+        "read n < /count || n=0; echo $((n+1)) > /count; [ $n -ge 3 ] && exec sleep 3600; exit 1",
+    ]);
+    let looping = site
+        .containers
+        .run(&["--restart", "on-failure:4", IMAGE, "sh", "-c", "exit 1"]);
+    wait_until("the restarts", Duration::from_secs(60), || {
+        inspect(&healthy, "{{.RestartCount}} {{.State.Status}}") == "3 running"
+            && inspect(&looping, "{{.RestartCount}} {{.State.Status}}") == "4 exited"
+    });
+    let (_, entries, out) = site.plan(2, &[&healthy, &looping]);
+    let kept = entry(&entries, &healthy);
+    assert_eq!(kept["decision"], "keep", "{}", text(&out));
+    assert!(
+        !kept["reasons"].to_string().contains("restart loop"),
+        "{kept}"
+    );
+    let gone = entry(&entries, &looping);
+    assert_eq!(gone["decision"], "remove", "{gone}");
+    assert!(
+        gone["reasons"].to_string().contains("restart loop"),
+        "{gone}"
+    );
+}
+
+/// An Engine that is configured but cannot be reached: the plan says so, records it and
+/// fails; an apply against it does nothing, says so and fails, and the container stays.
+#[test]
+fn an_unreachable_engine_is_recorded_and_fails_the_run() {
+    let site = Site::new("unreachable", "");
+    let leftover = site
+        .containers
+        .run(&["--label", OWNED, IMAGE, "sh", "-c", "exit 0"]);
+    let nowhere = format!("unix://{}", site.dir.join("no-such.sock").display());
+    let planned = site.run(
+        &["sweep", "plan", "--now", &later(6)],
+        &[("DOCKER_HOST", &nowhere)],
+    );
+    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned));
+    assert!(text(&planned).contains("container"), "{}", text(&planned));
+    let noted = site
+        .records()
+        .into_iter()
+        .any(|(event, inputs, _, reasons)| {
+            event == "sweep-keep" && inputs["id"] == "*" && reasons.join(" ").contains("container")
+        });
+    assert!(noted, "the containers not swept are recorded");
+
+    let (plan, entries, _) = site.plan(6, &[&leftover]);
+    assert_eq!(entry(&entries, &leftover)["decision"], "remove");
+    let applied = site.apply(&plan, 6, &[("DOCKER_HOST", &nowhere)]);
+    assert_eq!(applied.status.code(), Some(1), "{}", text(&applied));
+    assert!(text(&applied).contains("NOT DONE"), "{}", text(&applied));
+    assert!(exists(&leftover));
+}
+
+/// One sweep at a time: a second apply while the first runs exits at once and says why; with
+/// --wait it takes its turn. A first apply killed half way leaves a result for each item it
+/// finished, each with its own time, and nothing for what it never reached.
+#[test]
+fn sweeps_take_turns_and_a_killed_apply_leaves_an_exact_ledger() {
+    let site = Site::new("turns", "");
+    // Each ignores SIGTERM, so each stop waits out the janitor's stop timeout (10 s).
+    let slow: Vec<String> = (0..3)
+        .map(|_| {
+            site.containers.run(&[
+                "--label",
+                OWNED,
+                IMAGE,
+                "sh",
+                "-c",
+                "trap '' TERM; while true; do sleep 1; done",
+            ])
+        })
+        .collect();
+    let ours: Vec<&str> = slow.iter().map(String::as_str).collect();
+    let (plan, entries, _) = site.plan(6, &ours);
+    assert_eq!(
+        entries.iter().filter(|e| e["decision"] == "remove").count(),
+        3
+    );
+    let now = later(6);
+    let mut first = site
+        .command(&apply_args(&plan, &now), &[])
+        .spawn()
+        .expect("the first apply starts");
+    let lock = site.home.join("sweep.lock");
+    wait_until(
+        "the first apply to hold the lock",
+        Duration::from_secs(20),
+        || {
+            std::fs::read_to_string(&lock)
+                .is_ok_and(|holder| holder.contains(&format!("pid {}", first.id())))
+        },
+    );
+    let second = site.apply(&plan, 6, &[]);
+    assert_ne!(second.status.code(), Some(0), "{}", text(&second));
+    assert!(
+        text(&second).contains("another sweep is running"),
+        "{}",
+        text(&second)
+    );
+    assert_eq!(
+        site.records()
+            .iter()
+            .filter(|(event, ..)| event == "result")
+            .count(),
+        0,
+        "the refused apply touched nothing"
+    );
+
+    // Killed during the second stop: the first removal is recorded, the rest are not.
+    wait_until("the first removal", Duration::from_secs(60), || {
+        ours.iter().any(|id| !site.results_for(id).is_empty())
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let _ = first.kill();
+    let _ = first.wait();
+    let gone: Vec<&str> = ours.iter().copied().filter(|id| !exists(id)).collect();
+    let recorded: Vec<&str> = ours
+        .iter()
+        .copied()
+        .filter(|id| !site.results_for(id).is_empty())
+        .collect();
+    assert_eq!(
+        recorded.len(),
+        1,
+        "exactly one removal finished: {recorded:?}"
+    );
+    assert_eq!(
+        gone, recorded,
+        "what is gone is what the ledger says was removed"
+    );
+
+    // The rest, in turn: two applies at once, the second waiting its turn. Each item ends
+    // with exactly one removal result.
+    let (plan, _, _) = site.plan(6, &ours);
+    let now = later(6);
+    let mut waiting: Vec<_> = (0..2)
+        .map(|_| {
+            let mut args = apply_args(&plan, &now);
+            args.extend(["--wait", "120"]);
+            site.command(&args, &[]).spawn().expect("an apply starts")
+        })
+        .collect();
+    for apply in &mut waiting {
+        assert!(apply.wait().unwrap().success());
+    }
+    for id in &ours {
+        assert!(!exists(id), "{id} was removed");
+        let results = site.results_for(id);
+        assert_eq!(results.len(), 1, "{id}: {results:?}");
+        assert_eq!(results[0]["exit_code"], 0);
+    }
+    common::assert_ledger_verifies(&site.home);
+}
+
+/// Ownership end to end: Claude Code's `docker run` is allowed with an updated input that
+/// labels the container with the agent, session and project; run as the hook rewrote it, the
+/// container really carries them, and the janitor judges it as the agent's own while an
+/// unlabelled one beside it stays out of scope.
+#[test]
+fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
+    let site = Site::new("ownership", "");
+    // Removed with the site's other containers when the test ends.
+    let run = site.containers.0.clone();
+    // Agents may start containers here; the janitor may sweep.
+    std::fs::write(
+        &site.policy,
+        "rules:\n  - id: agents-may-start-containers\n    verdict: allow\n    command: \"docker run *\"\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+    )
+    .unwrap();
+    let command = format!("docker run -d --label nightwatch.test={run} {IMAGE} sleep 600");
+    let payload = serde_json::json!({
+        "session_id": "sess_own",
+        "cwd": site.dir,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": command, "description": "start a scratch box", "timeout": 120000 },
+        "tool_use_id": "toolu_own",
+    });
+    let mut hook = site.command(&["hook", "claude"], &[]);
+    hook.stdin(Stdio::piped());
+    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+    assert!(reply.status.success(), "{}", text(&reply));
+    let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "allow", "{answer}");
+    let updated = &output["updatedInput"];
+    assert_eq!(
+        updated["description"], "start a scratch box",
+        "the rest of the input stays"
+    );
+    let labelled = updated["command"]
+        .as_str()
+        .expect("the command is rewritten");
+    assert!(
+        labelled.contains("nightwatch.agent=claude-code"),
+        "{labelled}"
+    );
+    assert!(
+        labelled.contains("nightwatch.session=sess_own"),
+        "{labelled}"
+    );
+
+    // Run exactly what the agent would now run.
+    let started = Command::new("sh").args(["-c", labelled]).output().unwrap();
+    assert!(started.status.success(), "{}", text(&started));
+    let owned = String::from_utf8_lossy(&started.stdout).trim().to_owned();
+    assert_eq!(
+        inspect(&owned, "{{index .Config.Labels \"nightwatch.agent\"}}"),
+        "claude-code"
+    );
+    assert_eq!(
+        inspect(&owned, "{{index .Config.Labels \"nightwatch.session\"}}"),
+        "sess_own"
+    );
+    assert_eq!(
+        inspect(&owned, "{{index .Config.Labels \"nightwatch.project\"}}"),
+        site.dir.display().to_string()
+    );
+    // The same agent starting one without the hook: no owner label, not the janitor's.
+    let unlabelled = site.containers.run(&[IMAGE, "sleep", "600"]);
+    let (_, entries, out) = site.plan(6, &[&owned, &unlabelled]);
+    assert_eq!(
+        entry(&entries, &owned)["decision"],
+        "remove",
+        "{}",
+        text(&out)
+    );
+    assert!(
+        entry(&entries, &owned)["reasons"]
+            .to_string()
+            .contains("started by agent claude-code")
+    );
+    assert_eq!(entry(&entries, &unlabelled)["decision"], "keep");
+}
