@@ -125,7 +125,8 @@ mod tests {
             if let Some(out) = label_docker_run(&line, &OWNER) {
                 let head = format!("docker{sep}{sub}");
                 prop_assert!(out.starts_with(&head));
-                prop_assert!(out.ends_with(&format!("{sep}{tail}")));
+                let rest = format!("{sep}{tail}");
+                prop_assert!(out.ends_with(&rest));
                 prop_assert!(out.len() > line.len());
             }
         });

@@ -4,13 +4,16 @@ use crate::engine::{DockerInventory, status_of};
 use bollard::Docker;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
-    ListContainersOptionsBuilder, RemoveContainerOptionsBuilder, StopContainerOptionsBuilder,
+    ListContainersOptionsBuilder, ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
+    StopContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
+use nightwatch_janitor::COMPOSE_PROJECT_LABEL;
 use nightwatch_janitor::{
     ContainerFacts, ContainerRules, Facts, Inventory, InventoryError, Item, JanitorState, Kind,
     Removal, Span, SweepRules, docker_time_ms, plan,
 };
+use std::collections::HashMap;
 
 /// Inspects in flight at once while listing: enough to hide the socket's round trips
 /// without crowding an Engine that other people are using.
@@ -127,19 +130,80 @@ impl Inventory for DockerInventory {
             .force(false)
             .build();
         match self.block_on(client.remove_container(&item.id, Some(options))) {
-            Ok(()) => removal.done(
-                "remove",
-                format!(
-                    "removed {} ({}); its volumes were kept",
-                    current.name, facts.image
-                ),
-            ),
+            Ok(()) => {
+                let removal = removal.done(
+                    "remove",
+                    format!(
+                        "removed {} ({}); its volumes were kept",
+                        current.name, facts.image
+                    ),
+                );
+                match facts.labels.get(COMPOSE_PROJECT_LABEL) {
+                    Some(project) => self.remove_stack_networks(client, project, removal),
+                    None => removal,
+                }
+            }
             Err(e) if status_of(&e) == Some(404) => removal.failed("remove", gone(item)),
             Err(e) => {
                 let e = self.error(&format!("remove container {}", current.name), e);
                 removal.failed("remove", e.to_string())
             }
         }
+    }
+}
+
+impl DockerInventory {
+    /// Once the last container of compose stack `project` is gone, the networks Compose made
+    /// for it go too. Any container of the stack left, in any state, keeps them; a network
+    /// that cannot be listed or removed stays, and the step says so.
+    fn remove_stack_networks(&self, client: &Docker, project: &str, removal: Removal) -> Removal {
+        let label = format!("{COMPOSE_PROJECT_LABEL}={project}");
+        let filters = HashMap::from([("label", vec![label.as_str()])]);
+        let left = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        match self.block_on(client.list_containers(Some(left))) {
+            Ok(others) if !others.is_empty() => return removal,
+            Ok(_) => {}
+            Err(e) => {
+                let e = self.error("list the stack's containers", e);
+                return removal.done(
+                    "remove networks",
+                    format!("the networks of compose stack {project} were left: {e}"),
+                );
+            }
+        }
+        let options = ListNetworksOptionsBuilder::new().filters(&filters).build();
+        let networks = match self.block_on(client.list_networks(Some(options))) {
+            Ok(networks) => networks,
+            Err(e) => {
+                let e = self.error("list the stack's networks", e);
+                return removal.done(
+                    "remove networks",
+                    format!("the networks of compose stack {project} were left: {e}"),
+                );
+            }
+        };
+        let mut removal = removal;
+        for network in networks {
+            let Some(id) = network.id else { continue };
+            let name = network.name.unwrap_or_else(|| id.clone());
+            removal = match self.block_on(client.remove_network(&id)) {
+                Ok(()) => removal.done(
+                    "remove network",
+                    format!("removed network {name} of compose stack {project}"),
+                ),
+                Err(e) => removal.done(
+                    "remove network",
+                    format!(
+                        "network {name} of compose stack {project} was left: {}",
+                        self.error("remove network", e)
+                    ),
+                ),
+            };
+        }
+        removal
     }
 }
 

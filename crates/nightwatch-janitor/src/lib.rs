@@ -74,7 +74,7 @@ pub use item::{
 pub use paths::PathInventory;
 pub use plan::{Decision, Plan, PlanEntry, plan};
 pub use rules::{
-    BranchRules, ContainerRules, FailureRules, GithubPr, GithubRepo, NameMaxAge, PathRule,
-    PrProvider, RulesError, Span, SweepRules, WorktreeRules,
+    BranchRules, COMPOSE_PROJECT_LABEL, ContainerRules, FailureRules, GithubPr, GithubRepo,
+    NameMaxAge, PathRule, PrProvider, RulesError, Span, SweepRules, WorktreeRules,
 };
 pub use state::{FailureOutcome, Failures, JanitorState};

@@ -492,3 +492,90 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
     );
     assert_eq!(entry(&entries, &unlabelled)["decision"], "keep");
 }
+
+/// A compose stack (made here as Compose makes one: containers and a network carrying the
+/// `com.docker.compose.project` label) goes whole with its network, or not at all.
+#[test]
+fn a_compose_stack_goes_whole_with_its_network_or_stays_whole() {
+    let site = Site::new("stacks", "");
+    let stack = |project: &str, keep_db: bool| -> (String, String, String) {
+        let label = format!("com.docker.compose.project={project}");
+        let network = sh(
+            "docker",
+            &[
+                "network",
+                "create",
+                "--label",
+                &label,
+                &format!("{project}_default"),
+            ],
+            None,
+        );
+        let net = format!("{project}_default");
+        let web = site.containers.run(&[
+            "--label",
+            OWNED,
+            "--label",
+            &label,
+            "--network",
+            &net,
+            IMAGE,
+            "sh",
+            "-c",
+            "exit 0",
+        ]);
+        let mut db_args = vec!["--label", OWNED, "--label", &label, "--network", &net];
+        if keep_db {
+            db_args.extend(["--label", "nightwatch.keep=true"]);
+        }
+        db_args.extend([IMAGE, "sh", "-c", "exit 0"]);
+        let db = site.containers.run(&db_args);
+        (web, db, network)
+    };
+    let pid = std::process::id();
+    let (web, db, network) = stack(&format!("gone{pid}"), false);
+    let (kept_web, kept_db, kept_network) = stack(&format!("kept{pid}"), true);
+    let network_exists = |id: &str| {
+        Command::new("docker")
+            .args(["network", "inspect", id])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let (plan, entries, out) = site.plan(6, &[&web, &db, &kept_web, &kept_db]);
+    assert_eq!(
+        entry(&entries, &web)["decision"],
+        "remove",
+        "{}",
+        text(&out)
+    );
+    assert_eq!(entry(&entries, &db)["decision"], "remove");
+    let held = entry(&entries, &kept_web);
+    assert_eq!(held["decision"], "keep", "{held}");
+    assert!(
+        held["reasons"].to_string().contains("compose stack"),
+        "{held}"
+    );
+    let applied = site.apply(&plan, 6, &[]);
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(!exists(&web) && !exists(&db), "{}", text(&applied));
+    assert!(
+        !network_exists(&network),
+        "the stack's network went with it: {}",
+        text(&applied)
+    );
+    assert!(exists(&kept_web) && exists(&kept_db));
+    assert!(network_exists(&kept_network));
+    let _ = Command::new("docker")
+        .args(["network", "rm", &kept_network])
+        .output();
+    // The network's removal is in the removal's recorded steps.
+    let steps: Vec<Value> = site.results_for(&db);
+    let recorded = steps.iter().chain(site.results_for(&web).iter()).any(|o| {
+        o["stdout"]
+            .as_str()
+            .is_some_and(|s| s.contains("removed network"))
+    });
+    assert!(recorded, "{steps:?}");
+}
