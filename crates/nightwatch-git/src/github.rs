@@ -184,15 +184,7 @@ impl GithubPulls {
         if status == 200 {
             return Ok(Page { body, next });
         }
-        let now = jiff::Timestamp::now().as_second();
-        Err(refusal(
-            status,
-            &limits,
-            &body,
-            self.token.is_some(),
-            repo,
-            now,
-        ))
+        Err(refusal(status, &limits, &body, self.token.is_some(), repo))
     }
 
     fn transport_failure(&self, error: ureq::Error) -> Refusal {
@@ -300,26 +292,28 @@ struct Limits {
     retry_after: Option<String>,
 }
 
-/// What a status other than 200 means. `now` is seconds since 1970, for `retry-after`.
+/// What a status other than 200 means.
 fn refusal(
     status: u16,
     limits: &Limits,
     body: &[u8],
     sent_token: bool,
     repo: &GithubRepo,
-    now: i64,
 ) -> Refusal {
     let said = message(body);
     let exhausted = limits.remaining.as_deref() == Some("0");
     if matches!(status, 403 | 429) && (exhausted || limits.retry_after.is_some()) {
         let seconds = |text: &Option<String>| text.as_deref().and_then(|t| t.parse::<i64>().ok());
-        let until = seconds(&limits.retry_after)
-            .map(|wait| now.saturating_add(wait))
-            .or_else(|| seconds(&limits.reset))
-            .and_then(|at| jiff::Timestamp::from_second(at).ok());
-        return Refusal::halting(match until {
-            Some(at) => format!("rate limited until {at} (GitHub answered {status}: {said})"),
-            None => format!("rate limited (GitHub answered {status}: {said})"),
+        let wait = seconds(&limits.retry_after);
+        let until = seconds(&limits.reset).and_then(|at| jiff::Timestamp::from_second(at).ok());
+        return Refusal::halting(match (wait, until) {
+            (Some(wait), _) => {
+                format!("rate limited for {wait} s (GitHub answered {status}: {said})")
+            }
+            (None, Some(at)) => {
+                format!("rate limited until {at} (GitHub answered {status}: {said})")
+            }
+            (None, None) => format!("rate limited (GitHub answered {status}: {said})"),
         });
     }
     match status {
@@ -814,7 +808,7 @@ mod tests {
     fn refusals_say_what_to_do() {
         let r = repo("o/r");
         let bad = br#"{"message":"Bad credentials","documentation_url":"https://docs.github.com/rest","status":"401"}"#;
-        let refused = refusal(401, &Limits::default(), bad, true, &r, 0);
+        let refused = refusal(401, &Limits::default(), bad, true, &r);
         assert_eq!(
             refused.why,
             "the GitHub token was refused (401): Bad credentials"
@@ -831,7 +825,6 @@ mod tests {
             b"{\"message\":\"API rate limit exceeded\"}",
             true,
             &r,
-            0,
         );
         assert_eq!(
             refused.why,
@@ -841,32 +834,25 @@ mod tests {
             retry_after: Some("60".into()),
             ..Limits::default()
         };
-        let refused = refusal(429, &secondary, b"", true, &r, 1_773_144_000);
+        let refused = refusal(429, &secondary, b"", true, &r);
         assert_eq!(
             refused.why,
-            "rate limited until 2026-03-10T12:01:00Z (GitHub answered 429: no message)"
+            "rate limited for 60 s (GitHub answered 429: no message)"
         );
-        let forbidden = refusal(
-            403,
-            &Limits::default(),
-            b"<html>\n\tno\n</html>",
-            true,
-            &r,
-            0,
-        );
+        let forbidden = refusal(403, &Limits::default(), b"<html>\n\tno\n</html>", true, &r);
         assert_eq!(
             forbidden.why,
             "GitHub refused access to o/r (403): <html> no </html>"
         );
         assert!(!forbidden.halts);
-        let missing = refusal(404, &Limits::default(), b"", false, &r, 0);
+        let missing = refusal(404, &Limits::default(), b"", false, &r);
         assert!(
             missing.why.contains("no repository o/r (404)"),
             "{}",
             missing.why
         );
         let long = "x".repeat(500);
-        let server = refusal(502, &Limits::default(), long.as_bytes(), true, &r, 0);
+        let server = refusal(502, &Limits::default(), long.as_bytes(), true, &r);
         assert!(
             server.why.ends_with('…') && server.why.len() < 260,
             "{}",
@@ -893,7 +879,7 @@ mod tests {
                 let _ = state_of(&pulls, "o", &text);
             }
             let limits = Limits { remaining: Some(text.clone()), reset: Some(text.clone()), retry_after: Some(text.clone()) };
-            let _ = refusal(429, &limits, &bytes, false, &repo("o/r"), i64::MAX);
+            let _ = refusal(429, &limits, &bytes, false, &repo("o/r"));
         }
 
         /// Remotes built from any valid owner and name read back as that repository.

@@ -99,13 +99,19 @@ const DELETE_BRANCH: &str = "delete branch";
 impl GitInventory {
     /// `repos` are paths to repositories (any of their worktrees will do); `base` is the branch
     /// work must reach (`main`), or another revision such as `origin/main`.
-    /// The GitHub provider's token is read from its environment variable here, once.
-    pub fn new(repos: Vec<PathBuf>, base: String, pr: PrProvider) -> GitInventory {
+    /// The GitHub provider's token is `token_of(NAME)` for its environment variable NAME,
+    /// asked here, once (the caller reads its captured environment).
+    pub fn new(
+        repos: Vec<PathBuf>,
+        base: String,
+        pr: PrProvider,
+        token_of: &dyn Fn(&str) -> Option<String>,
+    ) -> GitInventory {
         let prs = match pr {
             PrProvider::None => PrSource::None,
             PrProvider::Command(argv) => PrSource::Command(argv),
             PrProvider::Github(config) => {
-                let token = std::env::var(config.token_env()).ok();
+                let token = token_of(config.token_env());
                 PrSource::Github {
                     client: Arc::new(GithubPulls::new(config.base_url(), token)),
                     repo: config.repo,

@@ -376,7 +376,7 @@ fn a_secondary_rate_limit_waits_for_retry_after() {
         })
     });
     let why = unknown_reason(github.client().pr_state(&octo(), "fix-4411"));
-    assert!(why.starts_with("rate limited until 20"), "{why}");
+    assert!(why.starts_with("rate limited for 60 s"), "{why}");
     assert!(
         why.contains("429: You have exceeded a secondary rate limit."),
         "{why}"
@@ -503,6 +503,7 @@ fn github_inventory(repo: &Repo, base_url: &str, configured: Option<&str>) -> Gi
         vec![repo.root()],
         "main".to_owned(),
         PrProvider::Github(config),
+        &|_| None,
     )
 }
 

@@ -64,6 +64,7 @@ fn inventories(rules: &SweepRules, env: &Environment) -> (Vec<Box<dyn Inventory>
             rules.worktrees.repos.clone(),
             rules.worktrees.base.clone(),
             rules.worktrees.pr.clone(),
+            &|name| env.var(name).filter(|t| !t.is_empty()).map(str::to_owned),
         );
         all.push(Box::new(git.worktrees()));
         all.push(Box::new(git.branches()));
@@ -142,10 +143,12 @@ pub struct SweepLock {
 }
 
 impl SweepLock {
-    /// Takes the lock, waiting at most `wait` for another sweep to finish.
+    /// Takes the lock, waiting at most `wait` for another sweep to finish; `now_ms` (the
+    /// time records are written at) is noted in it for the next one's message.
     pub fn acquire(
         data_dir: &std::path::Path,
         wait: std::time::Duration,
+        now_ms: i64,
     ) -> anyhow::Result<SweepLock> {
         use std::io::{Read as _, Seek as _, Write as _};
         std::fs::create_dir_all(data_dir)
@@ -186,7 +189,7 @@ impl SweepLock {
             file,
             "pid {}, since {}",
             std::process::id(),
-            jiff::Timestamp::now()
+            jiff::Timestamp::from_millisecond(now_ms).unwrap_or_default()
         );
         Ok(SweepLock { _file: file })
     }
@@ -458,7 +461,11 @@ pub fn sweep_once(
     env: &Environment,
 ) -> anyhow::Result<String> {
     let now = engine.now_ms();
-    let _lock = SweepLock::acquire(data_dir, std::time::Duration::ZERO)?;
+    let _lock = SweepLock::acquire(
+        data_dir,
+        std::time::Duration::ZERO,
+        engine.clock().written_ms(),
+    )?;
     let planned = plan_at(data_dir, env, policy, now, now)?;
     let tally = apply_plan(engine, policy, data_dir, env, &planned.plan, &mut |_| {})?;
     let mut summary = tally.summary();

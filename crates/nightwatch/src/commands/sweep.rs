@@ -28,7 +28,11 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
     let host = Host::open()?;
     let now = judged_ms(&host, args.now.as_deref())?;
     let (policy, _) = load_policy(&args.source)?;
-    let _lock = SweepLock::acquire(&host.data_dir, Duration::from_secs(args.wait))?;
+    let _lock = SweepLock::acquire(
+        &host.data_dir,
+        Duration::from_secs(args.wait),
+        host.clock.written_ms(),
+    )?;
     let planned = plan_at(&host.data_dir, &host.env, &policy, now, host.clock.now_ms())?;
     record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
     let incomplete = planned.incomplete();
@@ -103,7 +107,11 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
         real: &host.clock,
         now_ms: now,
     };
-    let _lock = SweepLock::acquire(&host.data_dir, Duration::from_secs(args.wait))?;
+    let _lock = SweepLock::acquire(
+        &host.data_dir,
+        Duration::from_secs(args.wait),
+        host.clock.written_ms(),
+    )?;
     let engine = host.engine();
     let engine = engine.with_clock(&simulated);
     let mut print = |line: &str| {
