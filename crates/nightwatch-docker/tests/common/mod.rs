@@ -104,15 +104,16 @@ impl Scratch {
         format!("nwtest-{what}-{}", self.run)
     }
 
-    /// `docker run -d` (or `docker create` when `verb` is `create`) with this run's label,
-    /// `options` before the image and `command` after it. Returns the full id.
+    /// `docker run -d` (or `docker create` when `verb` is `create`) with this run's label and
+    /// an agent's owner label (so the janitor judges it), `options` before the image and
+    /// `command` after it. Returns the full id.
     pub fn container(&self, verb: &str, options: &[&str], command: &[&str]) -> String {
         let label = self.label();
         let mut args: Vec<&str> = match verb {
             "create" => vec!["create"],
             _ => vec!["run", "-d"],
         };
-        args.extend(["--label", &label]);
+        args.extend(["--label", &label, "--label", "nightwatch.agent=test-agent"]);
         args.extend(options);
         args.push(IMAGE);
         args.extend(command);
