@@ -213,6 +213,10 @@ fn main() -> ExitCode {
             ms(&times[2])
         );
     }
+    if !failed && let Err(e) = apply_phase(&binary, &root, &home, &repo) {
+        eprintln!("{e}");
+        failed = true;
+    }
     cleanup_containers();
     let _ = std::fs::remove_dir_all(&root);
     if failed {
@@ -220,4 +224,105 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `sweep plan` then `sweep apply --yes` with 300 agents' containers (created, never started,
+/// so idle as of a week ahead) among everything above: every removal re-inspected, put through
+/// policy and recorded before the next starts. Beside it, the machine's own limit: as many
+/// containers removed by `docker rm`, 50 to a call, with no decision and no record.
+fn apply_phase(binary: &Path, root: &Path, home: &Path, repo: &Path) -> Result<(), String> {
+    const CONTAINERS: usize = 300;
+    let make = |tag: &str| -> Result<Vec<String>, String> {
+        (0..CONTAINERS)
+            .map(|i| {
+                let name = format!("nwapply-{tag}-{}-{i}", std::process::id());
+                run(
+                    "docker",
+                    &[
+                        "create",
+                        "--label",
+                        LABEL,
+                        "--label",
+                        "nightwatch.agent=bench",
+                        "--name",
+                        &name,
+                        IMAGE,
+                        "sleep",
+                        "1",
+                    ],
+                    None,
+                )
+            })
+            .collect()
+    };
+    make("janitor")?;
+    let policy = root.join("apply-policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "sweep:\n  worktrees:\n    repos: [\"{}\"]\n    base: main\nrules:\n  - id: janitor\n    verdict: allow\n    actor: {{ kind: [janitor] }}\n",
+            repo.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    let week = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(7 * 24)).to_string();
+    let plan = root.join("plan.json");
+    let nightwatch = |args: &[&str]| -> Result<(Duration, String), String> {
+        let started = Instant::now();
+        let out = Command::new(binary)
+            .args(args)
+            .env("NIGHTWATCH_HOME", home)
+            .env("NIGHTWATCH_POLICY", &policy)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        let took = started.elapsed();
+        if !out.status.success() {
+            return Err(format!(
+                "nightwatch {args:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
+    };
+    let plan_path = plan.to_string_lossy().into_owned();
+    let (planned, _) = nightwatch(&["sweep", "plan", "--now", &week, "--out", &plan_path])?;
+    let entries = std::fs::read_to_string(&plan)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["entries"].as_array().map(Vec::len))
+        .unwrap_or(0);
+    let (applied, printed) = nightwatch(&[
+        "sweep", "apply", "--plan", &plan_path, "--yes", "--now", &week,
+    ])?;
+    let removed = printed.lines().filter(|l| l.contains(" removed ")).count();
+    let bare_ids = make("bare")?;
+    let started = Instant::now();
+    for chunk in bare_ids.chunks(50) {
+        let mut args = vec!["rm"];
+        args.extend(chunk.iter().map(String::as_str));
+        run("docker", &args, None)?;
+    }
+    let bare = started.elapsed();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    println!();
+    println!(
+        "| plan: items | plan ms | apply: removed | apply ms | ms per removal | bare `docker rm` of {CONTAINERS}, ms | bare ms per container |"
+    );
+    println!("|---:|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| {entries} | {:.0} | {removed} | {:.0} | {:.1} | {:.0} | {:.1} |",
+        ms(planned),
+        ms(applied),
+        ms(applied) / removed.max(1) as f64,
+        ms(bare),
+        ms(bare) / CONTAINERS as f64
+    );
+    if removed != CONTAINERS {
+        return Err(format!(
+            "apply removed {removed} of the {CONTAINERS} agents' containers:\n{printed}"
+        ));
+    }
+    Ok(())
 }

@@ -579,3 +579,35 @@ fn a_compose_stack_goes_whole_with_its_network_or_stays_whole() {
     });
     assert!(recorded, "{steps:?}");
 }
+
+/// The daemon follows the Engine's events as they happen and keeps them in the janitor's
+/// state: a shell opened in a container is noted with no sweep running at all (the Engine
+/// itself keeps only its last 256 events, so a sweep reading them later may find nothing).
+#[test]
+fn the_daemon_notes_use_of_a_container_as_it_happens() {
+    let site = Site::new("follow", "");
+    let busy = site
+        .containers
+        .run(&["--label", OWNED, IMAGE, "sleep", "3600"]);
+    let policy = site.policy.to_string_lossy().into_owned();
+    let daemon = common::daemon::Daemon::start(&site.home, None, &[("NIGHTWATCH_POLICY", &policy)]);
+    std::thread::sleep(Duration::from_secs(2));
+    let before = jiff::Timestamp::now().as_millisecond();
+    sh("docker", &["exec", &busy, "sh", "-c", ":"], None);
+    let noted = || -> Option<i64> {
+        let db = rusqlite::Connection::open(site.home.join("janitor.db")).ok()?;
+        db.query_row(
+            "SELECT at_ms FROM activity WHERE kind = 'container' AND id = ?1",
+            [&busy],
+            |r| r.get(0),
+        )
+        .ok()
+    };
+    wait_until(
+        "the daemon to note the exec",
+        Duration::from_secs(30),
+        || noted().is_some_and(|at| at >= before),
+    );
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}
