@@ -296,7 +296,11 @@ fn apply_phase(binary: &Path, root: &Path, home: &Path, repo: &Path) -> Result<(
     let (applied, printed) = nightwatch(&[
         "sweep", "apply", "--plan", &plan_path, "--yes", "--now", &week,
     ])?;
-    let removed = printed.lines().filter(|l| l.contains(" removed ")).count();
+    // Per-item lines: `[12/300] removed  container NAME: removed`.
+    let removed = printed
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("] removed "))
+        .count();
     let bare_ids = make("bare")?;
     let started = Instant::now();
     for chunk in bare_ids.chunks(50) {
