@@ -21,7 +21,8 @@ pub(crate) struct Exited {
 pub(crate) enum ChildError {
     #[error("could not start {program}: {source}")]
     Spawn { program: String, source: io::Error },
-    #[error("still running at its deadline, so it was killed")]
+    // Said the same way as a check the runner gave up waiting for: both are its timeout.
+    #[error("still running at its timeout, so it was killed")]
     TimedOut,
     #[error("could not wait for it: {0}")]
     Wait(io::Error),
