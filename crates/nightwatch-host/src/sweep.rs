@@ -10,7 +10,7 @@ use nightwatch_gate::{Engine, Event, Proposal, Report};
 use nightwatch_janitor::JanitorState;
 use nightwatch_janitor::{
     Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, SweepRules,
-    list_all, plan, removal_action,
+    list_all, plan, plan_session, removal_action,
 };
 use nightwatch_ledger::Outputs;
 use nightwatch_ledger::schema::Swept;
@@ -196,12 +196,15 @@ impl SweepLock {
 }
 
 /// Lists what agents left behind and decides keep or remove for each, as of `now`.
+/// With `session`, only that agent session's leftovers, whatever their age (see
+/// [`nightwatch_janitor::plan_session`]).
 pub fn plan_at(
     data_dir: &std::path::Path,
     env: &Environment,
     policy: &Policy,
     now: i64,
     wall: i64,
+    session: Option<&str>,
 ) -> anyhow::Result<Planned> {
     let rules = policy.sweep();
     let store =
@@ -230,7 +233,10 @@ pub fn plan_at(
     // A sighting is a fact of the real world: `--now` moves what is judged, not when it was seen.
     state.observe(&listing.items, wall);
     store.save(&mut state)?;
-    let planned = plan(&listing.items, rules, now, &state);
+    let planned = match session {
+        Some(session) => plan_session(&listing.items, rules, now, &state, session),
+        None => plan(&listing.items, rules, now, &state),
+    };
     progress(&format!(
         "listed {} item(s): {} to remove, {} to keep",
         planned.entries.len(),
@@ -466,7 +472,7 @@ pub fn sweep_once(
         std::time::Duration::ZERO,
         engine.clock().written_ms(),
     )?;
-    let planned = plan_at(data_dir, env, policy, now, now)?;
+    let planned = plan_at(data_dir, env, policy, now, now, None)?;
     let tally = apply_plan(engine, policy, data_dir, env, &planned.plan, &mut |_| {})?;
     let mut summary = tally.summary();
     if !planned.unlisted.is_empty() {

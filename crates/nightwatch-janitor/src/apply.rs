@@ -119,6 +119,7 @@ pub fn apply_each(
     let mut seen: HashSet<(Kind, &str)> = HashSet::new();
     let mut gone: HashSet<&str> = HashSet::new();
     let mut stacks: HashMap<&str, Option<String>> = HashMap::new();
+    let session = plan.session.as_deref();
     let mut count = 0;
     for entry in &removals {
         if !seen.insert((entry.kind, entry.id.as_str())) {
@@ -131,7 +132,15 @@ pub fn apply_each(
             stacks
                 .entry(project)
                 .or_insert_with(|| {
-                    stack_held(project, &removals, inventories, rules, now_ms, state)
+                    stack_held(
+                        project,
+                        &removals,
+                        inventories,
+                        rules,
+                        now_ms,
+                        state,
+                        session,
+                    )
                 })
                 .clone()
         });
@@ -148,6 +157,7 @@ pub fn apply_each(
                 &gone,
                 &mut removal,
                 &mut newly_quarantined,
+                session,
             )
         };
         if entry.kind == Kind::Worktree
@@ -171,6 +181,7 @@ pub fn apply_each(
 
 /// Why compose stack `project` must stay whole, if it must: a planned member that changed
 /// since the plan, cannot be inspected, or that the rules now keep. `None` lets it go.
+#[allow(clippy::too_many_arguments)]
 fn stack_held(
     project: &str,
     removals: &[&PlanEntry],
@@ -178,6 +189,7 @@ fn stack_held(
     rules: &SweepRules,
     now_ms: i64,
     state: &JanitorState,
+    session: Option<&str>,
 ) -> Option<String> {
     let members = removals
         .iter()
@@ -191,7 +203,7 @@ fn stack_held(
                 "changed since the plan".to_owned()
             }
             Ok(Some(item)) => {
-                let now = decide(&item, rules, now_ms, state, &Ctx::EMPTY);
+                let now = decide(&item, rules, now_ms, state, &Ctx::alone(session));
                 if now.decision == Decision::Remove {
                     continue;
                 }
@@ -217,6 +229,7 @@ fn one(
     worktrees_gone: &HashSet<&str>,
     removal_out: &mut Option<Removal>,
     newly_quarantined: &mut bool,
+    session: Option<&str>,
 ) -> Outcome {
     let Some(inventory) = inventories.iter().find(|i| i.kind() == entry.kind) else {
         return Outcome::Skipped {
@@ -247,7 +260,7 @@ fn one(
             what: changes(entry, &item),
         };
     }
-    let now = decide(&item, rules, now_ms, state, &Ctx::EMPTY);
+    let now = decide(&item, rules, now_ms, state, &Ctx::alone(session));
     if now.decision == Decision::Keep {
         return Outcome::NowKept {
             reasons: now.reasons,

@@ -72,7 +72,7 @@ pub use item::{
     WorktreeFacts, docker_time_ms,
 };
 pub use paths::PathInventory;
-pub use plan::{Decision, Plan, PlanEntry, plan};
+pub use plan::{Decision, Plan, PlanEntry, plan, plan_session};
 pub use rules::{
     BranchRules, COMPOSE_PROJECT_LABEL, ContainerRules, FailureRules, GithubPr, GithubRepo,
     NameMaxAge, PathRule, PrProvider, RulesError, Span, SweepRules, WorktreeRules,

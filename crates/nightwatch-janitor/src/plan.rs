@@ -49,6 +49,10 @@ pub struct Plan {
     /// Removals first in the order they must run (containers, paths, worktrees, branches),
     /// then the keeps.
     pub entries: Vec<PlanEntry>,
+    /// The agent session whose leftovers this plan reaps (`sweep plan --session S`): only its
+    /// containers, whatever their age. Apply decides again the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
 }
 
 impl Plan {
@@ -75,10 +79,50 @@ impl Plan {
 /// Decides every item. Items never seen before count as first seen `now_ms` (the caller
 /// records sightings with [`JanitorState::observe`]).
 pub fn plan(items: &[Item], rules: &SweepRules, now_ms: i64, state: &JanitorState) -> Plan {
+    plan_in(items, rules, now_ms, state, None)
+}
+
+/// The leftovers of agent session `session` (seed 001: a session's end is when what it started
+/// and left running can go): only the containers labelled with it, each removed whatever its
+/// age unless something holds it (a keep label, an open exec session, a stack kept whole).
+pub fn plan_session(
+    items: &[Item],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &JanitorState,
+    session: &str,
+) -> Plan {
+    let its: Vec<Item> = items
+        .iter()
+        .filter(|i| started_by_session(&i.facts) == Some(session))
+        .cloned()
+        .collect();
+    plan_in(&its, rules, now_ms, state, Some(session))
+}
+
+/// The session a container's labels say started it.
+fn started_by_session(facts: &Facts) -> Option<&str> {
+    match facts {
+        Facts::Container(c) => c
+            .labels
+            .get(crate::rules::SESSION_LABEL)
+            .map(String::as_str),
+        _ => None,
+    }
+}
+
+fn plan_in(
+    items: &[Item],
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &JanitorState,
+    session: Option<&str>,
+) -> Plan {
+    let alone = Ctx::alone(session);
     let mut entries: Vec<PlanEntry> = Vec::with_capacity(items.len());
     // Branches last: one checked out only in a worktree that goes can follow it.
     for item in items.iter().filter(|i| i.kind() != Kind::Branch) {
-        entries.push(entry(item, decide(item, rules, now_ms, state, &Ctx::EMPTY)));
+        entries.push(entry(item, decide(item, rules, now_ms, state, &alone)));
     }
     keep_stacks_whole(&mut entries);
     let leaving: HashSet<&str> = entries
@@ -88,6 +132,7 @@ pub fn plan(items: &[Item], rules: &SweepRules, now_ms: i64, state: &JanitorStat
         .collect();
     let ctx = Ctx {
         leaving_worktrees: Some(&leaving),
+        reaping: session,
     };
     let mut branches: Vec<PlanEntry> = items
         .iter()
@@ -96,7 +141,11 @@ pub fn plan(items: &[Item], rules: &SweepRules, now_ms: i64, state: &JanitorStat
         .collect();
     entries.append(&mut branches);
     entries.sort_by_key(|e| (e.decision == Decision::Keep, e.kind.apply_rank()));
-    Plan { now_ms, entries }
+    Plan {
+        now_ms,
+        entries,
+        session: session.map(str::to_owned),
+    }
 }
 
 /// The compose project a container belongs to, from the label Compose puts on it.
@@ -157,12 +206,18 @@ fn entry(item: &Item, decided: Decided) -> PlanEntry {
 pub(crate) struct Ctx<'a> {
     /// Worktrees this plan removes; `None` when deciding one item alone (apply).
     leaving_worktrees: Option<&'a HashSet<&'a str>>,
+    /// The session whose leftovers are reaped, whatever their age.
+    reaping: Option<&'a str>,
 }
 
-impl Ctx<'_> {
-    pub(crate) const EMPTY: Ctx<'static> = Ctx {
-        leaving_worktrees: None,
-    };
+impl<'a> Ctx<'a> {
+    /// Deciding one item alone (as apply does), in a plan that reaps `session` if set.
+    pub(crate) fn alone(session: Option<&'a str>) -> Ctx<'a> {
+        Ctx {
+            leaving_worktrees: None,
+            reaping: session,
+        }
+    }
 }
 
 /// One item's decision, before it becomes a [`PlanEntry`].
@@ -225,7 +280,15 @@ pub(crate) fn decide(
     let mut after = None;
     let mut expect_facts = None;
     let age_ms = match &item.facts {
-        Facts::Container(c) => container(c, rules, now_ms, first_seen, state, item, &mut reasons),
+        Facts::Container(c) => {
+            let reaped = ctx
+                .reaping
+                .filter(|s| started_by_session(&item.facts) == Some(*s));
+            match reaped {
+                Some(session) => reap(c, rules, now_ms, item, session, &mut reasons),
+                None => container(c, rules, now_ms, first_seen, state, item, &mut reasons),
+            }
+        }
         Facts::Worktree(w) => worktree(w, rules, now_ms, first_seen, &mut reasons),
         Facts::Branch(b) => {
             let leaving = b
@@ -249,6 +312,35 @@ pub(crate) fn decide(
         decided.expect_facts = expect_facts;
     }
     decided
+}
+
+/// A container of a session being reaped: what holds any container still holds it; its age
+/// does not.
+fn reap(
+    c: &ContainerFacts,
+    rules: &SweepRules,
+    now_ms: i64,
+    item: &Item,
+    session: &str,
+    r: &mut Reasons,
+) -> u64 {
+    // The holds are the container rule's; only its verdict on age is set aside.
+    let mut held = Reasons::default();
+    let age = container(
+        c,
+        rules,
+        now_ms,
+        now_ms,
+        &JanitorState::new(),
+        item,
+        &mut held,
+    );
+    r.holds = held.holds;
+    r.notes = held.notes;
+    r.removes.push(format!(
+        "left by agent session {session}, whose leftovers are being reaped (sweep --session)"
+    ));
+    age
 }
 
 fn container(

@@ -255,3 +255,55 @@ fn a_compose_stack_is_applied_whole_or_not_at_all() {
     }
     assert!(world.removed.borrow().is_empty());
 }
+
+/// A session's end: only the containers it started are planned, each removed however young,
+/// unless something holds it; apply decides them again the same way.
+#[test]
+fn a_sessions_leftovers_are_reaped_whatever_their_age() {
+    use common::{World, dyns};
+    use nightwatch_janitor::{AllowAll, Outcome, apply, plan_session};
+    let of_session = |id: &str, session: &str, keep: bool| {
+        container(id, id, |c| {
+            c.labels.insert("nightwatch.session".into(), session.into());
+            if keep {
+                c.labels.insert("nightwatch.keep".into(), "true".into());
+            }
+            c.status = "running".into();
+            c.created_ms = Some(now() - MINUTE);
+            c.started_ms = Some(now() - MINUTE);
+        })
+    };
+    let world = World::new(vec![
+        of_session("fresh", "sess_a", false),
+        of_session("pinned", "sess_a", true),
+        of_session("other", "sess_b", false),
+    ]);
+    let rules = SweepRules::default();
+    let mut state = JanitorState::new();
+    let planned = plan_session(&world.all(), &rules, now(), &state, "sess_a");
+    let ids: Vec<(&str, Decision)> = planned
+        .entries
+        .iter()
+        .map(|e| (e.id.as_str(), e.decision))
+        .collect();
+    assert_eq!(
+        ids,
+        [("fresh", Decision::Remove), ("pinned", Decision::Keep)],
+        "only sess_a's, the pinned one kept: {planned:?}"
+    );
+    assert!(planned.entries[0].reasons.join(" ").contains("sess_a"));
+    let fakes = world.inventories();
+    let applied = apply(
+        &planned,
+        &dyns(&fakes),
+        &rules,
+        now() + MINUTE,
+        &mut state,
+        &mut AllowAll,
+    );
+    assert_eq!(applied.len(), 1);
+    assert_eq!(applied[0].outcome, Outcome::Removed, "{applied:?}");
+    // An ordinary plan keeps the same young container.
+    let ordinary = plan(&world.all(), &rules, now(), &state);
+    assert!(ordinary.removals().next().is_none(), "{ordinary:?}");
+}

@@ -234,6 +234,11 @@ pub struct SweepPlanArgs {
     /// Judge ages as of this time (2026-03-01T12:00:00Z, yesterday, ...), not now.
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
+    /// Plan only what agent session ID left behind (containers labelled
+    /// nightwatch.session=ID), to remove whatever its age: for when a session has ended.
+    /// Keep labels and open exec sessions still keep a container.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// When another sweep is running in this data directory, wait this long for it to
     /// finish (without it, exit at once and say so).
     #[arg(long, value_name = "SECONDS", default_value_t = 0)]

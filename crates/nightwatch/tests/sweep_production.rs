@@ -611,3 +611,53 @@ fn the_daemon_notes_use_of_a_container_as_it_happens() {
     let (code, log) = daemon.stop();
     assert_eq!(code, Some(0), "{log}");
 }
+
+/// `sweep plan --session S`: what an agent session left running goes at its end, however
+/// young; another session's containers are not in the plan.
+#[test]
+fn a_sessions_leftovers_are_reaped_at_its_end() {
+    let site = Site::new("session", "");
+    let mine = site.containers.run(&[
+        "--label",
+        OWNED,
+        "--label",
+        "nightwatch.session=sess_done",
+        IMAGE,
+        "sleep",
+        "3600",
+    ]);
+    let other = site.containers.run(&[
+        "--label",
+        OWNED,
+        "--label",
+        "nightwatch.session=sess_live",
+        IMAGE,
+        "sleep",
+        "3600",
+    ]);
+    let file = site.dir.join("plan.json");
+    let out = site.run(
+        &[
+            "sweep",
+            "plan",
+            "--session",
+            "sess_done",
+            "--out",
+            file.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    let plan: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let entries = plan["entries"].as_array().unwrap();
+    assert_eq!(entries.len(), 1, "only the session's container: {plan}");
+    assert_eq!(entries[0]["id"], mine.as_str());
+    assert_eq!(entries[0]["decision"], "remove", "{plan}");
+    let applied = site.run(
+        &["sweep", "apply", "--plan", file.to_str().unwrap(), "--yes"],
+        &[],
+    );
+    assert!(applied.status.success(), "{}", text(&applied));
+    assert!(!exists(&mine), "{}", text(&applied));
+    assert!(exists(&other));
+}

@@ -33,7 +33,14 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
         Duration::from_secs(args.wait),
         host.clock.written_ms(),
     )?;
-    let planned = plan_at(&host.data_dir, &host.env, &policy, now, host.clock.now_ms())?;
+    let planned = plan_at(
+        &host.data_dir,
+        &host.env,
+        &policy,
+        now,
+        host.clock.now_ms(),
+        args.session.as_deref(),
+    )?;
     record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
     let incomplete = planned.incomplete();
     let planned = planned.plan;
