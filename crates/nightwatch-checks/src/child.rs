@@ -22,7 +22,7 @@ pub(crate) enum ChildError {
     #[error("could not start {program}: {source}")]
     Spawn { program: String, source: io::Error },
     // Said the same way as a check the runner gave up waiting for: both are its timeout.
-    #[error("still running at its timeout, so it was killed")]
+    #[error("still running at its deadline (its timeout), so it was killed")]
     TimedOut,
     #[error("could not wait for it: {0}")]
     Wait(io::Error),
