@@ -77,7 +77,11 @@ impl nightwatch_serve::Edges for HostEdges {
 
     /// The Engine's container events, from where the last span ended, so none falls between.
     fn follow_activity(&self, span: std::time::Duration) -> Option<Result<usize, String>> {
-        let policy = nightwatch_serve::Edges::policy(self).ok()?;
+        // A policy that does not load now may load later: retried, not given up.
+        let policy = match nightwatch_serve::Edges::policy(self) {
+            Ok(policy) => policy,
+            Err(e) => return Some(Err(format!("the policy cannot be read: {e}"))),
+        };
         let docker = match crate::sweep::docker_here(policy.sweep(), &self.env) {
             Ok(Some(docker)) => docker,
             Ok(None) => return None,
