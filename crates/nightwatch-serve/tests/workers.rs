@@ -228,8 +228,11 @@ fn the_daemon_serves_in_process_and_stops_when_told() {
         .expect("the server task ends")
         .expect("it stops cleanly");
     assert!(daemon.is_shutting_down());
+    // Asked a few times: a connect to a free local port can, rarely, meet itself (TCP
+    // simultaneous open) or a port another test just took; the daemon's listener would answer
+    // every time.
     assert!(
-        std::net::TcpStream::connect(addr).is_err(),
+        (0..5).any(|_| std::net::TcpStream::connect(addr).is_err()),
         "nothing listens"
     );
 }
