@@ -213,6 +213,63 @@ fn remove_stops_then_removes_in_two_steps() {
     assert!(scratch.ids().is_empty());
 }
 
+/// `sleep` as a container's first process ignores SIGTERM, so each stop waits out the whole
+/// stop timeout (2 s here) before the Engine kills it. Six one after another take 12 s at
+/// least; stopped together they take one timeout and change. Each result comes back once.
+#[test]
+fn running_containers_are_stopped_together_not_one_after_another() {
+    let scratch = Scratch::new("remove-together");
+    let ids: Vec<String> = (0..6)
+        .map(|_| scratch.container("run", &[], &["sleep", "3600"]))
+        .collect();
+    let inventory = inventory();
+    assert!(inventory.removals_at_once() >= 6, "the bound allows six at once");
+    let items: Vec<Item> = ids
+        .iter()
+        .map(|id| inventory.inspect(id).expect("inspect").expect("present"))
+        .collect();
+    let refs: Vec<&Item> = items.iter().collect();
+    let mut seen = vec![0; items.len()];
+    let started = Instant::now();
+    inventory
+        .remove_all(&refs, now_ms(), &mut |index, removal| {
+            assert!(removal.succeeded(), "{removal:?}");
+            assert_eq!(removal.steps[0].what, "stop");
+            seen[index] += 1;
+            Ok(())
+        })
+        .expect("every result handed on");
+    let took = started.elapsed();
+    assert_eq!(seen, vec![1; 6], "each removal reported exactly once");
+    assert!(
+        took < Duration::from_secs(8),
+        "six stops of 2 s took {took:?}: they ran one after another"
+    );
+    assert!(scratch.ids().is_empty());
+}
+
+/// A caller that cannot record a result stops the batch: nothing more is handed on.
+#[test]
+fn a_result_that_cannot_be_recorded_stops_the_batch() {
+    let scratch = Scratch::new("remove-stop");
+    let ids: Vec<String> = (0..3)
+        .map(|_| scratch.container("create", &[], &["sleep", "3600"]))
+        .collect();
+    let inventory = inventory();
+    let items: Vec<Item> = ids
+        .iter()
+        .map(|id| inventory.inspect(id).expect("inspect").expect("present"))
+        .collect();
+    let refs: Vec<&Item> = items.iter().collect();
+    let mut calls = 0;
+    let stopped = inventory.remove_all(&refs, now_ms(), &mut |_, _| {
+        calls += 1;
+        Err("the ledger is full".to_owned())
+    });
+    assert_eq!(stopped, Err("the ledger is full".to_owned()));
+    assert_eq!(calls, 1);
+}
+
 #[test]
 fn container_removed_between_list_and_remove_fails_cleanly() {
     let scratch = Scratch::new("gone");

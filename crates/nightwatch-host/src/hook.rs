@@ -329,7 +329,16 @@ fn handle(
                 .context("cannot record the result in the ledger")?;
             Ok(reply_to_record(agent))
         }
-        HookEvent::Lifecycle { name, details, .. } => {
+        HookEvent::Lifecycle {
+            name, mut details, ..
+        } => {
+            if name == "SessionEnd"
+                && let Some(session) = environment.session.as_deref()
+                && let Some(reaping) = reap_at_session_end(world, env, session)
+                && let serde_json::Value::Object(fields) = &mut details
+            {
+                fields.insert("reaping".to_owned(), reaping.into());
+            }
             engine
                 .record(Event::Lifecycle {
                     step: lifecycle_step(&name),
@@ -341,6 +350,32 @@ fn handle(
             Ok(reply_to_record(agent))
         }
     }
+}
+
+/// When the policy says so (`sweep.containers.reap_at_session_end`), starts reaping what the
+/// ended session left behind, in the background (the sweep records each item itself); what
+/// became of the start, for the session-end record. `None` when the policy does not ask.
+fn reap_at_session_end(world: &dyn World, env: &Environment, session: &str) -> Option<String> {
+    let policy = match world.policy(env) {
+        Ok(policy) => policy,
+        Err(error) => return Some(format!("not started: the policy did not load: {error:#}")),
+    };
+    if !policy.sweep().containers.reap_at_session_end {
+        return None;
+    }
+    let args = [
+        "sweep",
+        "apply",
+        "--session",
+        session,
+        "--yes",
+        "--wait",
+        "300",
+    ];
+    Some(match crate::host::start_in_background(&args, env) {
+        Ok(pid) => format!("started: nightwatch {} (pid {pid})", args.join(" ")),
+        Err(error) => format!("not started: nightwatch {}: {error}", args.join(" ")),
+    })
 }
 
 /// `SessionStart` is recorded as `session-start`, and so on.

@@ -97,18 +97,23 @@ impl Host {
 /// child gets its own process group, so it outlives a hook that the agent times out. A child
 /// that cannot start is said on stderr; the decision is already recorded either way.
 pub fn send_escalation_in_background(record_id: &str, env: &Environment) {
-    use std::os::unix::process::CommandExt;
-    let started = std::env::current_exe().and_then(|exe| {
-        std::process::Command::new(exe)
-            .args(["escalate", record_id])
-            .envs(env.pairs())
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .process_group(0)
-            .spawn()
-    });
-    if let Err(error) = started {
+    if let Err(error) = start_in_background(&["escalate", record_id], env) {
         eprintln!("nightwatch: cannot start the escalation for {record_id}: {error}");
     }
+}
+
+/// Starts `nightwatch ARGS...` (this binary) with `env`'s variables in a process group of its
+/// own, so it outlives the caller; its id. What it does, it records in the ledger.
+pub fn start_in_background(args: &[&str], env: &Environment) -> std::io::Result<u32> {
+    use std::os::unix::process::CommandExt;
+    let exe = std::env::current_exe()?;
+    let child = std::process::Command::new(exe)
+        .args(args)
+        .envs(env.pairs())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()?;
+    Ok(child.id())
 }

@@ -9,8 +9,8 @@ use nightwatch_core::{Actor, ActorKind, Verdict};
 use nightwatch_gate::{Engine, Event, Proposal, Report};
 use nightwatch_janitor::JanitorState;
 use nightwatch_janitor::{
-    Applied, Decision, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry, SweepRules,
-    list_all, plan, plan_session, removal_action,
+    Applied, Decision, Facts, Inventory, Item, Kind, Outcome, PathInventory, Plan, PlanEntry,
+    SweepRules, list_all, plan, plan_session, removal_action,
 };
 use nightwatch_ledger::Outputs;
 use nightwatch_ledger::schema::Swept;
@@ -113,6 +113,88 @@ fn note_container_activity(
             eprintln!("nightwatch: container activity not read: {error}");
         }
     }
+}
+
+/// The longest an agent's shell call runs (Claude Code's Bash tool stops at 10 minutes): a
+/// call whose result was never recorded counts as running this long after its decision.
+const LONGEST_CALL_MS: i64 = 10 * 60 * 1000;
+
+/// Notes, in `state`, which agent session started each container that carries no owner label,
+/// by joining the Engine's creation times to the agents' calls in the ledger (see
+/// [`nightwatch_janitor::started_during`]). The ledger is read only around those times.
+fn note_owners_from_ledger(
+    data_dir: &std::path::Path,
+    items: &[Item],
+    state: &mut JanitorState,
+) -> anyhow::Result<()> {
+    use nightwatch_ledger::{Filter, event};
+    let mut created: Vec<i64> = items
+        .iter()
+        .filter_map(|item| match &item.facts {
+            Facts::Container(c) if !c.labels.contains_key(nightwatch_janitor::OWNER_LABEL) => {
+                c.created_ms
+            }
+            _ => None,
+        })
+        .collect();
+    if created.is_empty() {
+        return Ok(());
+    }
+    created.sort_unstable();
+    // The stretches of time a call that created one of them was decided in, merged.
+    let mut stretches: Vec<(i64, i64)> = Vec::new();
+    for at in created {
+        let from = nightwatch_janitor::calls_since(at, LONGEST_CALL_MS);
+        let until = at.saturating_add(LONGEST_CALL_MS);
+        match stretches.last_mut() {
+            Some((_, end)) if from <= *end => *end = until,
+            _ => stretches.push((from, until)),
+        }
+    }
+    let ledger = crate::stores::ledger(data_dir).context("cannot open the ledger")?;
+    let mut calls = Vec::new();
+    for (from, until) in stretches {
+        let read = |name: &str, until: i64| {
+            ledger.query(&Filter {
+                since_ms: Some(from),
+                until_ms: Some(until),
+                actor: Some(ActorKind::Agent.as_str().to_owned()),
+                event: Some(name.to_owned()),
+                ..Filter::default()
+            })
+        };
+        let finished: HashMap<String, i64> =
+            read(event::RESULT, until.saturating_add(LONGEST_CALL_MS))?
+                .into_iter()
+                .filter_map(|r| Some((r.call_id?, r.timestamp_ms)))
+                .collect();
+        for record in read(event::DECISION, until)? {
+            let runs = matches!(record.verdict.as_deref(), Some("allow" | "ask"));
+            let Some(command) = record.inputs.get("command").and_then(Value::as_str) else {
+                continue;
+            };
+            if !runs {
+                continue;
+            }
+            let until_ms = record
+                .call_id
+                .as_ref()
+                .and_then(|id| finished.get(id).copied())
+                .unwrap_or(record.timestamp_ms.saturating_add(LONGEST_CALL_MS));
+            calls.push(nightwatch_janitor::AgentCall {
+                agent: record.actor.id.clone(),
+                session: record.session_id.clone(),
+                record: record.id.clone(),
+                command: command.to_owned(),
+                from_ms: record.timestamp_ms,
+                until_ms,
+            });
+        }
+    }
+    for (id, by) in nightwatch_janitor::started_during(items, &calls) {
+        state.note_started_by(&id, by);
+    }
+    Ok(())
 }
 
 /// Progress, on stderr (a terminal, or the log of a cron job).
@@ -233,6 +315,7 @@ pub fn plan_at(
     // A sighting is a fact of the real world: `--now` moves what is judged, not when it was seen.
     state.observe(&listing.items, wall);
     store.save(&mut state)?;
+    note_owners_from_ledger(data_dir, &listing.items, &mut state)?;
     let planned = match session {
         Some(session) => plan_session(&listing.items, rules, now, &state, session),
         None => plan(&listing.items, rules, now, &state),
@@ -368,6 +451,15 @@ pub fn apply_plan(
     let store =
         crate::stores::janitor_state(data_dir).context("cannot open the janitor's state")?;
     let mut state = store.load()?;
+    let planned_items: Vec<Item> = planned
+        .removals()
+        .map(|e| Item {
+            id: e.id.clone(),
+            name: e.name.clone(),
+            facts: e.facts.clone(),
+        })
+        .collect();
+    note_owners_from_ledger(data_dir, &planned_items, &mut state)?;
     let (owned, unswept) = inventories(rules, env);
     let inventories: Vec<&dyn Inventory> = owned.iter().map(|i| i.as_ref()).collect();
     let mut tally = Tally::default();

@@ -121,60 +121,87 @@ pub fn apply_each(
     let mut stacks: HashMap<&str, Option<String>> = HashMap::new();
     let session = plan.session.as_deref();
     let mut count = 0;
-    for entry in &removals {
-        if !seen.insert((entry.kind, entry.id.as_str())) {
-            continue;
-        }
-        let mut removal = None;
-        let mut newly_quarantined = false;
-        // A compose stack is looked at whole before any of it goes.
-        let held = compose_project(&entry.facts).and_then(|project| {
-            stacks
-                .entry(project)
-                .or_insert_with(|| {
-                    stack_held(
-                        project,
-                        &removals,
-                        inventories,
-                        rules,
-                        now_ms,
-                        state,
-                        session,
-                    )
-                })
-                .clone()
-        });
-        let outcome = if let Some(why) = held {
-            Outcome::NowKept { reasons: vec![why] }
-        } else {
-            one(
-                entry,
-                inventories,
-                rules,
-                now_ms,
-                state,
-                gate,
-                &gone,
-                &mut removal,
-                &mut newly_quarantined,
-                session,
-            )
-        };
-        if entry.kind == Kind::Worktree
-            && matches!(outcome, Outcome::Removed | Outcome::AlreadyGone)
-        {
-            gone.insert(entry.id.as_str());
-        }
-        let applied = Applied {
-            kind: entry.kind,
-            id: entry.id.clone(),
-            name: entry.name.clone(),
-            outcome,
-            removal,
-            newly_quarantined,
-        };
-        done(&applied, state)?;
+    let mut report = |entry: &PlanEntry,
+                      outcome: Outcome,
+                      removal: Option<Removal>,
+                      newly_quarantined: bool,
+                      state: &mut JanitorState|
+     -> Result<(), String> {
         count += 1;
+        done(
+            &Applied {
+                kind: entry.kind,
+                id: entry.id.clone(),
+                name: entry.name.clone(),
+                outcome,
+                removal,
+                newly_quarantined,
+            },
+            state,
+        )
+    };
+    let mut next = 0;
+    while next < removals.len() {
+        // A batch: items of one kind, each inspected, decided again and allowed by the gate,
+        // then removed together (as many at once as the inventory can); each result is
+        // handed on as it finishes.
+        let kind = removals[next].kind;
+        let inventory = inventories.iter().find(|i| i.kind() == kind);
+        let at_once = inventory.map_or(1, |i| i.removals_at_once().max(1));
+        let mut batch: Vec<(&PlanEntry, Item)> = Vec::new();
+        while next < removals.len() && removals[next].kind == kind && batch.len() < at_once {
+            let entry = removals[next];
+            next += 1;
+            if !seen.insert((entry.kind, entry.id.as_str())) {
+                continue;
+            }
+            // A compose stack is looked at whole before any of it goes.
+            let held = compose_project(&entry.facts).and_then(|project| {
+                stacks
+                    .entry(project)
+                    .or_insert_with(|| {
+                        stack_held(
+                            project,
+                            &removals,
+                            inventories,
+                            rules,
+                            now_ms,
+                            state,
+                            session,
+                        )
+                    })
+                    .clone()
+            });
+            let ready = match held {
+                Some(why) => Err(Outcome::NowKept { reasons: vec![why] }),
+                None => ready(entry, inventory, rules, now_ms, state, gate, &gone, session),
+            };
+            match ready {
+                Ok(item) => batch.push((entry, item)),
+                Err(outcome) => {
+                    if entry.kind == Kind::Worktree && outcome == Outcome::AlreadyGone {
+                        gone.insert(entry.id.as_str());
+                    }
+                    report(entry, outcome, None, false, state)?;
+                }
+            }
+        }
+        let (Some(inventory), false) = (inventory, batch.is_empty()) else {
+            continue;
+        };
+        let items: Vec<&Item> = batch.iter().map(|(_, item)| item).collect();
+        inventory.remove_all(&items, now_ms, &mut |index, removal| {
+            let Some((entry, _)) = batch.get(index) else {
+                return Err(format!(
+                    "the inventory reported a removal #{index} it was not given"
+                ));
+            };
+            let (outcome, newly_quarantined) = finish(entry, &removal, rules, now_ms, state);
+            if entry.kind == Kind::Worktree && outcome == Outcome::Removed {
+                gone.insert(entry.id.as_str());
+            }
+            report(entry, outcome, Some(removal), newly_quarantined, state)
+        })?;
     }
     Ok(count)
 }
@@ -218,76 +245,86 @@ fn stack_held(
     None
 }
 
+/// The item to remove, re-inspected, still as planned, still to be removed by the rules, and
+/// allowed by the gate; or what became of it instead.
 #[allow(clippy::too_many_arguments)]
-fn one(
+fn ready(
     entry: &PlanEntry,
-    inventories: &[&dyn Inventory],
+    inventory: Option<&&dyn Inventory>,
     rules: &SweepRules,
     now_ms: i64,
     state: &mut JanitorState,
     gate: &mut dyn Gate,
     worktrees_gone: &HashSet<&str>,
-    removal_out: &mut Option<Removal>,
-    newly_quarantined: &mut bool,
     session: Option<&str>,
-) -> Outcome {
-    let Some(inventory) = inventories.iter().find(|i| i.kind() == entry.kind) else {
-        return Outcome::Skipped {
+) -> Result<Item, Outcome> {
+    let Some(inventory) = inventory else {
+        return Err(Outcome::Skipped {
             why: format!("no inventory for {}s", entry.kind),
-        };
+        });
     };
     if let Some(worktree) = &entry.after
         && !worktrees_gone.contains(worktree.as_str())
     {
-        return Outcome::Skipped {
+        return Err(Outcome::Skipped {
             why: format!("its worktree {worktree} was not removed first: left for a later round"),
-        };
+        });
     }
     let item = match inventory.inspect(&entry.id) {
         Err(e) => {
-            return Outcome::Uninspectable {
+            return Err(Outcome::Uninspectable {
                 error: e.to_string(),
-            };
+            });
         }
         Ok(None) => {
             state.forget(entry.kind, &entry.id);
-            return Outcome::AlreadyGone;
+            return Err(Outcome::AlreadyGone);
         }
         Ok(Some(item)) => item,
     };
     if item.kind() != entry.kind || item.id != entry.id || item.fingerprint() != entry.fingerprint {
-        return Outcome::Changed {
+        return Err(Outcome::Changed {
             what: changes(entry, &item),
-        };
+        });
     }
     let now = decide(&item, rules, now_ms, state, &Ctx::alone(session));
     if now.decision == Decision::Keep {
-        return Outcome::NowKept {
+        return Err(Outcome::NowKept {
             reasons: now.reasons,
-        };
+        });
     }
     if let Err(why) = gate.allow(&item, entry) {
-        return Outcome::Refused { why };
+        return Err(Outcome::Refused { why });
     }
-    let removal = inventory.remove(&item, now_ms);
-    let outcome = if removal.succeeded() {
+    Ok(item)
+}
+
+/// What a removal the inventory carried out means: removed (forgotten), or a failure that
+/// backs off or quarantines; and whether this failure is the one that quarantined it.
+fn finish(
+    entry: &PlanEntry,
+    removal: &Removal,
+    rules: &SweepRules,
+    now_ms: i64,
+    state: &mut JanitorState,
+) -> (Outcome, bool) {
+    if removal.succeeded() {
         state.forget(entry.kind, &entry.id);
-        Outcome::Removed
-    } else {
-        let error = removal
-            .error()
-            .unwrap_or_else(|| "removal failed".to_owned());
-        let failed = state.record_failure(entry.kind, &entry.id, now_ms, &rules.failures, &error);
-        *newly_quarantined = failed.newly_quarantined;
+        return (Outcome::Removed, false);
+    }
+    let error = removal
+        .error()
+        .unwrap_or_else(|| "removal failed".to_owned());
+    let failed = state.record_failure(entry.kind, &entry.id, now_ms, &rules.failures, &error);
+    (
         Outcome::Failed {
             error,
             failures: failed.count,
             next_try_ms: failed.next_try_ms,
             quarantined: failed.quarantined,
-        }
-    };
-    *removal_out = Some(removal);
-    outcome
+        },
+        failed.newly_quarantined,
+    )
 }
 
 /// The facts that differ between the plan and now, as `field: before → after`.

@@ -21,6 +21,27 @@ pub trait Inventory {
     /// first failed step. Every step taken is reported, so a stop that succeeded and a remove
     /// that failed are two records, not one half-done state.
     fn remove(&self, item: &Item, now_ms: i64) -> Removal;
+
+    /// How many removals this inventory carries out at once: a Docker Engine stops several
+    /// containers in parallel (each stop may wait its whole timeout); files and git go one by one.
+    fn removals_at_once(&self) -> usize {
+        1
+    }
+
+    /// Removes `items` (at most [`Inventory::removals_at_once`] of them), handing each one's
+    /// index and removal to `done` as it finishes. An error from `done` stops the rest and is
+    /// returned. By default one after another.
+    fn remove_all(
+        &self,
+        items: &[&Item],
+        now_ms: i64,
+        done: &mut dyn FnMut(usize, Removal) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for (index, item) in items.iter().enumerate() {
+            done(index, self.remove(item, now_ms))?;
+        }
+        Ok(())
+    }
 }
 
 /// Why an inventory could not list or inspect.

@@ -58,6 +58,7 @@
 mod apply;
 mod inventory;
 mod item;
+mod owners;
 mod paths;
 mod plan;
 mod state;
@@ -71,10 +72,12 @@ pub use item::{
     BranchFacts, ContainerFacts, Facts, Item, Kind, MergeState, PathFacts, PrState, ProcessUse,
     WorktreeFacts, docker_time_ms,
 };
+pub use owners::{AgentCall, StartedBy, calls_since, started_during};
 pub use paths::PathInventory;
 pub use plan::{Decision, Plan, PlanEntry, plan, plan_session};
 pub use rules::{
     BranchRules, COMPOSE_PROJECT_LABEL, ContainerRules, FailureRules, GithubPr, GithubRepo,
-    NameMaxAge, PathRule, PrProvider, RulesError, Span, SweepRules, WorktreeRules,
+    NameMaxAge, OWNER_LABEL, PathRule, PrProvider, RulesError, SESSION_LABEL, Span, SweepRules,
+    WorktreeRules,
 };
 pub use state::{FailureOutcome, Failures, JanitorState};

@@ -94,19 +94,20 @@ pub fn plan_session(
 ) -> Plan {
     let its: Vec<Item> = items
         .iter()
-        .filter(|i| started_by_session(&i.facts) == Some(session))
+        .filter(|i| started_by_session(i, state) == Some(session))
         .cloned()
         .collect();
     plan_in(&its, rules, now_ms, state, Some(session))
 }
 
-/// The session a container's labels say started it.
-fn started_by_session(facts: &Facts) -> Option<&str> {
-    match facts {
+/// The session that started a container: its label says, or else the ledger does.
+fn started_by_session<'a>(item: &'a Item, state: &'a JanitorState) -> Option<&'a str> {
+    match &item.facts {
         Facts::Container(c) => c
             .labels
             .get(crate::rules::SESSION_LABEL)
-            .map(String::as_str),
+            .map(String::as_str)
+            .or_else(|| state.started_by(&item.id)?.session.as_deref()),
         _ => None,
     }
 }
@@ -283,9 +284,9 @@ pub(crate) fn decide(
         Facts::Container(c) => {
             let reaped = ctx
                 .reaping
-                .filter(|s| started_by_session(&item.facts) == Some(*s));
+                .filter(|s| started_by_session(item, state) == Some(*s));
             match reaped {
-                Some(session) => reap(c, rules, now_ms, item, session, &mut reasons),
+                Some(session) => reap(c, rules, now_ms, state, item, session, &mut reasons),
                 None => container(c, rules, now_ms, first_seen, state, item, &mut reasons),
             }
         }
@@ -320,21 +321,14 @@ fn reap(
     c: &ContainerFacts,
     rules: &SweepRules,
     now_ms: i64,
+    state: &JanitorState,
     item: &Item,
     session: &str,
     r: &mut Reasons,
 ) -> u64 {
     // The holds are the container rule's; only its verdict on age is set aside.
     let mut held = Reasons::default();
-    let age = container(
-        c,
-        rules,
-        now_ms,
-        now_ms,
-        &JanitorState::new(),
-        item,
-        &mut held,
-    );
+    let age = container(c, rules, now_ms, now_ms, state, item, &mut held);
     r.holds = held.holds;
     r.notes = held.notes;
     r.removes.push(format!(
@@ -353,13 +347,17 @@ fn container(
     r: &mut Reasons,
 ) -> u64 {
     let cr = &rules.containers;
-    let in_scope = cr.scope.includes(&c.labels, &item.name);
+    let in_scope = cr
+        .scope
+        .includes(&c.labels, &item.name)
+        .or_else(|| state.started_by(&item.id).map(|by| by.describe()));
     match &in_scope {
         // Said last, after the facts that decide.
         Some(_) => {}
         None => r.holds.push(format!(
-            "not in the janitor's scope: no agent started it (no {} label) and \
-             sweep.containers.scope names none of its labels, its name or its compose project",
+            "not in the janitor's scope: no agent started it (no {} label, and no agent's call \
+             to a container tool was running when it was created) and sweep.containers.scope \
+             names none of its labels, its name or its compose project",
             crate::rules::OWNER_LABEL
         )),
     }

@@ -5,6 +5,7 @@
 //! forgets nothing.
 
 use crate::item::{Item, Kind};
+use crate::owners::StartedBy;
 use crate::rules::FailureRules;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -42,6 +43,9 @@ pub struct JanitorState {
     forgotten: HashSet<(Kind, String)>,
     /// Items released from failures since the last save: only their failure rows go.
     released: HashSet<(Kind, String)>,
+    /// Containers without an owner label that the ledger shows an agent session started.
+    /// Learned afresh from the ledger on every run, so never saved.
+    started_by: HashMap<String, StartedBy>,
 }
 
 impl JanitorState {
@@ -87,6 +91,16 @@ impl JanitorState {
             .entry(id.to_owned())
             .or_insert(at_ms);
         *slot = (*slot).max(at_ms);
+    }
+
+    /// The agent session the ledger says started this container (see [`crate::started_during`]).
+    pub fn started_by(&self, id: &str) -> Option<&StartedBy> {
+        self.started_by.get(id)
+    }
+
+    /// Notes who started a container, as the ledger tells it; kept for this run only.
+    pub fn note_started_by(&mut self, id: &str, by: StartedBy) {
+        self.started_by.insert(id.to_owned(), by);
     }
 
     pub fn failures(&self, kind: Kind, id: &str) -> Option<&Failures> {

@@ -176,6 +176,9 @@ pub struct ContainerRules {
     pub keep_until_label: String,
     /// Containers whose name matches go once this old, however busy (a QA slot, per-PR stacks).
     pub max_age: Vec<NameMaxAge>,
+    /// When an agent's session ends (its `SessionEnd` hook), reap what it started and left:
+    /// the hook starts `nightwatch sweep apply --session ID --yes` in the background.
+    pub reap_at_session_end: bool,
 }
 
 impl Default for ContainerRules {
@@ -188,6 +191,7 @@ impl Default for ContainerRules {
             keep_label: "nightwatch.keep".to_owned(),
             keep_until_label: "nightwatch.keep-until".to_owned(),
             max_age: Vec::new(),
+            reap_at_session_end: false,
         }
     }
 }

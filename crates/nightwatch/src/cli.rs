@@ -212,6 +212,7 @@ pub enum SweepCommand {
     Plan(SweepPlanArgs),
     /// Carry out a plan: re-inspect each item and remove only those still in the state the
     /// plan saw (a fingerprint); report the ones that changed. A dry run unless --yes.
+    /// With --session ID instead of --plan: plan that session's leftovers now and carry it out.
     ///
     /// Every removal goes through policy as the janitor's action; every keep and every result
     /// is recorded as soon as it happens, one item after another, so a run that is killed
@@ -235,7 +236,8 @@ pub struct SweepPlanArgs {
     #[arg(long, value_name = "TIME")]
     pub now: Option<String>,
     /// Plan only what agent session ID left behind (containers labelled
-    /// nightwatch.session=ID), to remove whatever its age: for when a session has ended.
+    /// nightwatch.session=ID, or created while one of its calls to a container tool was
+    /// running, as the ledger shows), to remove whatever its age: for when a session has ended.
     /// Keep labels and open exec sessions still keep a container.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
@@ -250,8 +252,17 @@ pub struct SweepApplyArgs {
     #[command(flatten)]
     pub source: PolicySource,
     /// The plan `sweep plan --out` wrote.
-    #[arg(long, value_name = "FILE")]
-    pub plan: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "session",
+        conflicts_with = "session"
+    )]
+    pub plan: Option<PathBuf>,
+    /// Plan now, and carry out, the reaping of what agent session ID left behind (as
+    /// `sweep plan --session ID` would plan it): for a session that has ended.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Remove for real (without it, say what would be removed).
     #[arg(long)]
     pub yes: bool,

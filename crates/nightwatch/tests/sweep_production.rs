@@ -476,7 +476,17 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
         inspect(&owned, "{{index .Config.Labels \"nightwatch.project\"}}"),
         site.dir.display().to_string()
     );
-    // The same agent starting one without the hook: no owner label, not the janitor's.
+    // The call finished; a container started after it, by no agent's call, is not the
+    // janitor's.
+    let mut post = site.command(&["hook", "claude"], &[]);
+    post.stdin(Stdio::piped());
+    let mut finished = payload.clone();
+    finished["hook_event_name"] = "PostToolUse".into();
+    finished["tool_response"] =
+        serde_json::json!({ "stdout": owned, "stderr": "", "interrupted": false });
+    let reply = common::run_with_input(post, finished.to_string().as_bytes());
+    assert!(reply.status.success(), "{}", text(&reply));
+    std::thread::sleep(Duration::from_millis(2_100));
     let unlabelled = site.containers.run(&[IMAGE, "sleep", "600"]);
     let (_, entries, out) = site.plan(6, &[&owned, &unlabelled]);
     assert_eq!(
@@ -491,6 +501,87 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
             .contains("started by agent claude-code")
     );
     assert_eq!(entry(&entries, &unlabelled)["decision"], "keep");
+}
+
+/// An agent whose hook cannot rewrite its call (Codex) starts a compose stack: the containers
+/// carry no owner label, but the ledger holds the session's call to `docker compose` and the
+/// Engine the time each container was created. Joined, they make the stack the session's: in
+/// the janitor's scope, and reaped with the session. A service an operator starts while no
+/// agent call runs stays out of scope.
+#[test]
+fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
+    let site = Site::new("ledger-join", "");
+    std::fs::write(
+        &site.policy,
+        "rules:\n  - id: agents-may-compose\n    verdict: allow\n    command: \"docker compose *\"\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+    )
+    .unwrap();
+    let hook = |event: &str, extra: Value| {
+        let mut payload = serde_json::json!({
+            "session_id": "sess_codex",
+            "turn_id": "turn_1",
+            "cwd": site.dir,
+            "hook_event_name": event,
+            "model": "gpt-5-codex",
+            "tool_name": "Bash",
+            "tool_input": { "command": "docker compose up -d" },
+            "tool_use_id": "call_up",
+        });
+        for (key, value) in extra.as_object().unwrap() {
+            payload[key] = value.clone();
+        }
+        let mut hook = site.command(&["hook", "codex"], &[]);
+        hook.stdin(Stdio::piped());
+        let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+        assert!(reply.status.success(), "{}", text(&reply));
+        reply
+    };
+    let reply = hook("PreToolUse", serde_json::json!({}));
+    assert!(
+        !String::from_utf8_lossy(&reply.stdout).contains("deny"),
+        "{}",
+        text(&reply)
+    );
+    // What `docker compose up -d` does: containers labelled with the project, none with an owner.
+    let project = format!("{}-stack", site.containers.0);
+    let compose = format!("com.docker.compose.project={project}");
+    let db = site
+        .containers
+        .run(&["--label", &compose, IMAGE, "sleep", "3600"]);
+    let web = site
+        .containers
+        .run(&["--label", &compose, IMAGE, "sleep", "3600"]);
+    hook(
+        "PostToolUse",
+        serde_json::json!({ "tool_response": { "stdout": "", "stderr": "", "exit_code": 0 } }),
+    );
+    std::thread::sleep(Duration::from_millis(2_100));
+    let operators = site.containers.run(&[IMAGE, "sleep", "3600"]);
+
+    let (_, entries, out) = site.plan(6, &[&db, &web, &operators]);
+    for id in [&db, &web] {
+        let planned = entry(&entries, id);
+        assert_eq!(planned["decision"], "remove", "{}", text(&out));
+        let reasons = planned["reasons"].to_string();
+        assert!(
+            reasons.contains("started by agent codex in session sess_codex"),
+            "{reasons}"
+        );
+        assert!(reasons.contains("docker compose up -d"), "{reasons}");
+    }
+    let kept = entry(&entries, &operators);
+    assert_eq!(kept["decision"], "keep");
+    assert!(
+        kept["reasons"]
+            .to_string()
+            .contains("not in the janitor's scope")
+    );
+
+    // The session's end reaps what it started, whatever its age; the operator's stays.
+    let reaped = site.run(&["sweep", "apply", "--session", "sess_codex", "--yes"], &[]);
+    assert!(reaped.status.success(), "{}", text(&reaped));
+    assert!(!exists(&db) && !exists(&web), "{}", text(&reaped));
+    assert!(exists(&operators));
 }
 
 /// A compose stack (made here as Compose makes one: containers and a network carrying the
@@ -660,4 +751,68 @@ fn a_sessions_leftovers_are_reaped_at_its_end() {
     assert!(applied.status.success(), "{}", text(&applied));
     assert!(!exists(&mine), "{}", text(&applied));
     assert!(exists(&other));
+}
+
+/// With `reap_at_session_end`, the session's `SessionEnd` hook starts the reaping itself: what
+/// the session left running goes without anyone typing a sweep, the session-end record says
+/// the reaping started, and the sweep's own records say what it removed.
+#[test]
+fn a_session_end_hook_reaps_what_the_session_left_when_the_policy_says_so() {
+    let site = Site::new(
+        "session-end",
+        "sweep:\n  containers:\n    reap_at_session_end: true\n",
+    );
+    let mine = site.containers.run(&[
+        "--label",
+        OWNED,
+        "--label",
+        "nightwatch.session=sess_ending",
+        IMAGE,
+        "sleep",
+        "3600",
+    ]);
+    let held = site.containers.run(&[
+        "--label",
+        OWNED,
+        "--label",
+        "nightwatch.session=sess_ending",
+        "--label",
+        "nightwatch.keep=true",
+        IMAGE,
+        "sleep",
+        "3600",
+    ]);
+    let payload = serde_json::json!({
+        "session_id": "sess_ending",
+        "cwd": site.dir,
+        "hook_event_name": "SessionEnd",
+        "reason": "logout",
+    });
+    let mut hook = site.command(&["hook", "claude"], &[]);
+    hook.stdin(Stdio::piped());
+    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+    assert!(reply.status.success(), "{}", text(&reply));
+    wait_until(
+        "the ended session's container to go",
+        Duration::from_secs(90),
+        || !exists(&mine),
+    );
+    assert!(exists(&held), "a keep label still keeps it");
+    let db = rusqlite::Connection::open(site.home.join("ledger.db")).unwrap();
+    let details: String = db
+        .query_row(
+            "SELECT inputs FROM records WHERE event = 'session-end'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert!(
+        details.contains("started: nightwatch sweep apply --session sess_ending --yes"),
+        "{details}"
+    );
+    wait_until("the removal's result", Duration::from_secs(30), || {
+        site.results_for(&mine)
+            .iter()
+            .any(|outputs| outputs["exit_code"] == 0)
+    });
 }

@@ -89,22 +89,14 @@ fn plan_table(planned: &Plan) -> String {
 }
 
 pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
-    let text = std::fs::read_to_string(&args.plan)
-        .with_context(|| format!("cannot read the plan {}", args.plan.display()))?;
-    let planned = Plan::from_json(&text).with_context(|| {
-        format!(
-            "{} is not a plan `sweep plan --out` wrote",
-            args.plan.display()
-        )
-    })?;
-    if !args.yes {
-        for entry in planned.removals() {
-            println!("would remove {} {}", entry.kind.as_str(), entry.name);
-        }
-        println!(
-            "dry run: {} to remove if still as planned; add --yes to remove them",
-            planned.removals().count()
-        );
+    let planned = match &args.plan {
+        Some(file) => Some(read_plan(file)?),
+        None => None,
+    };
+    if !args.yes
+        && let Some(planned) = &planned
+    {
+        print_dry_run(planned);
         return Ok(0);
     }
     let host = Host::open()?;
@@ -121,6 +113,27 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
     )?;
     let engine = host.engine();
     let engine = engine.with_clock(&simulated);
+    // `--session`: the session's leftovers, planned now (and recorded as a plan is).
+    let (planned, unlisted) = match planned {
+        Some(planned) => (planned, false),
+        None => {
+            let reaped = plan_at(
+                &host.data_dir,
+                &host.env,
+                &policy,
+                now,
+                host.clock.now_ms(),
+                args.session.as_deref(),
+            )?;
+            record_plan(&host.engine(), &reaped).context("the plan could not be recorded")?;
+            if !args.yes {
+                print_dry_run(&reaped.plan);
+                return Ok(u8::from(reaped.incomplete()));
+            }
+            let incomplete = reaped.incomplete();
+            (reaped.plan, incomplete)
+        }
+    };
     let mut print = |line: &str| {
         // Each line as its item finishes, so a long run shows where it is.
         let mut out = std::io::stdout().lock();
@@ -136,7 +149,24 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
         &mut print,
     )?;
     println!("{}", tally.summary());
-    Ok(u8::from(tally.incomplete()))
+    Ok(u8::from(tally.incomplete() || unlisted))
+}
+
+fn read_plan(file: &std::path::Path) -> anyhow::Result<Plan> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("cannot read the plan {}", file.display()))?;
+    Plan::from_json(&text)
+        .with_context(|| format!("{} is not a plan `sweep plan --out` wrote", file.display()))
+}
+
+fn print_dry_run(planned: &Plan) {
+    for entry in planned.removals() {
+        println!("would remove {} {}", entry.kind.as_str(), entry.name);
+    }
+    println!(
+        "dry run: {} to remove if still as planned; add --yes to remove them",
+        planned.removals().count()
+    );
 }
 
 /// `nightwatch why TARGET`: what the janitor decided about it, latest last.
