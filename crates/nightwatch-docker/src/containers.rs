@@ -335,8 +335,10 @@ fn item_of(response: ContainerInspectResponse, asked: &str) -> Item {
 
 /// Why the container's labels keep it, asked of the planner itself so the labels have one
 /// reading (`nightwatch.keep=true`, a `nightwatch.keep-until` date not yet passed). The
-/// question is put so that only a label can keep it: no age limits, no failures, and a
-/// container that has been idle since 1970.
+/// question is put so that only a keep label can keep it: no age limits, no failures, a
+/// container that has been idle since 1970, and the whole host in scope. Scope is the
+/// planner's to judge, moments before, with what the ledger knows of who started what (a
+/// container an agent started without a label is still the agent's).
 fn held_by_label(item: &Item, rules: &ContainerRules, now_ms: i64) -> Option<String> {
     let Facts::Container(facts) = &item.facts else {
         return None;
@@ -352,6 +354,10 @@ fn held_by_label(item: &Item, rules: &ContainerRules, now_ms: i64) -> Option<Str
     };
     let rules = SweepRules {
         containers: ContainerRules {
+            scope: nightwatch_janitor::ContainerScope {
+                all: true,
+                ..Default::default()
+            },
             max_idle: Span::from_ms(0),
             restart_loop_max_age: Span::from_ms(0),
             max_age: Vec::new(),
@@ -413,16 +419,21 @@ mod tests {
         assert_eq!(held_by_label(&labelled(&[]), &rules, NOW), None);
     }
 
-    /// The last check before a stop: what no agent started is not the janitor's, whatever
-    /// an edited plan says.
+    /// The last check before a stop reads keep labels, and only them: an unlabelled
+    /// container the planner found an agent started (from the ledger) is not refused here,
+    /// and an unlabelled container with a keep label still is.
     #[test]
-    fn an_unowned_container_is_refused_at_remove_time() {
+    fn the_last_check_reads_keep_labels_not_scope() {
         let mut item = labelled(&[]);
         if let Facts::Container(c) = &mut item.facts {
             c.labels.clear();
         }
+        assert_eq!(held_by_label(&item, &ContainerRules::default(), NOW), None);
+        if let Facts::Container(c) = &mut item.facts {
+            c.labels.insert("nightwatch.keep".into(), "yes".into());
+        }
         let why = held_by_label(&item, &ContainerRules::default(), NOW).unwrap_or_default();
-        assert!(why.contains("not in the janitor's scope"), "{why}");
+        assert_eq!(why, "labelled nightwatch.keep=yes");
     }
 
     #[test]

@@ -223,7 +223,10 @@ fn running_containers_are_stopped_together_not_one_after_another() {
         .map(|_| scratch.container("run", &[], &["sleep", "3600"]))
         .collect();
     let inventory = inventory();
-    assert!(inventory.removals_at_once() >= 6, "the bound allows six at once");
+    assert!(
+        inventory.removals_at_once() >= 6,
+        "the bound allows six at once"
+    );
     let items: Vec<Item> = ids
         .iter()
         .map(|id| inventory.inspect(id).expect("inspect").expect("present"))

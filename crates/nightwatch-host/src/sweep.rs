@@ -186,6 +186,7 @@ fn note_owners_from_ledger(
                 session: record.session_id.clone(),
                 record: record.id.clone(),
                 command: command.to_owned(),
+                cwd: record.cwd.clone(),
                 from_ms: record.timestamp_ms,
                 until_ms,
             });

@@ -76,8 +76,8 @@ pub use owners::{AgentCall, StartedBy, calls_since, started_during};
 pub use paths::PathInventory;
 pub use plan::{Decision, Plan, PlanEntry, plan, plan_session};
 pub use rules::{
-    BranchRules, COMPOSE_PROJECT_LABEL, ContainerRules, FailureRules, GithubPr, GithubRepo,
-    NameMaxAge, OWNER_LABEL, PathRule, PrProvider, RulesError, SESSION_LABEL, Span, SweepRules,
-    WorktreeRules,
+    BranchRules, COMPOSE_PROJECT_LABEL, ContainerRules, ContainerScope, FailureRules, GithubPr,
+    GithubRepo, NameMaxAge, OWNER_LABEL, PathRule, PrProvider, RulesError, SESSION_LABEL, Span,
+    SweepRules, WorktreeRules,
 };
 pub use state::{FailureOutcome, Failures, JanitorState};

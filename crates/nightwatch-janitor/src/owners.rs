@@ -7,12 +7,19 @@
 //! the ledger holds every call with its session and the time it was decided and finished, and
 //! the Engine knows when each container was created. Joining the two by time names the session.
 //!
-//! The join is strict on purpose: a call counts only while it ran (decided, allowed or asked,
-//! and not yet finished) and only when its command names a container tool, so an operator's own
-//! service started beside an agent's unrelated `cargo test` stays out of the janitor's scope.
+//! The join is strict on purpose, since the Engine does not say which client created a
+//! container: a call counts only while it ran (decided, allowed or asked, and not yet
+//! finished), only when its command names a container tool, and only when it points at this
+//! container: the line names the container's image or name (`docker run -d postgres:16`), or
+//! Compose created it for a project in the call's working directory (`docker compose up` in
+//! `/srv/app` makes containers labelled with that directory). An operator's own service,
+//! started beside an agent's `docker run` of some other image, stays out of the janitor's scope.
 
 use crate::item::{Facts, Item};
 use serde::{Deserialize, Serialize};
+
+/// The label Compose puts on a container: the directory the project was brought up from.
+const COMPOSE_WORKING_DIR_LABEL: &str = "com.docker.compose.project.working_dir";
 
 /// The programs through which a shell line can create containers.
 const CONTAINER_TOOLS: &[&str] = &["docker", "podman", "nerdctl", "compose"];
@@ -31,6 +38,8 @@ pub struct AgentCall {
     pub record: String,
     /// The shell line as recorded.
     pub command: String,
+    /// The directory the call ran in, when the agent said.
+    pub cwd: Option<String>,
     /// When it was decided.
     pub from_ms: i64,
     /// When its result was recorded, or the longest a call may run when none was.
@@ -44,6 +53,21 @@ impl AgentCall {
         self.command
             .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .any(|word| CONTAINER_TOOLS.contains(&word))
+    }
+
+    /// Whether the line points at this container: it names its image or its name as a word,
+    /// or Compose brought the container up from the call's working directory.
+    fn points_at(&self, item: &Item, facts: &crate::item::ContainerFacts) -> bool {
+        let compose_here = facts
+            .labels
+            .get(COMPOSE_WORKING_DIR_LABEL)
+            .zip(self.cwd.as_deref())
+            .is_some_and(|(dir, cwd)| same_dir(dir, cwd));
+        let image = facts.image.strip_suffix(":latest").unwrap_or(&facts.image);
+        compose_here
+            || names_word(&self.command, image)
+            || names_word(&self.command, &format!("{image}:latest"))
+            || names_word(&self.command, &item.name)
     }
 
     fn running_at(&self, at_ms: i64) -> bool {
@@ -106,7 +130,7 @@ pub fn started_during(items: &[Item], calls: &[AgentCall]) -> Vec<(String, Start
             .iter()
             .copied()
             .take_while(|call| call.from_ms.saturating_sub(SLACK_MS) <= created)
-            .filter(|call| call.running_at(created))
+            .filter(|call| call.running_at(created) && call.points_at(item, c))
             .collect();
         let Some(first) = running.first() else {
             continue;
@@ -142,6 +166,29 @@ pub fn started_during(items: &[Item], calls: &[AgentCall]) -> Vec<(String, Start
     found
 }
 
+/// Whether `text` holds `word` with no word character (nor `.`, `/`, `:`, `-`) on either
+/// side: `postgres:16` in `docker run -d postgres:16`, not `pg` in `pgadmin`.
+fn names_word(text: &str, word: &str) -> bool {
+    if word.is_empty() {
+        return false;
+    }
+    let part_of_word = |c: char| c.is_ascii_alphanumeric() || "_.-/:@".contains(c);
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(part_of_word) && !after.is_some_and(part_of_word)
+    })
+}
+
+/// Two directory paths that name the same place, give or take a trailing slash.
+fn same_dir(a: &str, b: &str) -> bool {
+    let trim = |p: &str| {
+        let t = p.trim_end_matches('/');
+        if t.is_empty() { "/" } else { t }.to_owned()
+    };
+    trim(a) == trim(b)
+}
+
 fn clip(command: &str) -> String {
     let line = command.lines().next().unwrap_or_default();
     if line.chars().count() > 60 || line.len() < command.len() {
@@ -159,6 +206,8 @@ mod tests {
     use crate::item::ContainerFacts;
     use std::collections::BTreeMap;
 
+    /// A container of image `busybox`, or of a compose project brought up in `/srv/app`
+    /// when labelled so.
     fn container(id: &str, created_ms: i64, labels: &[(&str, &str)]) -> Item {
         Item {
             id: id.to_owned(),
@@ -192,14 +241,17 @@ mod tests {
             session: session.map(str::to_owned),
             record: record.to_owned(),
             command: command.to_owned(),
+            cwd: Some("/srv/app".to_owned()),
             from_ms: from,
             until_ms: until,
         }
     }
 
+    const COMPOSED: (&str, &str) = (COMPOSE_WORKING_DIR_LABEL, "/srv/app/");
+
     #[test]
     fn a_container_created_during_a_docker_call_is_that_sessions() {
-        let items = [container("c1", 10_000, &[])];
+        let items = [container("c1", 10_000, &[COMPOSED])];
         let calls = [
             call(Some("s1"), "r1", "cargo test", 9_000, 20_000),
             call(Some("s2"), "r2", "docker compose up -d", 9_500, 11_000),
@@ -215,14 +267,56 @@ mod tests {
 
     #[test]
     fn no_call_running_or_no_container_tool_named_leaves_it_unowned() {
-        let items = [container("c1", 100_000, &[])];
+        let items = [container("c1", 100_000, &[COMPOSED])];
         for calls in [
             vec![call(Some("s1"), "r1", "docker run x", 10_000, 20_000)],
-            vec![call(Some("s1"), "r1", "make dockerize", 90_000, 200_000)],
+            vec![call(
+                Some("s1"),
+                "r1",
+                "make dockerize busybox",
+                90_000,
+                200_000,
+            )],
             vec![call(Some("s1"), "r1", "echo docker", 150_000, 200_000)],
         ] {
             assert!(started_during(&items, &calls).is_empty(), "{calls:?}");
         }
+    }
+
+    /// A call that does not point at the container (another image, another project's
+    /// directory) does not own it, however close in time.
+    #[test]
+    fn only_a_call_that_points_at_the_container_owns_it() {
+        let operators = [container("c1", 10_000, &[])];
+        for line in [
+            "docker run -d postgres:16",
+            "docker pull busybox-extra",
+            "docker compose up -d",
+        ] {
+            let calls = [call(Some("s1"), "r1", line, 9_000, 11_000)];
+            assert!(started_during(&operators, &calls).is_empty(), "{line}");
+        }
+        for line in [
+            "docker run -d busybox sleep 9",
+            "docker run busybox:latest",
+            "docker start c1",
+        ] {
+            let calls = [call(Some("s1"), "r1", line, 9_000, 11_000)];
+            assert_eq!(started_during(&operators, &calls).len(), 1, "{line}");
+        }
+        let elsewhere = [container(
+            "c2",
+            10_000,
+            &[(COMPOSE_WORKING_DIR_LABEL, "/srv/other")],
+        )];
+        let calls = [call(
+            Some("s1"),
+            "r1",
+            "docker compose up -d",
+            9_000,
+            11_000,
+        )];
+        assert!(started_during(&elsewhere, &calls).is_empty());
     }
 
     #[test]
@@ -240,8 +334,14 @@ mod tests {
     fn two_sessions_at_once_make_it_an_agents_but_no_ones_session() {
         let items = [container("c1", 10_000, &[])];
         let calls = [
-            call(Some("s1"), "r1", "docker run a", 9_000, 11_000),
-            call(Some("s2"), "r2", "/usr/bin/docker run b", 9_500, 12_000),
+            call(Some("s1"), "r1", "docker run busybox", 9_000, 11_000),
+            call(
+                Some("s2"),
+                "r2",
+                "/usr/bin/docker run busybox",
+                9_500,
+                12_000,
+            ),
         ];
         let found = started_during(&items, &calls);
         assert_eq!(found[0].1.session, None);
@@ -250,7 +350,7 @@ mod tests {
 
     #[test]
     fn the_clocks_may_differ_by_the_slack_only() {
-        let calls = [call(Some("s1"), "r1", "docker run a", 10_000, 11_000)];
+        let calls = [call(Some("s1"), "r1", "docker run busybox", 10_000, 11_000)];
         assert_eq!(
             started_during(&[container("c", 8_000, &[])], &calls).len(),
             1

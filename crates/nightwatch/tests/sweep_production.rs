@@ -317,17 +317,17 @@ fn an_unreachable_engine_is_recorded_and_fails_the_run() {
 #[test]
 fn sweeps_take_turns_and_a_killed_apply_leaves_an_exact_ledger() {
     let site = Site::new("turns", "");
-    // Each ignores SIGTERM, so each stop waits out the janitor's stop timeout (10 s).
+    // The first stops at once; the other two ignore SIGTERM, so their stops (which run
+    // together with the first) wait out the janitor's stop timeout (10 s).
     let slow: Vec<String> = (0..3)
-        .map(|_| {
-            site.containers.run(&[
-                "--label",
-                OWNED,
-                IMAGE,
-                "sh",
-                "-c",
-                "trap '' TERM; while true; do sleep 1; done",
-            ])
+        .map(|i| {
+            let script = if i == 0 {
+                "trap 'exit 0' TERM; while true; do sleep 1; done"
+            } else {
+                "trap '' TERM; while true; do sleep 1; done"
+            };
+            site.containers
+                .run(&["--label", OWNED, IMAGE, "sh", "-c", script])
         })
         .collect();
     let ours: Vec<&str> = slow.iter().map(String::as_str).collect();
@@ -366,7 +366,8 @@ fn sweeps_take_turns_and_a_killed_apply_leaves_an_exact_ledger() {
         "the refused apply touched nothing"
     );
 
-    // Killed during the second stop: the first removal is recorded, the rest are not.
+    // Killed while the slow two wait out their stops: the first removal is recorded, the
+    // rest are not.
     wait_until("the first removal", Duration::from_secs(60), || {
         ours.iter().any(|id| !site.results_for(id).is_empty())
     });
@@ -545,12 +546,26 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
     // What `docker compose up -d` does: containers labelled with the project, none with an owner.
     let project = format!("{}-stack", site.containers.0);
     let compose = format!("com.docker.compose.project={project}");
-    let db = site
-        .containers
-        .run(&["--label", &compose, IMAGE, "sleep", "3600"]);
-    let web = site
-        .containers
-        .run(&["--label", &compose, IMAGE, "sleep", "3600"]);
+    let here = format!(
+        "com.docker.compose.project.working_dir={}",
+        site.dir.display()
+    );
+    let member = || {
+        site.containers.run(&[
+            "--label", &compose, "--label", &here, IMAGE, "sleep", "3600",
+        ])
+    };
+    let db = member();
+    let web = member();
+    // Another stack brought up elsewhere at the same moment (another test, an operator) is
+    // not this call's.
+    let elsewhere = site.containers.run(&[
+        "--label",
+        "com.docker.compose.project.working_dir=/srv/elsewhere",
+        IMAGE,
+        "sleep",
+        "3600",
+    ]);
     hook(
         "PostToolUse",
         serde_json::json!({ "tool_response": { "stdout": "", "stderr": "", "exit_code": 0 } }),
@@ -558,7 +573,7 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
     std::thread::sleep(Duration::from_millis(2_100));
     let operators = site.containers.run(&[IMAGE, "sleep", "3600"]);
 
-    let (_, entries, out) = site.plan(6, &[&db, &web, &operators]);
+    let (_, entries, out) = site.plan(6, &[&db, &web, &operators, &elsewhere]);
     for id in [&db, &web] {
         let planned = entry(&entries, id);
         assert_eq!(planned["decision"], "remove", "{}", text(&out));
@@ -569,19 +584,21 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
         );
         assert!(reasons.contains("docker compose up -d"), "{reasons}");
     }
-    let kept = entry(&entries, &operators);
-    assert_eq!(kept["decision"], "keep");
-    assert!(
-        kept["reasons"]
-            .to_string()
-            .contains("not in the janitor's scope")
-    );
+    for id in [&operators, &elsewhere] {
+        let kept = entry(&entries, id);
+        assert_eq!(kept["decision"], "keep");
+        assert!(
+            kept["reasons"]
+                .to_string()
+                .contains("not in the janitor's scope")
+        );
+    }
 
     // The session's end reaps what it started, whatever its age; the operator's stays.
     let reaped = site.run(&["sweep", "apply", "--session", "sess_codex", "--yes"], &[]);
     assert!(reaped.status.success(), "{}", text(&reaped));
     assert!(!exists(&db) && !exists(&web), "{}", text(&reaped));
-    assert!(exists(&operators));
+    assert!(exists(&operators) && exists(&elsewhere));
 }
 
 /// A compose stack (made here as Compose makes one: containers and a network carrying the
