@@ -1558,6 +1558,24 @@ fn runbook_started_for_an_alert(daemon: &Daemon, sign: &Path) -> i64 {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert!(sign.exists(), "the first attempt's runbook started");
+    // The daemon notes where the runbook runs right after starting it; a crash before that
+    // commit leaves the task to its lease (a case of its own), not to the next daemon's start.
+    let tasks = daemon.home.join("tasks.db");
+    let noted = || {
+        rusqlite::Connection::open(&tasks)
+            .and_then(|db| {
+                db.query_row(
+                    "SELECT runbook IS NOT NULL FROM tasks WHERE id = ?1",
+                    [task],
+                    |r| r.get::<_, bool>(0),
+                )
+            })
+            .unwrap_or(false)
+    };
+    while !noted() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(noted(), "the daemon noted where the runbook runs");
     task
 }
 
