@@ -217,6 +217,10 @@ fn main() -> ExitCode {
         eprintln!("{e}");
         failed = true;
     }
+    if !failed && let Err(e) = running_phase(&binary, &root, &home) {
+        eprintln!("{e}");
+        failed = true;
+    }
     cleanup_containers();
     let _ = std::fs::remove_dir_all(&root);
     if failed {
@@ -326,6 +330,118 @@ fn apply_phase(binary: &Path, root: &Path, home: &Path, repo: &Path) -> Result<(
     if removed != CONTAINERS {
         return Err(format!(
             "apply removed {removed} of the {CONTAINERS} agents' containers:\n{printed}"
+        ));
+    }
+    Ok(())
+}
+
+/// `sweep apply` of agents' containers that are running and ignore SIGTERM, so each stop waits
+/// out the janitor's 10 s stop timeout: one after another that is 10 s a container; the
+/// janitor overlaps eight. Beside it, the machine's own limit: `docker stop` of as many in one
+/// call (the CLI stops them all at once), then `docker rm`.
+fn running_phase(binary: &Path, root: &Path, home: &Path) -> Result<(), String> {
+    const RUNNING: usize = 16;
+    let make = |tag: &str| -> Result<Vec<String>, String> {
+        (0..RUNNING)
+            .map(|i| {
+                let name = format!("nwrun-{tag}-{}-{i}", std::process::id());
+                run(
+                    "docker",
+                    &[
+                        "run",
+                        "-d",
+                        "--label",
+                        LABEL,
+                        "--label",
+                        "nightwatch.agent=bench",
+                        "--name",
+                        &name,
+                        IMAGE,
+                        "sh",
+                        "-c",
+                        "trap '' TERM; while true; do sleep 1; done",
+                    ],
+                    None,
+                )
+            })
+            .collect()
+    };
+    let ours = make("janitor")?;
+    let policy = root.join("running-policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let week = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(7 * 24)).to_string();
+    let plan = root.join("running-plan.json");
+    let plan_path = plan.to_string_lossy().into_owned();
+    let nightwatch = |args: &[&str]| -> Result<(Duration, String), String> {
+        let started = Instant::now();
+        let out = Command::new(binary)
+            .args(args)
+            .env("NIGHTWATCH_HOME", home)
+            .env("NIGHTWATCH_POLICY", &policy)
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!(
+                "nightwatch {args:?}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok((
+            started.elapsed(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        ))
+    };
+    nightwatch(&["sweep", "plan", "--now", &week, "--out", &plan_path])?;
+    // Only this phase's containers: whatever else the host holds is not what is measured.
+    let mut planned: serde_json::Value = std::fs::read_to_string(&plan)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .ok_or("the plan cannot be read")?;
+    let entries: Vec<serde_json::Value> = planned["entries"]
+        .as_array()
+        .ok_or("the plan has no entries")?
+        .iter()
+        .filter(|e| ours.iter().any(|id| e["id"] == id.as_str()))
+        .cloned()
+        .collect();
+    planned["entries"] = serde_json::Value::from(entries);
+    std::fs::write(&plan, planned.to_string()).map_err(|e| e.to_string())?;
+    let (applied, printed) = nightwatch(&[
+        "sweep", "apply", "--plan", &plan_path, "--yes", "--now", &week,
+    ])?;
+    let removed = printed
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("] removed "))
+        .count();
+    let bare_ids = make("bare")?;
+    let started = Instant::now();
+    let mut stop = vec!["stop", "-t", "10"];
+    stop.extend(bare_ids.iter().map(String::as_str));
+    run("docker", &stop, None)?;
+    let mut rm = vec!["rm"];
+    rm.extend(bare_ids.iter().map(String::as_str));
+    run("docker", &rm, None)?;
+    let bare = started.elapsed();
+    println!();
+    println!(
+        "| running containers (SIGTERM ignored, 10 s stop timeout) | apply: removed | apply s | one after another, s (at least) | bare `docker stop` + `rm` of {RUNNING}, s |"
+    );
+    println!("|---:|---:|---:|---:|---:|");
+    println!(
+        "| {RUNNING} | {removed} | {:.1} | {} | {:.1} |",
+        applied.as_secs_f64(),
+        RUNNING * 10,
+        bare.as_secs_f64()
+    );
+    if removed != RUNNING {
+        return Err(format!(
+            "apply removed {removed} of the {RUNNING} running containers:\n{printed}"
         ));
     }
     Ok(())
