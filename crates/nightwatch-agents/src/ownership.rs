@@ -3,11 +3,13 @@
 //! agent, session and project started it, so the janitor knows what is an agent's to sweep.
 //!
 //! Only Claude Code lets a hook rewrite a call's input (`updatedInput`); for it, a line that
-//! begins with `docker run` or `docker create` (or their `docker container` forms) gets
-//! `--label` options inserted right after the subcommand, where Docker reads options for the
-//! new container. Anything else is left as written: a line that starts another way, a
-//! `docker` behind a variable or a wrapper, `docker compose` (whose CLI takes no labels). What
-//! is not labelled is still recorded with its session in the ledger.
+//! begins with `docker run` or `docker create` (or their `docker container` forms), `docker
+//! volume create` or `docker network create` gets `--label` options inserted right after the
+//! subcommand, where Docker reads options for the new object. Anything else is left as
+//! written: a line that starts another way, a `docker` behind a variable or a wrapper, `docker
+//! compose` (whose CLI takes no labels). What is not labelled is still recorded with its
+//! session in the ledger, and the janitor joins the Engine's creation times to it (see
+//! `nightwatch_janitor::started_during`).
 
 /// The label names, as the janitor's scope reads them.
 pub use nightwatch_spec::sweep::{OWNER_LABEL, PROJECT_LABEL, SESSION_LABEL};
@@ -23,8 +25,9 @@ pub struct Owner<'a> {
     pub project: Option<&'a str>,
 }
 
-/// `command` with the ownership labels inserted after its leading `docker run` (or `create`),
-/// or `None` when the line does not begin with one or already carries the owner label.
+/// `command` with the ownership labels inserted after its leading `docker run` (or `create`,
+/// `volume create`, `network create`), or `None` when the line does not begin with one or
+/// already carries the owner label.
 pub fn label_docker_run(command: &str, owner: &Owner<'_>) -> Option<String> {
     if command.len() > MAX_LINE || command.contains(OWNER_LABEL) {
         return None;
@@ -34,7 +37,8 @@ pub fn label_docker_run(command: &str, owner: &Owner<'_>) -> Option<String> {
     let mut words = rest.split([' ', '\t']).filter(|w| !w.is_empty());
     let subcommand_words = match (words.next(), words.next(), words.next()) {
         (Some("docker"), Some("run" | "create"), _) => 2,
-        (Some("docker"), Some("container"), Some("run" | "create")) => 3,
+        (Some("docker"), Some("container" | "volume" | "network"), Some("create"))
+        | (Some("docker"), Some("container"), Some("run")) => 3,
         _ => return None,
     };
     // The end of the subcommand word, counted in the original text.
@@ -95,6 +99,14 @@ mod tests {
             label_docker_run("  docker container create busybox && echo ok", &OWNER).unwrap();
         assert!(labelled.starts_with("  docker container create --label nightwatch.agent="));
         assert!(labelled.ends_with(" busybox && echo ok"));
+        for (line, head) in [
+            ("docker volume create pgdata", "docker volume create --label "),
+            ("docker network create -d bridge pr-7", "docker network create --label "),
+        ] {
+            let labelled = label_docker_run(line, &OWNER).unwrap();
+            assert!(labelled.starts_with(head), "{labelled}");
+            assert!(labelled.contains("nightwatch.session=sess_2a9f3b"), "{labelled}");
+        }
     }
 
     #[test]
@@ -108,6 +120,9 @@ mod tests {
             "docker run",
             "docker run;",
             "docker runner x",
+            "docker volume rm pgdata",
+            "docker network ls",
+            "docker volume",
             "docker run --label nightwatch.agent=me x",
             "",
         ] {
@@ -120,7 +135,7 @@ mod tests {
     #[test]
     fn any_line_is_kept_whole_or_left_alone() {
         use proptest::prelude::*;
-        proptest!(|(tail in "\\PC{0,80}", sep in "[ \t]{1,3}", sub in "(run|create|container run)")| {
+        proptest!(|(tail in "\\PC{0,80}", sep in "[ \t]{1,3}", sub in "(run|create|container run|volume create|network create)")| {
             let line = format!("docker{sep}{sub}{sep}{tail}");
             if let Some(out) = label_docker_run(&line, &OWNER) {
                 let head = format!("docker{sep}{sub}");

@@ -833,3 +833,59 @@ fn a_session_end_hook_reaps_what_the_session_left_when_the_policy_says_so() {
             .any(|outputs| outputs["exit_code"] == 0)
     });
 }
+
+/// A volume or network an agent creates through Claude Code's hook carries the same owner
+/// labels as its containers, on the real Engine.
+#[test]
+fn volumes_and_networks_an_agent_creates_carry_its_owner() {
+    let site = Site::new("own-volumes", "");
+    std::fs::write(
+        &site.policy,
+        "rules:\n  - id: agents-may-create\n    verdict: allow\n    command: \"docker * create *\"\n",
+    )
+    .unwrap();
+    let name = format!("nw-own-{}", std::process::id());
+    for (kind, line) in [
+        ("volume", format!("docker volume create {name}")),
+        ("network", format!("docker network create {name}")),
+    ] {
+        let payload = serde_json::json!({
+            "session_id": "sess_vol",
+            "cwd": site.dir,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": { "command": line },
+            "tool_use_id": format!("toolu_{kind}"),
+        });
+        let mut hook = site.command(&["hook", "claude"], &[]);
+        hook.stdin(Stdio::piped());
+        let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+        let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
+        let output = &answer["hookSpecificOutput"];
+        assert_eq!(output["permissionDecision"], "allow", "{answer}");
+        let labelled = output["updatedInput"]["command"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{kind}: the command is rewritten: {answer}"));
+        let made = Command::new("sh").args(["-c", labelled]).output().unwrap();
+        // Removed whatever the asserts below say.
+        let _cleanup = Cleanup(vec!["docker".into(), kind.into(), "rm".into(), name.clone()]);
+        assert!(made.status.success(), "{}", text(&made));
+        let labels = sh(
+            "docker",
+            &[kind, "inspect", "-f", "{{json .Labels}}", &name],
+            None,
+        );
+        let labels: Value = serde_json::from_str(&labels).unwrap();
+        assert_eq!(labels["nightwatch.agent"], "claude-code", "{kind}: {labels}");
+        assert_eq!(labels["nightwatch.session"], "sess_vol", "{kind}: {labels}");
+    }
+}
+
+/// Runs a command when dropped, failed test or not.
+struct Cleanup(Vec<String>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new(&self.0[0]).args(&self.0[1..]).output();
+    }
+}
