@@ -278,6 +278,17 @@ fn handle(
                 &environment,
                 cwd.as_deref(),
             );
+            // What runs is the labelled line: that is what is decided and recorded.
+            let (tool, inputs) = match (&labelled, tool) {
+                (Some(updated), nightwatch_core::Tool::Exec { line }) => {
+                    let line = updated
+                        .get("command")
+                        .and_then(serde_json::Value::as_str)
+                        .map_or(line, str::to_owned);
+                    (nightwatch_core::Tool::Exec { line }, updated.clone())
+                }
+                (_, tool) => (tool, inputs),
+            };
             let policy = world.policy(env)?;
             let action = nightwatch_core::Action {
                 actor,

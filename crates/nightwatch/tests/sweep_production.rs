@@ -461,6 +461,18 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
         "{labelled}"
     );
 
+    // The ledger holds the line that runs, labels and all.
+    let db = rusqlite::Connection::open(site.home.join("ledger.db")).unwrap();
+    let recorded: String = db
+        .query_row(
+            "SELECT inputs FROM records WHERE event = 'decision' AND call_id = 'toolu_own'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let recorded: Value = serde_json::from_str(&recorded).unwrap();
+    assert_eq!(recorded["command"], labelled, "{recorded}");
+
     // Run exactly what the agent would now run.
     let started = Command::new("sh").args(["-c", labelled]).output().unwrap();
     assert!(started.status.success(), "{}", text(&started));
