@@ -100,12 +100,21 @@ mod tests {
         assert!(labelled.starts_with("  docker container create --label nightwatch.agent="));
         assert!(labelled.ends_with(" busybox && echo ok"));
         for (line, head) in [
-            ("docker volume create pgdata", "docker volume create --label "),
-            ("docker network create -d bridge pr-7", "docker network create --label "),
+            (
+                "docker volume create pgdata",
+                "docker volume create --label ",
+            ),
+            (
+                "docker network create -d bridge pr-7",
+                "docker network create --label ",
+            ),
         ] {
             let labelled = label_docker_run(line, &OWNER).unwrap();
             assert!(labelled.starts_with(head), "{labelled}");
-            assert!(labelled.contains("nightwatch.session=sess_2a9f3b"), "{labelled}");
+            assert!(
+                labelled.contains("nightwatch.session=sess_2a9f3b"),
+                "{labelled}"
+            );
         }
     }
 

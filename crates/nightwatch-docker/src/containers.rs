@@ -5,10 +5,10 @@ use bollard::Docker;
 use bollard::models::ContainerInspectResponse;
 use bollard::query_parameters::{
     ListContainersOptionsBuilder, ListNetworksOptionsBuilder, RemoveContainerOptionsBuilder,
-    StopContainerOptionsBuilder,
+    RemoveImageOptionsBuilder, RemoveVolumeOptionsBuilder, StopContainerOptionsBuilder,
 };
 use futures_util::StreamExt;
-use nightwatch_janitor::COMPOSE_PROJECT_LABEL;
+use nightwatch_janitor::{COMPOSE_PROJECT_LABEL, OWNER_LABEL};
 use nightwatch_janitor::{
     ContainerFacts, ContainerRules, Facts, Inventory, InventoryError, Item, JanitorState, Kind,
     Removal, Span, SweepRules, docker_time_ms, plan,
@@ -119,8 +119,11 @@ impl DockerInventory {
         if let Err(e) = check_id(&item.id) {
             return removal.failed("inspect", e.to_string());
         }
-        let current = match inspect(client, &item.id).await {
-            Ok(Some(response)) => item_of(response, &item.id),
+        let (current, left_behind) = match inspect(client, &item.id).await {
+            Ok(Some(response)) => {
+                let left_behind = LeftBehind::of(&response);
+                (item_of(response, &item.id), left_behind)
+            }
             Ok(None) => return removal.failed("inspect", gone(item)),
             Err(e) => {
                 let e = self.error(&format!("inspect container {}", item.id), e);
@@ -179,15 +182,15 @@ impl DockerInventory {
             Ok(()) => {
                 let removal = removal.done(
                     "remove",
-                    format!(
-                        "removed {} ({}); its volumes were kept",
-                        current.name, facts.image
-                    ),
+                    format!("removed {} ({})", current.name, facts.image),
                 );
-                match facts.labels.get(COMPOSE_PROJECT_LABEL) {
+                let removal = match facts.labels.get(COMPOSE_PROJECT_LABEL) {
                     Some(project) => self.remove_stack_networks(client, project, removal).await,
                     None => removal,
-                }
+                };
+                let removal = self.remove_volumes(client, &left_behind, removal).await;
+                self.remove_dangling_image(client, &left_behind, removal)
+                    .await
             }
             Err(e) if status_of(&e) == Some(404) => removal.failed("remove", gone(item)),
             Err(e) => {
@@ -195,6 +198,153 @@ impl DockerInventory {
                 removal.failed("remove", e.to_string())
             }
         }
+    }
+
+    /// The named volumes the removed container mounted: each goes only when the policy names
+    /// it (`sweep.containers.remove_volumes`), an agent created it (its owner label), and no
+    /// container uses it any more. Every volume gets a step saying which.
+    async fn remove_volumes(
+        &self,
+        client: &Docker,
+        left: &LeftBehind,
+        mut removal: Removal,
+    ) -> Removal {
+        for volume in &left.volumes {
+            let named = self.rules.remove_volumes.iter().find(|g| g.matches(volume));
+            let Some(glob) = named else {
+                removal = removal.done(
+                    "keep volume",
+                    format!(
+                        "volume {volume} kept: sweep.containers.remove_volumes does not name it"
+                    ),
+                );
+                continue;
+            };
+            let why_kept = match client.inspect_volume(volume).await {
+                Err(e) if status_of(&e) == Some(404) => {
+                    removal = removal.done(
+                        "remove volume",
+                        format!("volume {volume} was already removed"),
+                    );
+                    continue;
+                }
+                Err(e) => Some(format!(
+                    "it could not be inspected: {}",
+                    self.error("inspect volume", e)
+                )),
+                Ok(v) if !v.labels.contains_key(OWNER_LABEL) => {
+                    Some(format!("no agent created it (no {OWNER_LABEL} label)"))
+                }
+                Ok(_) => match self.users(client, "volume", volume).await {
+                    Ok(0) => None,
+                    Ok(n) => Some(format!("{n} container(s) still use it")),
+                    Err(e) => Some(format!("its users could not be listed: {e}")),
+                },
+            };
+            if let Some(why) = why_kept {
+                removal = removal.done("keep volume", format!("volume {volume} kept: {why}"));
+                continue;
+            }
+            let options = RemoveVolumeOptionsBuilder::new().force(false).build();
+            removal = match client.remove_volume(volume, Some(options)).await {
+                Ok(()) => removal.done(
+                    "remove volume",
+                    format!(
+                        "removed volume {volume}: an agent's, named by {}, and no container uses it",
+                        glob.text()
+                    ),
+                ),
+                Err(e) if status_of(&e) == Some(404) => {
+                    removal.done("remove volume", format!("volume {volume} was already removed"))
+                }
+                Err(e) => removal.done(
+                    "remove volume",
+                    format!("volume {volume} was left: {}", self.error("remove volume", e)),
+                ),
+            };
+        }
+        removal
+    }
+
+    /// The removed container's image, when `sweep.containers.remove_dangling_images` is set,
+    /// it carries no tag, and no container (in any state) uses it any more.
+    async fn remove_dangling_image(
+        &self,
+        client: &Docker,
+        left: &LeftBehind,
+        removal: Removal,
+    ) -> Removal {
+        let Some(image) = left.image.as_deref() else {
+            return removal;
+        };
+        if !self.rules.remove_dangling_images {
+            return removal;
+        }
+        let why_kept = match client.inspect_image(image).await {
+            Err(e) if status_of(&e) == Some(404) => return removal,
+            Err(e) => Some(format!(
+                "it could not be inspected: {}",
+                self.error("inspect image", e)
+            )),
+            Ok(inspected) => {
+                let tags: Vec<String> = inspected
+                    .repo_tags
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|t| t != "<none>:<none>")
+                    .collect();
+                if tags.is_empty() {
+                    match self.users(client, "ancestor", image).await {
+                        Ok(0) => None,
+                        Ok(n) => Some(format!("{n} container(s) still use it")),
+                        Err(e) => Some(format!("its users could not be listed: {e}")),
+                    }
+                } else {
+                    // Tagged images are someone's build or pull: never the janitor's.
+                    return removal;
+                }
+            }
+        };
+        let short = image
+            .trim_start_matches("sha256:")
+            .get(..12)
+            .unwrap_or(image);
+        if let Some(why) = why_kept {
+            return removal.done("keep image", format!("dangling image {short} kept: {why}"));
+        }
+        let options = RemoveImageOptionsBuilder::new()
+            .force(false)
+            .noprune(false)
+            .build();
+        match client.remove_image(image, Some(options), None).await {
+            Ok(_) => removal.done(
+                "remove image",
+                format!("removed dangling image {short}: no tag, and no container uses it"),
+            ),
+            Err(e) if status_of(&e) == Some(404) => removal,
+            Err(e) => removal.done(
+                "remove image",
+                format!(
+                    "dangling image {short} was left: {}",
+                    self.error("remove image", e)
+                ),
+            ),
+        }
+    }
+
+    /// How many containers, in any state, match `filter=value` (`volume=pgdata`,
+    /// `ancestor=sha256:...`).
+    async fn users(&self, client: &Docker, filter: &str, value: &str) -> Result<usize, String> {
+        let filters = HashMap::from([(filter, vec![value])]);
+        let options = ListContainersOptionsBuilder::new()
+            .all(true)
+            .filters(&filters)
+            .build();
+        client
+            .list_containers(Some(options))
+            .await
+            .map(|c| c.len())
+            .map_err(|e| self.error("list containers", e).to_string())
     }
 
     /// Once the last container of compose stack `project` is gone, the networks Compose made
@@ -294,6 +444,28 @@ fn check_id(id: &str) -> Result<(), InventoryError> {
             id: id.to_owned(),
             reason: "not a container id or name".to_owned(),
         })
+    }
+}
+
+/// What a container may leave behind when it goes: its named volumes and its image's id.
+struct LeftBehind {
+    volumes: Vec<String>,
+    image: Option<String>,
+}
+
+impl LeftBehind {
+    fn of(response: &ContainerInspectResponse) -> LeftBehind {
+        let volumes = response
+            .mounts
+            .iter()
+            .flatten()
+            .filter(|m| m.typ.as_deref() == Some("volume"))
+            .filter_map(|m| m.name.clone())
+            .collect();
+        LeftBehind {
+            volumes,
+            image: response.image.clone().filter(|i| !i.is_empty()),
+        }
     }
 }
 

@@ -332,6 +332,130 @@ fn remove_keeps_the_containers_volumes() {
     );
 }
 
+fn inventory_with(rules: &ContainerRules) -> DockerInventory {
+    DockerInventory::from_docker_host(std::env::var("DOCKER_HOST").ok().as_deref(), rules)
+        .expect("inventory")
+        .with_stop_timeout(Duration::from_secs(2))
+}
+
+fn step_about<'a>(removal: &'a nightwatch_janitor::Removal, what: &str) -> &'a str {
+    removal
+        .steps
+        .iter()
+        .find(|s| s.detail.contains(what))
+        .map(|s| s.detail.as_str())
+        .unwrap_or_else(|| panic!("no step about {what}: {removal:?}"))
+}
+
+/// A volume goes with its last container only when the policy names it and an agent created
+/// it; every other volume the container had stays, with a step that says why.
+#[test]
+fn a_volume_goes_only_when_named_an_agents_and_unused() {
+    let mut scratch = Scratch::new("agent-volumes");
+    let owned = ["nightwatch.agent=test-agent"];
+    let gone = scratch.volume_with("pr-data-gone", &owned);
+    let unowned = scratch.volume_with("pr-data-unowned", &[]);
+    let shared = scratch.volume_with("pr-data-shared", &owned);
+    let unnamed = scratch.volume_with("other-data", &owned);
+    let mounts: Vec<String> = [&gone, &unowned, &shared, &unnamed]
+        .iter()
+        .enumerate()
+        .flat_map(|(i, v)| ["-v".to_owned(), format!("{v}:/d{i}")])
+        .collect();
+    let mounts: Vec<&str> = mounts.iter().map(String::as_str).collect();
+    let id = scratch.container("create", &mounts, &["sh", "-c", "exit 0"]);
+    let _other = scratch.container(
+        "create",
+        &["-v", &format!("{shared}:/d")],
+        &["sh", "-c", "exit 0"],
+    );
+    let rules: ContainerRules =
+        yaml_serde::from_str("remove_volumes: [\"nwtest-pr-data-*\"]").expect("rules");
+    let inventory = inventory_with(&rules);
+    let item = inventory.inspect(&id).expect("inspect").expect("present");
+    let removal = inventory.remove(&item, now_ms());
+    assert!(removal.succeeded(), "{removal:?}");
+    let exists = |v: &str| {
+        std::process::Command::new("docker")
+            .args(["volume", "inspect", v])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    assert!(!exists(&gone), "{removal:?}");
+    assert!(step_about(&removal, &format!("removed volume {gone}")).contains("nwtest-pr-data-*"));
+    assert!(exists(&unowned));
+    assert!(step_about(&removal, &unowned).contains("no agent created it"));
+    assert!(exists(&shared));
+    assert!(step_about(&removal, &shared).contains("1 container(s) still use it"));
+    assert!(exists(&unnamed));
+    assert!(step_about(&removal, &unnamed).contains("does not name it"));
+}
+
+/// With `remove_dangling_images`, an untagged image goes with the last container that used
+/// it; one still in use stays, and a tagged image is never touched.
+#[test]
+fn a_dangling_image_goes_with_its_last_container_when_configured() {
+    let scratch = Scratch::new("dangling");
+    // `docker commit` without a tag makes an untagged image, as an agent's untagged build does.
+    let base = scratch.container("create", &[], &["sh", "-c", "exit 0"]);
+    let image = |from: &str| docker(&["commit", from]);
+    let lone = image(&base);
+    let shared = image(&base);
+    // On the scratch's own image: tagged, never removed.
+    let only_user = scratch.container("create", &[], &["sh", "-c", "exit 0"]);
+    let run_on = |img: &str| {
+        docker(&[
+            "create",
+            "--label",
+            &scratch.label(),
+            "--label",
+            "nightwatch.agent=test-agent",
+            img,
+            "sh",
+            "-c",
+            "exit 0",
+        ])
+    };
+    let lone_user = run_on(&lone);
+    let shared_users = [run_on(&shared), run_on(&shared)];
+    let image_exists = |img: &str| {
+        std::process::Command::new("docker")
+            .args(["image", "inspect", img])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    let rules: ContainerRules =
+        yaml_serde::from_str("remove_dangling_images: true").expect("rules");
+    let inventory = inventory_with(&rules);
+    let remove = |id: &str| {
+        let item = inventory.inspect(id).expect("inspect").expect("present");
+        let removal = inventory.remove(&item, now_ms());
+        assert!(removal.succeeded(), "{removal:?}");
+        removal
+    };
+    let removal = remove(&lone_user);
+    assert!(!image_exists(&lone), "{removal:?}");
+    step_about(&removal, "removed dangling image");
+    let removal = remove(&shared_users[0]);
+    assert!(image_exists(&shared));
+    assert!(step_about(&removal, "dangling image").contains("1 container(s) still use it"));
+    remove(&shared_users[1]);
+    assert!(!image_exists(&shared));
+    let removal = remove(&only_user);
+    assert!(
+        image_exists(common::image()),
+        "a tagged image stays: {removal:?}"
+    );
+    assert!(
+        !removal.steps.iter().any(|s| s.what.contains("image")),
+        "{removal:?}"
+    );
+}
+
 #[test]
 fn exec_activity_is_recorded_and_survives_a_restart() {
     let scratch = Scratch::new("activity");

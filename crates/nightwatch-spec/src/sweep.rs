@@ -179,6 +179,11 @@ pub struct ContainerRules {
     /// When an agent's session ends (its `SessionEnd` hook), reap what it started and left:
     /// the hook starts `nightwatch sweep apply --session ID --yes` in the background.
     pub reap_at_session_end: bool,
+    /// Volumes that go with the last container using them, by name (`pr-*-data`): only those
+    /// an agent created (they carry its owner label). No other volume is ever removed.
+    pub remove_volumes: Vec<NameGlob>,
+    /// Untagged (dangling) images that go with the last container that used them.
+    pub remove_dangling_images: bool,
 }
 
 impl Default for ContainerRules {
@@ -192,6 +197,8 @@ impl Default for ContainerRules {
             keep_until_label: "nightwatch.keep-until".to_owned(),
             max_age: Vec::new(),
             reap_at_session_end: false,
+            remove_volumes: Vec::new(),
+            remove_dangling_images: false,
         }
     }
 }

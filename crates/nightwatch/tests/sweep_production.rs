@@ -880,7 +880,12 @@ fn volumes_and_networks_an_agent_creates_carry_its_owner() {
             .unwrap_or_else(|| panic!("{kind}: the command is rewritten: {answer}"));
         let made = Command::new("sh").args(["-c", labelled]).output().unwrap();
         // Removed whatever the asserts below say.
-        let _cleanup = Cleanup(vec!["docker".into(), kind.into(), "rm".into(), name.clone()]);
+        let _cleanup = Cleanup(vec![
+            "docker".into(),
+            kind.into(),
+            "rm".into(),
+            name.clone(),
+        ]);
         assert!(made.status.success(), "{}", text(&made));
         let labels = sh(
             "docker",
@@ -888,7 +893,10 @@ fn volumes_and_networks_an_agent_creates_carry_its_owner() {
             None,
         );
         let labels: Value = serde_json::from_str(&labels).unwrap();
-        assert_eq!(labels["nightwatch.agent"], "claude-code", "{kind}: {labels}");
+        assert_eq!(
+            labels["nightwatch.agent"], "claude-code",
+            "{kind}: {labels}"
+        );
         assert_eq!(labels["nightwatch.session"], "sess_vol", "{kind}: {labels}");
     }
 }

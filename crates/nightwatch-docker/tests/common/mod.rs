@@ -122,8 +122,19 @@ impl Scratch {
 
     /// A named volume removed with the run.
     pub fn volume(&mut self, what: &str) -> String {
+        self.volume_with(what, &[])
+    }
+
+    /// A volume of this run carrying `labels` (`KEY=VALUE`) besides the run's own.
+    pub fn volume_with(&mut self, what: &str, labels: &[&str]) -> String {
         let name = self.name(what);
-        docker(&["volume", "create", "--label", &self.label(), &name]);
+        let label = self.label();
+        let mut args = vec!["volume", "create", "--label", label.as_str()];
+        for l in labels {
+            args.extend(["--label", l]);
+        }
+        args.push(&name);
+        docker(&args);
         self.volumes.push(name.clone());
         name
     }
