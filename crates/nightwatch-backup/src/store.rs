@@ -12,7 +12,6 @@ use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -253,20 +252,17 @@ impl BackupStore {
             .mode(0o600)
             .open(&path)
             .map_err(|e| BackupError::io(&path, e))?;
-        let how = if exclusive {
-            libc::LOCK_EX
-        } else {
-            libc::LOCK_SH
-        };
         loop {
-            // SAFETY: flock on a descriptor we own; the lock is released when `file` closes.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), how) };
-            if rc == 0 {
-                return Ok(file);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(BackupError::io(&path, e));
+            // The same `flock` the sweep's lock takes, through std; released when `file` closes.
+            let locked = if exclusive {
+                file.lock()
+            } else {
+                file.lock_shared()
+            };
+            match locked {
+                Ok(()) => return Ok(file),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(BackupError::io(&path, e)),
             }
         }
     }
