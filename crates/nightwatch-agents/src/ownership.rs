@@ -65,6 +65,143 @@ pub fn label_docker_run(command: &str, owner: &Owner<'_>) -> Option<String> {
     Some(format!("{}{inserted}{}", &command[..end], &command[end..]))
 }
 
+/// A `docker compose ... up` (or `create`) line, read far enough to add compose files to it:
+/// Compose's CLI takes no labels, but a last `-f` file can give every service some.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ComposeUp<'a> {
+    /// The `-f` / `--file` files the line names, in order (none: Compose's default files).
+    pub files: Vec<&'a str>,
+    /// `--project-directory`, where the default files are looked for instead of the cwd.
+    pub project_directory: Option<&'a str>,
+    /// Byte offset of the `up` word: files are added right before it.
+    insert_at: usize,
+}
+
+/// Compose's global options that take a value.
+const COMPOSE_VALUE_OPTIONS: &[&str] = &[
+    "-f",
+    "--file",
+    "-p",
+    "--project-name",
+    "--project-directory",
+    "--profile",
+    "--env-file",
+    "--ansi",
+    "--progress",
+    "--parallel",
+];
+/// Compose's global options that stand alone.
+const COMPOSE_FLAGS: &[&str] = &["--compatibility", "--dry-run", "--verbose", "--no-ansi"];
+
+/// The line as a `docker compose [OPTIONS] up|create ...` (or `docker-compose`), or `None` for
+/// anything else, including a line whose options before the subcommand are quoted, expanded
+/// or unknown: those are left as written.
+pub fn compose_up(command: &str) -> Option<ComposeUp<'_>> {
+    if command.len() > MAX_LINE || command.contains(OWNER_LABEL) {
+        return None;
+    }
+    let mut head = words_with_offsets(command);
+    let from = match (head.next(), head.next()) {
+        (Some((_, "docker")), Some((at, "compose"))) => at + "compose".len(),
+        (Some((at, "docker-compose")), _) => at + "docker-compose".len(),
+        _ => return None,
+    };
+    let mut words = words_with_offsets_from(command, from);
+    let mut files = Vec::new();
+    let mut project_directory = None;
+    while let Some((at, word)) = words.next() {
+        if word.contains(['\'', '"', '$', '`', ';', '&', '|', '<', '>', '(', ')', '\\']) {
+            return None;
+        }
+        if word == "up" || word == "create" {
+            return Some(ComposeUp {
+                files,
+                project_directory,
+                insert_at: at,
+            });
+        }
+        let (option, inline) = match word.split_once('=') {
+            Some((option, value)) if option.starts_with("--") => (option, Some(value)),
+            _ => (word, None),
+        };
+        if COMPOSE_FLAGS.contains(&option) {
+            continue;
+        }
+        if !COMPOSE_VALUE_OPTIONS.contains(&option) {
+            return None;
+        }
+        let value = match inline {
+            Some(value) => value,
+            None => words.next()?.1,
+        };
+        if value.contains(['\'', '"', '$', '`', ';', '&', '|', '<', '>', '(', ')', '\\']) {
+            return None;
+        }
+        match option {
+            "-f" | "--file" => files.push(value),
+            "--project-directory" => project_directory = Some(value),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `command` with `-f FILE` for each of `files` added right before its `up` word.
+pub fn with_compose_files(command: &str, up: &ComposeUp<'_>, files: &[String]) -> String {
+    let mut added = String::new();
+    for file in files {
+        added.push_str("-f ");
+        added.push_str(&quote(file));
+        added.push(' ');
+    }
+    format!(
+        "{}{added}{}",
+        &command[..up.insert_at],
+        &command[up.insert_at..]
+    )
+}
+
+/// The compose file that gives every one of `services` the owner's labels.
+pub fn compose_labels_file(services: &[String], owner: &Owner<'_>) -> String {
+    let mut labels = vec![(OWNER_LABEL, owner.agent)];
+    labels.extend(owner.session.map(|s| (SESSION_LABEL, s)));
+    labels.extend(owner.project.map(|p| (PROJECT_LABEL, p)));
+    let mut text =
+        String::from("# Written by nightwatch's hook: who started these services.\nservices:\n");
+    for service in services {
+        text.push_str(&format!("  {}:\n    labels:\n", json_string(service)));
+        for (name, value) in &labels {
+            text.push_str(&format!(
+                "      {}: {}\n",
+                json_string(name),
+                json_string(value)
+            ));
+        }
+    }
+    text
+}
+
+/// A YAML scalar that is exactly `text` (JSON strings are YAML).
+fn json_string(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
+}
+
+/// The line's words split on blanks and newlines, each with its byte offset.
+fn words_with_offsets(command: &str) -> impl Iterator<Item = (usize, &str)> {
+    words_with_offsets_from(command, 0)
+}
+
+fn words_with_offsets_from(command: &str, from: usize) -> impl Iterator<Item = (usize, &str)> {
+    let text = &command[from..];
+    text.split([' ', '\t', '\n'])
+        .scan(from, |at, word| {
+            let start = *at;
+            *at += word.len() + 1;
+            Some((start, word))
+        })
+        .filter(|(_, word)| !word.is_empty())
+}
+
 /// One shell word that is exactly `text`: single-quoted, each `'` closed, escaped, reopened.
 fn quote(text: &str) -> String {
     let plain = !text.is_empty()
@@ -136,6 +273,49 @@ mod tests {
             "",
         ] {
             assert_eq!(label_docker_run(line, &OWNER), None, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn compose_up_lines_get_files_before_up() {
+        let up = compose_up("docker compose up -d").unwrap();
+        assert_eq!(up.files, Vec::<&str>::new());
+        let line = with_compose_files(
+            "docker compose up -d",
+            &up,
+            &["a.yml".into(), "/d/n w.yaml".into()],
+        );
+        assert_eq!(line, "docker compose -f a.yml -f '/d/n w.yaml' up -d");
+        let up = compose_up("docker-compose -f base.yml --project-directory=/srv/app -p shop up")
+            .unwrap();
+        assert_eq!(up.files, ["base.yml"]);
+        assert_eq!(up.project_directory, Some("/srv/app"));
+        let line = "docker-compose -f base.yml --project-directory=/srv/app -p shop up";
+        assert_eq!(
+            with_compose_files(line, &up, &["x.yml".into()]),
+            "docker-compose -f base.yml --project-directory=/srv/app -p shop -f x.yml up"
+        );
+        for line in [
+            "docker compose down",
+            "docker compose -f \"$F\" up",
+            "docker compose --weird up",
+            "docker compose -f",
+            "docker compose ps; docker compose up",
+            "cd x && docker compose up",
+            "docker compose up --label nightwatch.agent=me",
+        ] {
+            assert_eq!(compose_up(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_labels_file_names_every_service() {
+        let text = compose_labels_file(&["web".into(), "db: x".into()], &OWNER);
+        let parsed: serde_json::Value = yaml_serde::from_str(&text).unwrap();
+        for service in ["web", "db: x"] {
+            let labels = &parsed["services"][service]["labels"];
+            assert_eq!(labels["nightwatch.agent"], "claude-code", "{text}");
+            assert_eq!(labels["nightwatch.project"], "/srv/app's dir", "{text}");
         }
     }
 

@@ -219,6 +219,7 @@ fn ownership_labels(
     agent_id: &str,
     environment: &nightwatch_core::Context,
     cwd: Option<&str>,
+    env: &Environment,
 ) -> Option<serde_json::Value> {
     use nightwatch_agents::ownership::{Owner, label_docker_run};
     if agent != Agent::Claude || tool_name != "Bash" {
@@ -230,10 +231,90 @@ fn ownership_labels(
         session: environment.session.as_deref(),
         project: cwd,
     };
-    let labelled = label_docker_run(command, &owner)?;
+    let labelled = match label_docker_run(command, &owner) {
+        Some(labelled) => labelled,
+        None => label_compose_up(command, &owner, env, cwd)?,
+    };
     let mut updated = inputs.clone();
     updated["command"] = serde_json::Value::from(labelled);
     Some(updated)
+}
+
+/// Compose's CLI takes no labels, so `docker compose up` gets one more compose file, last,
+/// that labels every service its files declare (written under the data directory, named by
+/// its content). The files the line names, or Compose's default ones, are read for the
+/// service names; anything unclear (`COMPOSE_FILE` set, a file that does not read, no
+/// services) leaves the line as written, and the janitor's ledger join still finds the stack.
+fn label_compose_up(
+    command: &str,
+    owner: &nightwatch_agents::ownership::Owner<'_>,
+    env: &Environment,
+    cwd: Option<&str>,
+) -> Option<String> {
+    use nightwatch_agents::ownership::{compose_labels_file, compose_up, with_compose_files};
+    use std::path::{Path, PathBuf};
+    let up = compose_up(command)?;
+    if env.var("COMPOSE_FILE").is_some_and(|f| !f.is_empty()) {
+        return None;
+    }
+    let cwd = Path::new(cwd?);
+    let base = up
+        .project_directory
+        .map_or(cwd.to_path_buf(), |d| cwd.join(d));
+    let named: Vec<PathBuf> = up.files.iter().map(|f| cwd.join(f)).collect();
+    let defaults: Vec<PathBuf> = if named.is_empty() {
+        let first = |names: &[&str]| names.iter().map(|n| base.join(n)).find(|p| p.is_file());
+        let main = first(&[
+            "compose.yaml",
+            "compose.yml",
+            "docker-compose.yaml",
+            "docker-compose.yml",
+        ])?;
+        let overrides = first(&[
+            "compose.override.yaml",
+            "compose.override.yml",
+            "docker-compose.override.yaml",
+            "docker-compose.override.yml",
+        ]);
+        std::iter::once(main).chain(overrides).collect()
+    } else {
+        Vec::new()
+    };
+    let mut services: Vec<String> = Vec::new();
+    for file in named.iter().chain(&defaults) {
+        let text = std::fs::read_to_string(file).ok()?;
+        let doc: serde_json::Value = yaml_serde::from_str(&text).ok()?;
+        for name in doc.get("services")?.as_object()?.keys() {
+            if !services.contains(name) {
+                services.push(name.clone());
+            }
+        }
+    }
+    if services.is_empty() {
+        return None;
+    }
+    let labels = compose_labels_file(&services, owner);
+    let dir = crate::home::data_dir_in(env).join("compose-labels");
+    let path = dir.join(format!("{:016x}.yaml", content_hash(&labels)));
+    if !path.is_file() {
+        std::fs::create_dir_all(&dir).ok()?;
+        let tmp = dir.join(format!(".{}.tmp", std::process::id()));
+        std::fs::write(&tmp, &labels).ok()?;
+        std::fs::rename(&tmp, &path).ok()?;
+    }
+    let mut added: Vec<String> = defaults
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    added.push(path.to_string_lossy().into_owned());
+    Some(with_compose_files(command, &up, &added))
+}
+
+/// A name for a file by its content (FNV-1a: stable across builds, unlike std's hasher).
+fn content_hash(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 fn handle(
@@ -277,6 +358,7 @@ fn handle(
                 &actor.id,
                 &environment,
                 cwd.as_deref(),
+                env,
             );
             // What runs is the labelled line: that is what is decided and recorded.
             let (tool, inputs) = match (&labelled, tool) {

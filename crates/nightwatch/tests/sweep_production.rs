@@ -526,9 +526,13 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
     let site = Site::new("ledger-join", "");
     std::fs::write(
         &site.policy,
-        "rules:\n  - id: agents-may-compose\n    verdict: allow\n    command: \"docker compose *\"\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+        "rules:\n  - id: agents-may-compose\n    verdict: allow\n    command: \"docker-compose *\"\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
     )
     .unwrap();
+    let project = format!("nwjoin{}", std::process::id());
+    let file = write_compose_file(&site.dir);
+    let up = format!("docker-compose -p {project} up -d");
+    let _down = Cleanup(compose_down(&project, &file));
     let hook = |event: &str, extra: Value| {
         let mut payload = serde_json::json!({
             "session_id": "sess_codex",
@@ -537,7 +541,7 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
             "hook_event_name": event,
             "model": "gpt-5-codex",
             "tool_name": "Bash",
-            "tool_input": { "command": "docker compose up -d" },
+            "tool_input": { "command": up },
             "tool_use_id": "call_up",
         });
         for (key, value) in extra.as_object().unwrap() {
@@ -555,20 +559,22 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
         "{}",
         text(&reply)
     );
-    // What `docker compose up -d` does: containers labelled with the project, none with an owner.
-    let project = format!("{}-stack", site.containers.0);
-    let compose = format!("com.docker.compose.project={project}");
-    let here = format!(
-        "com.docker.compose.project.working_dir={}",
-        site.dir.display()
-    );
-    let member = || {
-        site.containers.run(&[
-            "--label", &compose, "--label", &here, IMAGE, "sleep", "3600",
-        ])
-    };
-    let db = member();
-    let web = member();
+    // Codex's hook cannot rewrite the call: Compose runs it as written, with no owner label.
+    let ran = Command::new("sh")
+        .args(["-c", &up])
+        .current_dir(&site.dir)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let members = compose_members(&project);
+    assert_eq!(members.len(), 2, "{members:?}");
+    let (db, web) = (members[0].clone(), members[1].clone());
+    for id in &members {
+        assert_eq!(
+            inspect(id, "{{index .Config.Labels \"nightwatch.agent\"}}"),
+            ""
+        );
+    }
     // Another stack brought up elsewhere at the same moment (another test, an operator) is
     // not this call's.
     let elsewhere = site.containers.run(&[
@@ -594,7 +600,7 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
             reasons.contains("started by agent codex in session sess_codex"),
             "{reasons}"
         );
-        assert!(reasons.contains("docker compose up -d"), "{reasons}");
+        assert!(reasons.contains("docker-compose -p"), "{reasons}");
     }
     for id in [&operators, &elsewhere] {
         let kept = entry(&entries, id);
@@ -611,6 +617,122 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
     assert!(reaped.status.success(), "{}", text(&reaped));
     assert!(!exists(&db) && !exists(&web), "{}", text(&reaped));
     assert!(exists(&operators) && exists(&elsewhere));
+}
+
+/// A compose file of two services on the offline test image, in `dir`.
+fn write_compose_file(dir: &Path) -> PathBuf {
+    let file = dir.join("docker-compose.yml");
+    std::fs::write(
+        &file,
+        format!(
+            "version: \"3\"\nservices:\n  db:\n    image: {IMAGE}\n    command: [\"sleep\", \"3600\"]\n  web:\n    image: {IMAGE}\n    command: [\"sleep\", \"3600\"]\n"
+        ),
+    )
+    .unwrap();
+    file
+}
+
+/// `docker-compose down` of `project`, for a [`Cleanup`].
+fn compose_down(project: &str, file: &Path) -> Vec<String> {
+    ["docker-compose", "-p", project, "-f"]
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([
+            file.display().to_string(),
+            "down".into(),
+            "-t".into(),
+            "0".into(),
+        ])
+        .collect()
+}
+
+/// The ids of compose project `project`'s containers, sorted by name (db, web).
+fn compose_members(project: &str) -> Vec<String> {
+    let filter = format!("label=com.docker.compose.project={project}");
+    let listed = sh(
+        "docker",
+        &[
+            "ps",
+            "-a",
+            "--no-trunc",
+            "--filter",
+            &filter,
+            "--format",
+            "{{.Names}} {{.ID}}",
+        ],
+        None,
+    );
+    let mut rows: Vec<(String, String)> = listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(n, id)| (n.to_owned(), id.to_owned()))
+        .collect();
+    rows.sort();
+    rows.into_iter().map(|(_, id)| id).collect()
+}
+
+/// Claude Code's `docker-compose up` is rewritten with one more compose file that labels every
+/// service with the agent, session and project; run as rewritten by the real Compose, both
+/// containers carry the labels, and the janitor judges them as the agent's own.
+#[test]
+fn a_compose_stack_an_agent_brings_up_through_the_hook_carries_its_owner() {
+    let site = Site::new("compose-own", "");
+    std::fs::write(
+        &site.policy,
+        "rules:\n  - id: agents-may-compose\n    verdict: allow\n    command: \"docker-compose *\"\n  - id: janitor\n    verdict: allow\n    actor: { kind: [janitor] }\n",
+    )
+    .unwrap();
+    let project = format!("nwown{}", std::process::id());
+    let file = write_compose_file(&site.dir);
+    let _down = Cleanup(compose_down(&project, &file));
+    let payload = serde_json::json!({
+        "session_id": "sess_compose",
+        "cwd": site.dir,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": { "command": format!("docker-compose -p {project} up -d") },
+        "tool_use_id": "toolu_compose",
+    });
+    let mut hook = site.command(&["hook", "claude"], &[]);
+    hook.stdin(Stdio::piped());
+    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+    let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
+    let output = &answer["hookSpecificOutput"];
+    assert_eq!(output["permissionDecision"], "allow", "{answer}");
+    let labelled = output["updatedInput"]["command"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the command is rewritten: {answer}"));
+    assert!(labelled.contains(" -f "), "{labelled}");
+    assert!(labelled.ends_with(" up -d"), "{labelled}");
+    let ran = Command::new("sh")
+        .args(["-c", labelled])
+        .current_dir(&site.dir)
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}", text(&ran));
+    let members = compose_members(&project);
+    assert_eq!(members.len(), 2, "{members:?}");
+    for id in &members {
+        assert_eq!(
+            inspect(id, "{{index .Config.Labels \"nightwatch.agent\"}}"),
+            "claude-code"
+        );
+        assert_eq!(
+            inspect(id, "{{index .Config.Labels \"nightwatch.session\"}}"),
+            "sess_compose"
+        );
+    }
+    let ours: Vec<&str> = members.iter().map(String::as_str).collect();
+    let (_, entries, out) = site.plan(6, &ours);
+    for id in &ours {
+        let planned = entry(&entries, id);
+        assert_eq!(planned["decision"], "remove", "{}", text(&out));
+        assert!(
+            planned["reasons"]
+                .to_string()
+                .contains("started by agent claude-code")
+        );
+    }
 }
 
 /// A compose stack (made here as Compose makes one: containers and a network carrying the
