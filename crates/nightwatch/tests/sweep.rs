@@ -286,6 +286,23 @@ fn containers_idle_five_days_go_crash_loops_by_age_labels_stay_and_changed_ones_
     ]);
     let looping = box_.run(&["--restart", "always", IMAGE, "sh", "-c", "exit 1"]);
     let changed = box_.run(&[IMAGE, "sh", "-c", "exit 0"]);
+    // A loop is three restarts; on a busy machine each start takes a while.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while sh(
+        "docker",
+        &["inspect", "-f", "{{.RestartCount}}", &looping],
+        None,
+    )
+    .parse::<u32>()
+    .unwrap_or(0)
+        < 3
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the loop never restarted 3 times"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     std::thread::sleep(Duration::from_secs(2));
     let ours = [&idle, &pinned, &looping, &changed];
 
