@@ -23,9 +23,11 @@ const WORKER_STACK: usize = 64 * 1024 * 1024;
 
 fn main() -> ExitCode {
     one_malloc_arena();
+    let subcommand = std::env::args().nth(1);
+    quiet_when_the_reader_goes(subcommand.as_deref());
     // An agent runs `nightwatch hook ...`: anything but 0 or 2 lets its call through, so every
     // failure on that path, even a bad command line, must be a refusal.
-    let is_hook = std::env::args().nth(1).as_deref() == Some("hook");
+    let is_hook = subcommand.as_deref() == Some("hook");
     if is_hook {
         match std::panic::catch_unwind(commands::hook_through_resident_gate) {
             Ok(Some(code)) => return ExitCode::from(code),
@@ -63,6 +65,23 @@ fn main() -> ExitCode {
             eprintln!("nightwatch: internal error; nothing was allowed");
             ExitCode::from(failure)
         }
+    }
+}
+
+/// A command whose reader goes away (`nightwatch log | head`) ends there, quietly, as `cat`
+/// does, instead of panicking on its next write. The daemon and the resident gate keep
+/// SIGPIPE ignored (a client that hangs up is an error on one socket, not the end of the
+/// server), and so does the hook, whose every failure must be a refusal with exit 2.
+fn quiet_when_the_reader_goes(subcommand: Option<&str>) {
+    let checking_only = std::env::args().any(|a| a == "--check");
+    if matches!(subcommand, Some("gate" | "hook"))
+        || (subcommand == Some("serve") && !checking_only)
+    {
+        return;
+    }
+    // SAFETY: restores the default disposition of one signal before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -202,3 +202,41 @@ fn usage_errors_do_not_look_like_a_verdict() {
         "{flowed}"
     );
 }
+
+/// `nightwatch ... | head`: when the reader has gone, a command ends quietly (killed by
+/// SIGPIPE, as `cat` is), never with a panic or an "internal error". The hook is the exception
+/// on purpose: its every failure is a refusal, exit 2.
+#[test]
+fn a_reader_that_has_gone_ends_the_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let home = scratch("closed-pipe");
+    let init = nightwatch(&home, &["init"]);
+    assert!(init.status.success(), "{}", stderr(&init));
+    for args in [
+        &["check", "ps aux | grep nginx"][..],
+        &["check", "--json", "rm -rf /"][..],
+        &["log", "--json"][..],
+        &["--help"][..],
+    ] {
+        let (reader, writer) = std::io::pipe().expect("a pipe");
+        // The reader is gone before the command writes a byte.
+        drop(reader);
+        let output = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+            .args(args)
+            .env("NIGHTWATCH_HOME", &home)
+            .env_remove("NIGHTWATCH_POLICY")
+            .stdout(writer)
+            .output()
+            .expect("the nightwatch binary runs");
+        let err = stderr(&output);
+        assert!(
+            !err.contains("panicked") && !err.contains("internal error"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            output.status.signal() == Some(libc::SIGPIPE) || output.status.code() == Some(0),
+            "{args:?}: {:?} {err}",
+            output.status
+        );
+    }
+}
