@@ -95,7 +95,8 @@ pub enum Command {
     /// Check the ledger's hash chain and head checkpoint; report unguarded results.
     ///
     /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
-    /// 2 intact but with results that no decision guarded.
+    /// 2 unguarded (the chain is intact, but results ran with no recorded decision; the
+    /// output starts with UNGUARDED and names them).
     Verify,
     /// Trust tiers: place an agent in one, and see whether its record has earned the next.
     #[command(subcommand)]

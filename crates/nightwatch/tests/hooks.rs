@@ -176,7 +176,12 @@ fn every_claude_payload_is_answered_and_recorded_in_one_chain() {
         Some(2),
         "an unguarded result is reported: {text}"
     );
-    assert!(text.contains("intact: 10 records"), "{text}");
+    // Words and status agree: not "intact" when it exits 2.
+    assert!(
+        text.starts_with("UNGUARDED: 10 records, hash chain unbroken"),
+        "{text}"
+    );
+    assert!(!text.contains("intact"), "{text}");
     assert!(text.contains("r8"), "{text}");
 }
 

@@ -283,19 +283,25 @@ pub fn verify() -> anyhow::Result<u8> {
             )
         })
         .unwrap_or_default();
-    println!(
-        "intact: {} records, hash chain unbroken{head}",
-        report.records
-    );
-    if !report.unguarded.is_empty() {
+    // The first word is the verdict, and the exit status says the same: 0 intact, 2 unguarded.
+    if report.unguarded.is_empty() {
         println!(
-            "{} results ran with no recorded decision (the hook was bypassed or missing):",
-            report.unguarded.len()
+            "intact: {} records, hash chain unbroken{head}",
+            report.records
         );
-        for (seq, id) in report.unguarded.iter().take(20) {
-            println!("  {id} (seq {seq})");
-        }
-        return Ok(2);
+        return Ok(0);
     }
-    Ok(0)
+    println!(
+        "UNGUARDED: {} records, hash chain unbroken{head}, but {} result(s) ran with no \
+         recorded decision (the hook was bypassed or missing):",
+        report.records,
+        report.unguarded.len()
+    );
+    for (seq, id) in report.unguarded.iter().take(20) {
+        println!("  {id} (seq {seq})");
+    }
+    if report.unguarded.len() > 20 {
+        println!("  ... and {} more", report.unguarded.len() - 20);
+    }
+    Ok(2)
 }
