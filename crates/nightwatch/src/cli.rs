@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 /// Exit status for errors (bad usage, unreadable or invalid policy). Never 0.
 pub const EXIT_ERROR: u8 = 1;
+/// `exec`'s status when it did not run the command (refused, or could not decide): 125, as
+/// `env`, `timeout` and `docker run` use for "the wrapper, not the command".
+pub const EXEC_NOT_RUN: u8 = 125;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -45,8 +48,10 @@ pub enum Command {
     /// Decide a command, run it if allowed, and record its exit code, output and duration.
     ///
     /// For scripts and agents without hooks: `nightwatch exec -- systemctl restart app`.
-    /// When refused, the reason is on stderr and the exit status is 2 (deny), 3 (ask) or
-    /// 4 (halt); otherwise it is the command's own.
+    /// Exit status: the command's own (127 when it cannot be started, 128+N when signal N
+    /// killed it); 125 when nightwatch did not run it: policy said deny, ask or halt (the
+    /// verdict, record and reason are on stderr), or it could not decide or record the
+    /// decision, so it failed closed.
     Exec(ExecArgs),
     /// What happened, and why: the ledger's records, oldest first.
     Log(LogArgs),

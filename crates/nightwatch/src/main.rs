@@ -38,7 +38,13 @@ fn main() -> ExitCode {
             }
         }
     }
-    let failure = if is_hook { 2 } else { cli::EXIT_ERROR };
+    // `exec` that fails before running anything says so with its own status, never one a
+    // command could have returned.
+    let failure = match subcommand.as_deref() {
+        Some("hook") => 2,
+        Some("exec") => cli::EXEC_NOT_RUN,
+        _ => cli::EXIT_ERROR,
+    };
     let cli = match cli::Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => {

@@ -63,7 +63,12 @@ fn an_approval_matches_a_call_that_carries_a_secret() {
     .unwrap();
     let call = ["exec", "--", "true", TOKEN];
     let asked = run(&home, &policy, &call, &[]);
-    assert_eq!(asked.status.code(), Some(3), "{}", text(&asked));
+    assert_eq!(asked.status.code(), Some(125), "{}", text(&asked));
+    assert!(
+        text(&asked).contains("nightwatch: ask ("),
+        "{}",
+        text(&asked)
+    );
     let first = records(&home, &policy);
     let decision = &first[0];
     assert_eq!(decision["verdict"], "ask");
@@ -92,7 +97,12 @@ fn an_approval_matches_a_call_that_carries_a_secret() {
     );
     // Once: the third time asks again.
     let third = run(&home, &policy, &call, &[]);
-    assert_eq!(third.status.code(), Some(3), "{}", text(&third));
+    assert_eq!(third.status.code(), Some(125), "{}", text(&third));
+    assert!(
+        text(&third).contains("nightwatch: ask ("),
+        "{}",
+        text(&third)
+    );
 }
 
 /// Seed 000's retry storm, with a token in the command: the breaker counts the failures of the
@@ -129,7 +139,12 @@ rules:
         );
     }
     let halted = run(&home, &policy, &deploy, &[]);
-    assert_eq!(halted.status.code(), Some(4), "{}", text(&halted));
+    assert_eq!(halted.status.code(), Some(125), "{}", text(&halted));
+    assert!(
+        text(&halted).contains("nightwatch: halt ("),
+        "{}",
+        text(&halted)
+    );
     assert!(
         text(&halted).contains("failed three times"),
         "{}",

@@ -70,7 +70,7 @@ fn exec_refuses_with_the_reason_and_runs_nothing() {
     let output = nightwatch(&home, &["exec", "--", "sh", "-c", &script], &[]);
     assert_eq!(
         output.status.code(),
-        Some(3),
+        Some(125),
         "ask: {}",
         text(&output.stderr)
     );
@@ -82,7 +82,8 @@ fn exec_refuses_with_the_reason_and_runs_nothing() {
     assert!(!marker.exists(), "a refused command must not run");
 
     let denied = nightwatch(&home, &["exec", "--", "rm", "-rf", "/"], &[]);
-    assert_eq!(denied.status.code(), Some(2));
+    assert_eq!(denied.status.code(), Some(125));
+    assert!(text(&denied.stderr).contains("nightwatch: deny ("));
     assert!(
         text(&denied.stderr).contains("instead"),
         "{}",
@@ -115,7 +116,11 @@ fn exec_with_a_broken_policy_runs_nothing_and_records_why() {
         ],
         &[],
     );
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        output.status.code(),
+        Some(125),
+        "not run: never a command's status"
+    );
     assert!(
         text(&output.stderr).contains("nothing was run"),
         "{}",
@@ -143,6 +148,39 @@ fn exec_passes_the_commands_exit_status_through() {
     let show = nightwatch(&home, &["show", "r2", "--json"], &[]);
     let record: serde_json::Value = serde_json::from_slice(&show.stdout).expect("json");
     assert_eq!(record["outputs"]["exit_code"], 1);
+}
+
+/// A command's own 2 (or 3, or 4) is its own: the statuses that once meant deny, ask and halt
+/// now pass through, and only 125 means nightwatch did not run it.
+#[test]
+fn a_commands_own_status_is_told_apart_from_a_refusal() {
+    let home = scratch("exec-own-status");
+    let policy = home.join("allow-sh.yaml");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: allow-sh\n    verdict: allow\n    command: \"sh *\"\n  - id: allow-exit\n    verdict: allow\n    command: \"exit *\"\n",
+    )
+    .unwrap();
+    let policy = policy.to_str().unwrap();
+    for code in [2, 3, 4] {
+        let script = format!("exit {code}");
+        let output = nightwatch(
+            &home,
+            &["exec", "--policy", policy, "--", "sh", "-c", &script],
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(code), "{}", text(&output.stderr));
+        assert!(
+            !text(&output.stderr).contains("nightwatch:"),
+            "{}",
+            text(&output.stderr)
+        );
+    }
+    let refused = nightwatch(&home, &["exec", "--", "rm", "-rf", "/"], &[]);
+    assert_eq!(refused.status.code(), Some(125));
+    let usage = nightwatch(&home, &["exec", "--no-such-flag"], &[]);
+    assert_eq!(usage.status.code(), Some(125), "{}", text(&usage.stderr));
 }
 
 #[test]

@@ -334,7 +334,12 @@ rules:
         );
     }
     let halted = run(&home, &policy, &deploy, b"", &[]);
-    assert_eq!(halted.status.code(), Some(4), "{}", text(&halted));
+    assert_eq!(halted.status.code(), Some(125), "{}", text(&halted));
+    assert!(
+        text(&halted).contains("nightwatch: halt ("),
+        "{}",
+        text(&halted)
+    );
     assert!(
         text(&halted).contains("failed three times"),
         "{}",
@@ -506,7 +511,12 @@ fn an_approved_ask_goes_through_once() {
     .unwrap();
     let call = ["exec", "--", "sh", "-c", "echo restarted"];
     let asked = run(&home, &policy, &call, b"", &[]);
-    assert_eq!(asked.status.code(), Some(3), "{}", text(&asked));
+    assert_eq!(asked.status.code(), Some(125), "{}", text(&asked));
+    assert!(
+        text(&asked).contains("nightwatch: ask ("),
+        "{}",
+        text(&asked)
+    );
     // A halt or a result cannot be approved; an ask can.
     let approve = run(
         &home,
@@ -525,14 +535,14 @@ fn an_approved_ask_goes_through_once() {
     );
     assert_eq!(
         other.status.code(),
-        Some(3),
+        Some(125),
         "a different call is not approved"
     );
     let through = run(&home, &policy, &call, b"", &[]);
     assert_eq!(through.status.code(), Some(0), "{}", text(&through));
     assert!(text(&through).contains("restarted"));
     let once_only = run(&home, &policy, &call, b"", &[]);
-    assert_eq!(once_only.status.code(), Some(3), "{}", text(&once_only));
+    assert_eq!(once_only.status.code(), Some(125), "{}", text(&once_only));
 
     let id = records(&home, &policy).last().unwrap()["id"]
         .as_str()
@@ -557,7 +567,7 @@ fn an_approved_ask_goes_through_once() {
     let rejected = run(&home, &policy, &call, b"", &[]);
     assert_eq!(
         rejected.status.code(),
-        Some(3),
+        Some(125),
         "a rejection voids the approval"
     );
 
@@ -601,7 +611,12 @@ rules:
     )
     .unwrap();
     let asked = run(&home, &policy, &["exec", "--", "true"], b"", &[]);
-    assert_eq!(asked.status.code(), Some(3), "{}", text(&asked));
+    assert_eq!(asked.status.code(), Some(125), "{}", text(&asked));
+    assert!(
+        text(&asked).contains("nightwatch: ask ("),
+        "{}",
+        text(&asked)
+    );
     // Delivered by the background escalation, or by hand: run it by hand and check both.
     let escalated = run(&home, &policy, &["escalate", "r1"], b"", &[]);
     assert_eq!(

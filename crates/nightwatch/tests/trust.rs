@@ -258,7 +258,12 @@ fn an_agent_with_denials_past_the_bound_is_recommended_for_demotion() {
     assert_eq!(allowed.status.code(), Some(0), "{}", stderr(&allowed));
     for _ in 0..2 {
         let denied = home.run(&["exec", "--", "docker", "ps"], b"", &robot);
-        assert_eq!(denied.status.code(), Some(2), "{}", stderr(&denied));
+        assert_eq!(denied.status.code(), Some(125), "{}", stderr(&denied));
+        assert!(
+            stderr(&denied).contains("nightwatch: deny ("),
+            "{}",
+            stderr(&denied)
+        );
     }
     let report = home.report();
     let robot = agent(&report, "robot");

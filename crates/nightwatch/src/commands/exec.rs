@@ -1,7 +1,6 @@
 //! `nightwatch exec -- CMD ARGS...`: the gate for scripts and agents without hooks.
 
 use crate::cli::ExecArgs;
-use crate::commands::check::exit_status;
 use crate::commands::load_policy;
 use crate::context;
 use crate::host::Host;
@@ -71,7 +70,7 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         if let Some(instead) = &decision.instead {
             eprintln!("nightwatch: instead: {instead}");
         }
-        return Ok(exit_status(decision.verdict));
+        return Ok(crate::cli::EXEC_NOT_RUN);
     }
 
     let started = Instant::now();
@@ -101,23 +100,25 @@ pub fn run(args: ExecArgs) -> anyhow::Result<u8> {
         }
     };
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    engine
-        .record(Event::Result(Report {
-            actor,
-            tool: "exec".to_owned(),
-            session_id: environment.session.clone(),
-            call_id: Some(call_id),
-            inputs,
-            outputs: Outputs {
-                exit_code: exit_code.map(i64::from),
-                stdout,
-                stderr,
-            },
-            duration_ms: Some(duration_ms),
-            context: environment,
-            cwd,
-        }))
-        .context("the command ran, but its result could not be recorded")?;
+    let recorded = engine.record(Event::Result(Report {
+        actor,
+        tool: "exec".to_owned(),
+        session_id: environment.session.clone(),
+        call_id: Some(call_id),
+        inputs,
+        outputs: Outputs {
+            exit_code: exit_code.map(i64::from),
+            stdout,
+            stderr,
+        },
+        duration_ms: Some(duration_ms),
+        context: environment,
+        cwd,
+    }));
+    // It ran: its own status is the truth, whatever became of the record.
+    if let Err(error) = recorded {
+        eprintln!("nightwatch: the command ran, but its result could not be recorded: {error:#}");
+    }
     Ok(exit_code.map_or(1, |c| u8::try_from(c.clamp(0, 255)).unwrap_or(1)))
 }
 
