@@ -81,7 +81,13 @@ pub fn decision_text(line: &str, decision: &Decision, origin: &Origin) -> String
     if let Some(instead) = &decision.instead {
         let _ = writeln!(out, "  instead: {instead}");
     }
-    if decision.invocations.len() > 1 {
+    // One plain command says it all in `why`; several, or one nightwatch could not see into
+    // (a line that does not parse, a script built at runtime), are listed with why each.
+    let opaque = decision
+        .invocations
+        .iter()
+        .any(|judged| judged.invocation.opaque.is_some());
+    if decision.invocations.len() > 1 || opaque {
         let _ = writeln!(out, "  commands:");
         for judged in &decision.invocations {
             let _ = writeln!(

@@ -240,3 +240,14 @@ fn a_reader_that_has_gone_ends_the_output_quietly() {
         );
     }
 }
+
+/// A line nightwatch cannot read is asked about, and the text says why, as the JSON does.
+#[test]
+fn an_unparseable_line_says_why_it_was_asked() {
+    let home = scratch("opaque-text");
+    let output = nightwatch(&home, &["check", "echo \"unterminated"]);
+    assert_eq!(output.status.code(), Some(3), "{}", stdout(&output));
+    let text = stdout(&output);
+    assert!(text.contains("does not parse as bash"), "{text}");
+    assert!(text.contains("unterminated double quote"), "{text}");
+}
