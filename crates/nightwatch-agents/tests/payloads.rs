@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 fn payloads() -> PathBuf {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/payloads"
+        "/../../fixtures/payloads"
     ))
     .to_path_buf()
 }

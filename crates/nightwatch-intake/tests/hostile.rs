@@ -170,7 +170,7 @@ proptest! {
         byte in any::<u8>(),
         ct in proptest::sample::select(CONTENT_TYPES.to_vec()),
     ) {
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads/");
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/payloads/");
         let file = ["alertmanager/firing.json", "alertmanager/resolved.json", "uptime-kuma/down.json", "uptime-kuma/up.json"][pick];
         let mut body = std::fs::read(format!("{dir}{file}")).unwrap();
         let at = cut.index(body.len());

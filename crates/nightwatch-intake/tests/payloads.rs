@@ -1,4 +1,4 @@
-//! The real request bodies in `shared/payloads`, parsed field by field.
+//! The real request bodies in `fixtures/payloads` (the shared payloads, kept in the repository), parsed field by field.
 
 use std::fs;
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ use nightwatch_intake::{
     parse_uptime_kuma,
 };
 
-const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads");
+const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/payloads");
 
 fn payload(name: &str) -> Vec<u8> {
     let path = PathBuf::from(PAYLOADS).join(name);

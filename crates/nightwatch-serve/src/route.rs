@@ -34,11 +34,27 @@ pub fn triggered_by(alert: &Alert) -> String {
 }
 
 /// The host the alert is about, when its labels say (`host`, `hostname`, then `instance`
-/// without its port).
+/// without its port); for Uptime Kuma, whose labels are the monitor's tags, the monitor's
+/// hostname (ping, port and DNS monitors) or its URL's host (HTTP monitors).
 pub fn alert_host(alert: &Alert) -> Option<String> {
     for key in ["host", "hostname", "nodename"] {
         if let Some(v) = alert.labels.get(key).filter(|v| !v.is_empty()) {
             return Some(v.clone());
+        }
+    }
+    if alert.source == Source::UptimeKuma {
+        let monitored = alert
+            .annotations
+            .get("hostname")
+            .filter(|h| !h.trim().is_empty())
+            .map(|h| h.trim().to_owned())
+            .or_else(|| {
+                let link = url::Url::parse(alert.link.as_deref()?).ok()?;
+                link.host_str()
+                    .map(|h| h.trim_start_matches('[').trim_end_matches(']').to_owned())
+            });
+        if monitored.is_some() {
+            return monitored;
         }
     }
     let instance = alert.labels.get("instance")?;
@@ -124,6 +140,27 @@ mod tests {
         Config::from_text(yaml, "serve.yaml", &|_| None)
             .unwrap()
             .routes
+    }
+
+    /// Uptime Kuma's labels are the monitor's tags: the host comes from the monitor itself,
+    /// its hostname (a ping or port monitor, as in the recorded payload) or its URL's host.
+    #[test]
+    fn uptime_kuma_alerts_name_the_monitored_host() {
+        let body = include_bytes!("../../../fixtures/payloads/uptime-kuma/down.json");
+        let down = nightwatch_intake::parse_uptime_kuma(body, Some("application/json"), None)
+            .expect("the recorded payload parses");
+        assert_eq!(alert_host(&down).as_deref(), Some("prod-worker-01.tailnet"));
+        let mut http = alert(Source::UptimeKuma, "7");
+        http.link = Some("https://user:pw@shop.example.com:8443/health".into());
+        assert_eq!(alert_host(&http).as_deref(), Some("shop.example.com"));
+        http.link = Some("http://[fd00::7]:80/".into());
+        assert_eq!(alert_host(&http).as_deref(), Some("fd00::7"));
+        // A tag named `host` still says first; other senders' links never name the host.
+        http.labels.insert("host".into(), "db-1".into());
+        assert_eq!(alert_host(&http).as_deref(), Some("db-1"));
+        let mut am = alert(Source::Alertmanager, "x");
+        am.link = Some("http://prometheus:9090/graph".into());
+        assert_eq!(alert_host(&am), None);
     }
 
     #[test]

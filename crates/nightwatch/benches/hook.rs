@@ -5,7 +5,7 @@
 //! cargo build --release && cargo bench -p nightwatch --bench hook
 //! ```
 //!
-//! Runs `target/release/nightwatch hook claude` with `shared/payloads/claude/pre-bash.json` on
+//! Runs `target/release/nightwatch hook claude` with `fixtures/payloads/claude/pre-bash.json` on
 //! stdin and `NIGHTWATCH_HOME` set to a fresh temporary directory, and `python3` on a script that
 //! only reads the JSON and prints a Claude allow reply, in turn, `BENCH_HOOK_RUNS` times
 //! each (default 300) after 10 untimed warm-up calls each. Each time is from spawn to exit,
@@ -96,7 +96,7 @@ fn main() -> ExitCode {
     let binary = std::env::var_os("BENCH_HOOK_BINARY")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("../../target/release/nightwatch"));
-    let payload_path = manifest.join("../../../shared/payloads/claude/pre-bash.json");
+    let payload_path = manifest.join("../../fixtures/payloads/claude/pre-bash.json");
     if !binary.is_file() {
         eprintln!(
             "{} is missing: run `cargo build --release` first",

@@ -1,12 +1,12 @@
 //! The agents' hooks through the real binary, driven by the payloads the real tools send
-//! (`../shared/payloads/`), and everything that must fail closed.
+//! (`fixtures/payloads/`), and everything that must fail closed.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads");
+const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/payloads");
 const AGENT_VM_POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/agent-vm.yaml");
 
 fn scratch(name: &str) -> PathBuf {

@@ -267,7 +267,7 @@ fn install_merges_idempotently_and_backs_up_first() {
     std::fs::create_dir_all(settings.parent().expect("parent")).expect("mkdir");
     let example = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/payloads/claude/settings-example.json"
+        "/../../fixtures/payloads/claude/settings-example.json"
     );
     std::fs::copy(example, &settings).expect("copy the example settings");
     let original: serde_json::Value =

@@ -8,7 +8,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/payloads");
+const PAYLOADS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures/payloads");
 
 fn payload(path: &str) -> Vec<u8> {
     std::fs::read(format!("{PAYLOADS}/{path}"))

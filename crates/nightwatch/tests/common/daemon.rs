@@ -304,7 +304,7 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
 /// A shared payload from the operators' captures.
 pub fn payload(relative: &str) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/payloads")
+        .join("../../fixtures/payloads")
         .join(relative);
     std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
