@@ -271,25 +271,7 @@ fn apply_phase(binary: &Path, root: &Path, home: &Path, repo: &Path) -> Result<(
     .map_err(|e| e.to_string())?;
     let week = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(7 * 24)).to_string();
     let plan = root.join("plan.json");
-    let nightwatch = |args: &[&str]| -> Result<(Duration, String), String> {
-        let started = Instant::now();
-        let out = Command::new(binary)
-            .args(args)
-            .env("NIGHTWATCH_HOME", home)
-            .env("NIGHTWATCH_POLICY", &policy)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
-        let took = started.elapsed();
-        if !out.status.success() {
-            return Err(format!(
-                "nightwatch {args:?}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
-    };
+    let nightwatch = |args: &[&str]| timed_run(binary, home, &policy, args);
     let plan_path = plan.to_string_lossy().into_owned();
     let (planned, _) = nightwatch(&["sweep", "plan", "--now", &week, "--out", &plan_path])?;
     let entries = std::fs::read_to_string(&plan)
@@ -376,27 +358,7 @@ fn running_phase(binary: &Path, root: &Path, home: &Path) -> Result<(), String> 
     let week = (jiff::Timestamp::now() + jiff::SignedDuration::from_hours(7 * 24)).to_string();
     let plan = root.join("running-plan.json");
     let plan_path = plan.to_string_lossy().into_owned();
-    let nightwatch = |args: &[&str]| -> Result<(Duration, String), String> {
-        let started = Instant::now();
-        let out = Command::new(binary)
-            .args(args)
-            .env("NIGHTWATCH_HOME", home)
-            .env("NIGHTWATCH_POLICY", &policy)
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
-        if !out.status.success() {
-            return Err(format!(
-                "nightwatch {args:?}: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            ));
-        }
-        Ok((
-            started.elapsed(),
-            String::from_utf8_lossy(&out.stdout).into_owned(),
-        ))
-    };
+    let nightwatch = |args: &[&str]| timed_run(binary, home, &policy, args);
     nightwatch(&["sweep", "plan", "--now", &week, "--out", &plan_path])?;
     // Only this phase's containers: whatever else the host holds is not what is measured.
     let mut planned: serde_json::Value = std::fs::read_to_string(&plan)
@@ -445,4 +407,31 @@ fn running_phase(binary: &Path, root: &Path, home: &Path) -> Result<(), String> 
         ));
     }
     Ok(())
+}
+
+/// `nightwatch ARGS` with `home` and `policy`: how long it took and what it printed, or why
+/// it failed.
+fn timed_run(
+    binary: &Path,
+    home: &Path,
+    policy: &Path,
+    args: &[&str],
+) -> Result<(Duration, String), String> {
+    let started = Instant::now();
+    let out = Command::new(binary)
+        .args(args)
+        .env("NIGHTWATCH_HOME", home)
+        .env("NIGHTWATCH_POLICY", policy)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let took = started.elapsed();
+    if !out.status.success() {
+        return Err(format!(
+            "nightwatch {args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
 }

@@ -33,15 +33,7 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
         Duration::from_secs(args.wait),
         host.clock.written_ms(),
     )?;
-    let planned = plan_at(
-        &host.data_dir,
-        &host.env,
-        &policy,
-        now,
-        host.clock.now_ms(),
-        args.session.as_deref(),
-    )?;
-    record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
+    let planned = plan_and_record(&host, &policy, now, args.session.as_deref())?;
     let incomplete = planned.incomplete();
     let planned = planned.plan;
     if let Some(out) = &args.out {
@@ -61,6 +53,26 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
         }
     }
     Ok(u8::from(incomplete))
+}
+
+/// Plans as of `now` (only `session`'s leftovers, when given) and records the plan, so `why`
+/// can answer before anything is applied.
+fn plan_and_record(
+    host: &Host,
+    policy: &nightwatch_policy::Policy,
+    now: i64,
+    session: Option<&str>,
+) -> anyhow::Result<nightwatch_host::sweep::Planned> {
+    let planned = plan_at(
+        &host.data_dir,
+        &host.env,
+        policy,
+        now,
+        host.clock.now_ms(),
+        session,
+    )?;
+    record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
+    Ok(planned)
 }
 
 fn plan_table(planned: &Plan) -> String {
@@ -117,15 +129,7 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
     let (planned, unlisted) = match planned {
         Some(planned) => (planned, false),
         None => {
-            let reaped = plan_at(
-                &host.data_dir,
-                &host.env,
-                &policy,
-                now,
-                host.clock.now_ms(),
-                args.session.as_deref(),
-            )?;
-            record_plan(&host.engine(), &reaped).context("the plan could not be recorded")?;
+            let reaped = plan_and_record(&host, &policy, now, args.session.as_deref())?;
             if !args.yes {
                 print_dry_run(&reaped.plan);
                 return Ok(u8::from(reaped.incomplete()));
