@@ -251,3 +251,37 @@ fn an_unparseable_line_says_why_it_was_asked() {
     assert!(text.contains("does not parse as bash"), "{text}");
     assert!(text.contains("unterminated double quote"), "{text}");
 }
+
+/// The check command `examples/serve.yaml` prints, run exactly as printed (from the
+/// repository's root, this binary first on PATH), passes.
+#[test]
+fn the_check_command_the_serve_example_prints_passes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let example = std::fs::read_to_string(root.join("examples/serve.yaml")).unwrap();
+    let command = example
+        .lines()
+        .find_map(|l| l.strip_prefix("# Check it with: "))
+        .expect("the example prints its check command");
+    let bin = Path::new(env!("CARGO_BIN_EXE_nightwatch"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(&root)
+        .env("PATH", path)
+        .env("NIGHTWATCH_HOME", scratch("serve-example"))
+        .env_remove("NIGHTWATCH_POLICY")
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{command}: {}{}",
+        stdout(&output),
+        stderr(&output)
+    );
+}
