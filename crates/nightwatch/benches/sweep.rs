@@ -282,11 +282,7 @@ fn apply_phase(binary: &Path, root: &Path, home: &Path, repo: &Path) -> Result<(
     let (applied, printed) = nightwatch(&[
         "sweep", "apply", "--plan", &plan_path, "--yes", "--now", &week,
     ])?;
-    // Per-item lines: `[12/300] removed  container NAME: removed`.
-    let removed = printed
-        .lines()
-        .filter(|l| l.starts_with('[') && l.contains("] removed "))
-        .count();
+    let removed = count_removed(&printed);
     let bare_ids = make("bare")?;
     let started = Instant::now();
     for chunk in bare_ids.chunks(50) {
@@ -377,10 +373,7 @@ fn running_phase(binary: &Path, root: &Path, home: &Path) -> Result<(), String> 
     let (applied, printed) = nightwatch(&[
         "sweep", "apply", "--plan", &plan_path, "--yes", "--now", &week,
     ])?;
-    let removed = printed
-        .lines()
-        .filter(|l| l.starts_with('[') && l.contains("] removed "))
-        .count();
+    let removed = count_removed(&printed);
     let bare_ids = make("bare")?;
     let started = Instant::now();
     let mut stop = vec!["stop", "-t", "10"];
@@ -434,4 +427,12 @@ fn timed_run(
         ));
     }
     Ok((took, String::from_utf8_lossy(&out.stdout).into_owned()))
+}
+
+/// How many items `sweep apply` printed as removed (`[12/300] removed  container NAME: ...`).
+fn count_removed(printed: &str) -> usize {
+    printed
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("] removed "))
+        .count()
 }

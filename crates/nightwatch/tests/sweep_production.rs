@@ -54,6 +54,28 @@ impl Site {
         self.command(args, env).output().expect("nightwatch runs")
     }
 
+    /// `nightwatch hook AGENT` with `payload` on stdin; it must answer (exit 0).
+    fn hook(&self, agent: &str, payload: &Value) -> Output {
+        let mut hook = self.command(&["hook", agent], &[]);
+        hook.stdin(Stdio::piped());
+        let reply = common::run_with_input(hook, payload.to_string().as_bytes());
+        assert!(reply.status.success(), "{}", text(&reply));
+        reply
+    }
+
+    /// Claude Code's `PreToolUse` for `payload`: allowed, with an updated input; that input.
+    fn allowed_with_updated_input(&self, payload: &Value) -> Value {
+        let reply = self.hook("claude", payload);
+        let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
+        let output = &answer["hookSpecificOutput"];
+        assert_eq!(output["permissionDecision"], "allow", "{answer}");
+        assert!(
+            output["updatedInput"].is_object(),
+            "no updated input: {answer}"
+        );
+        output["updatedInput"].clone()
+    }
+
     /// `sweep plan` as of `days` from now, cut down to this test's containers (others on the
     /// host belong to other tests); the plan file and its entries.
     fn plan(&self, days: i64, ours: &[&str]) -> (PathBuf, Vec<Value>, Output) {
@@ -437,14 +459,7 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
         "tool_input": { "command": command, "description": "start a scratch box", "timeout": 120000 },
         "tool_use_id": "toolu_own",
     });
-    let mut hook = site.command(&["hook", "claude"], &[]);
-    hook.stdin(Stdio::piped());
-    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
-    assert!(reply.status.success(), "{}", text(&reply));
-    let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
-    let output = &answer["hookSpecificOutput"];
-    assert_eq!(output["permissionDecision"], "allow", "{answer}");
-    let updated = &output["updatedInput"];
+    let updated = site.allowed_with_updated_input(&payload);
     assert_eq!(
         updated["description"], "start a scratch box",
         "the rest of the input stays"
@@ -491,14 +506,11 @@ fn a_container_an_agent_starts_through_the_hook_carries_its_owner() {
     );
     // The call finished; a container started after it, by no agent's call, is not the
     // janitor's.
-    let mut post = site.command(&["hook", "claude"], &[]);
-    post.stdin(Stdio::piped());
     let mut finished = payload.clone();
     finished["hook_event_name"] = "PostToolUse".into();
     finished["tool_response"] =
         serde_json::json!({ "stdout": owned, "stderr": "", "interrupted": false });
-    let reply = common::run_with_input(post, finished.to_string().as_bytes());
-    assert!(reply.status.success(), "{}", text(&reply));
+    site.hook("claude", &finished);
     std::thread::sleep(Duration::from_millis(2_100));
     let unlabelled = site.containers.run(&[IMAGE, "sleep", "600"]);
     let (_, entries, out) = site.plan(6, &[&owned, &unlabelled]);
@@ -547,11 +559,7 @@ fn containers_a_session_started_without_labels_are_known_from_the_ledger() {
         for (key, value) in extra.as_object().unwrap() {
             payload[key] = value.clone();
         }
-        let mut hook = site.command(&["hook", "codex"], &[]);
-        hook.stdin(Stdio::piped());
-        let reply = common::run_with_input(hook, payload.to_string().as_bytes());
-        assert!(reply.status.success(), "{}", text(&reply));
-        reply
+        site.hook("codex", &payload)
     };
     let reply = hook("PreToolUse", serde_json::json!({}));
     assert!(
@@ -693,15 +701,10 @@ fn a_compose_stack_an_agent_brings_up_through_the_hook_carries_its_owner() {
         "tool_input": { "command": format!("docker-compose -p {project} up -d") },
         "tool_use_id": "toolu_compose",
     });
-    let mut hook = site.command(&["hook", "claude"], &[]);
-    hook.stdin(Stdio::piped());
-    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
-    let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
-    let output = &answer["hookSpecificOutput"];
-    assert_eq!(output["permissionDecision"], "allow", "{answer}");
-    let labelled = output["updatedInput"]["command"]
+    let updated = site.allowed_with_updated_input(&payload);
+    let labelled = updated["command"]
         .as_str()
-        .unwrap_or_else(|| panic!("the command is rewritten: {answer}"));
+        .unwrap_or_else(|| panic!("the command is rewritten: {updated}"));
     assert!(labelled.contains(" -f "), "{labelled}");
     assert!(labelled.ends_with(" up -d"), "{labelled}");
     let ran = Command::new("sh")
@@ -939,10 +942,7 @@ fn a_session_end_hook_reaps_what_the_session_left_when_the_policy_says_so() {
         "hook_event_name": "SessionEnd",
         "reason": "logout",
     });
-    let mut hook = site.command(&["hook", "claude"], &[]);
-    hook.stdin(Stdio::piped());
-    let reply = common::run_with_input(hook, payload.to_string().as_bytes());
-    assert!(reply.status.success(), "{}", text(&reply));
+    site.hook("claude", &payload);
     wait_until(
         "the ended session's container to go",
         Duration::from_secs(90),
@@ -991,15 +991,10 @@ fn volumes_and_networks_an_agent_creates_carry_its_owner() {
             "tool_input": { "command": line },
             "tool_use_id": format!("toolu_{kind}"),
         });
-        let mut hook = site.command(&["hook", "claude"], &[]);
-        hook.stdin(Stdio::piped());
-        let reply = common::run_with_input(hook, payload.to_string().as_bytes());
-        let answer: Value = serde_json::from_slice(&reply.stdout).expect("the hook answers JSON");
-        let output = &answer["hookSpecificOutput"];
-        assert_eq!(output["permissionDecision"], "allow", "{answer}");
-        let labelled = output["updatedInput"]["command"]
+        let updated = site.allowed_with_updated_input(&payload);
+        let labelled = updated["command"]
             .as_str()
-            .unwrap_or_else(|| panic!("{kind}: the command is rewritten: {answer}"));
+            .unwrap_or_else(|| panic!("{kind}: the command is rewritten: {updated}"));
         let made = Command::new("sh").args(["-c", labelled]).output().unwrap();
         // Removed whatever the asserts below say.
         let _cleanup = Cleanup(vec![
