@@ -94,18 +94,18 @@ impl BackupError {
 pub enum RestoreError {
     #[error(
         "the state after the action was not recorded, so a restore cannot tell whether anyone \
-         changed these paths since; restore with force to overwrite whatever is there now"
+         changed these paths since; a forced restore overwrites whatever is there now"
     )]
     AfterUnknown,
     #[error(
         "these paths changed since the action; restoring would overwrite that:\n{}\n\
-         restore with force to overwrite anyway",
+         a forced restore overwrites it anyway",
         lines(changes)
     )]
     ChangedSince { changes: Vec<Change> },
     #[error(
         "the snapshot could not back up everything, so a restore would be partial:\n{}\n\
-         restore with force to restore the rest and leave these as they are",
+         a forced restore puts back the rest and leaves these as they are",
         lines(paths)
     )]
     NotBackedUp { paths: Vec<Change> },
@@ -120,6 +120,18 @@ pub enum RestoreError {
         source: std::io::Error,
         done: Restored,
     },
+}
+
+impl RestoreError {
+    /// Whether forcing the restore would get past this refusal.
+    pub fn force_would_restore(&self) -> bool {
+        matches!(
+            self,
+            RestoreError::AfterUnknown
+                | RestoreError::ChangedSince { .. }
+                | RestoreError::NotBackedUp { .. }
+        )
+    }
 }
 
 fn lines(changes: &[Change]) -> String {

@@ -158,7 +158,10 @@ impl<'a> Gate<'a> {
             );
         }
 
-        if decision.verdict == Verdict::Allow {
+        // Backups follow what may still run: an allowed call, and an asked one, which the
+        // agent's own prompt can let through (Claude's does) without nightwatch seeing the
+        // answer before the write.
+        if decision.verdict <= Verdict::Ask {
             self.back_up(
                 &mut decision,
                 &mut reasons,

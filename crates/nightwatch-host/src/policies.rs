@@ -2,7 +2,7 @@
 
 use crate::environment::Environment;
 use anyhow::Context as _;
-use nightwatch_policy::{Analyser, Policy, PolicyError};
+use nightwatch_policy::{Analyser, Policy, PolicyError, ReadBase};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,26 +34,42 @@ pub fn policy_file(explicit: Option<&Path>, env: &Environment) -> Option<PathBuf
 /// Loads the policy at `path` (None: the built-in one), running its examples. A file that
 /// exists but does not load is an error, never a silent fallback.
 pub fn load(path: Option<&Path>) -> anyhow::Result<(Policy, Origin)> {
-    load_with(path, Policy::from_yaml)
+    load_with(path, Policy::from_yaml_at)
 }
 
 /// As [`load`], without running the examples (`nightwatch policy test` runs and reports them).
 pub fn load_for_test(path: Option<&Path>) -> anyhow::Result<(Policy, Origin)> {
-    load_with(path, Policy::compile)
+    load_with(path, Policy::compile_at)
 }
 
-fn load_with(
-    path: Option<&Path>,
-    compile: fn(&str, Analyser) -> Result<Policy, PolicyError>,
-) -> anyhow::Result<(Policy, Origin)> {
+/// How a policy text becomes a policy: with or without running its examples.
+type Compile =
+    fn(&str, Option<&Path>, Analyser, ReadBase<'_>) -> Result<Policy, PolicyError>;
+
+fn load_with(path: Option<&Path>, compile: Compile) -> anyhow::Result<(Policy, Origin)> {
     let Some(path) = path else {
         return Ok((Policy::builtin(nightwatch_shell::analyse), Origin::Builtin));
     };
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read policy {}", path.display()))?;
-    let policy = compile(&text, nightwatch_shell::analyse)
-        .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?;
+    let policy = compile(&text, Some(path), nightwatch_shell::analyse, &|at, name| {
+        read_base(at, name)
+    })
+    .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?;
     Ok((policy, Origin::File(path.to_path_buf())))
+}
+
+/// The policy file an `extends:` names: an absolute path, or one relative to the directory of
+/// the file that extends it.
+fn read_base(at: Option<&Path>, name: &str) -> Result<(PathBuf, String), String> {
+    let named = Path::new(name);
+    let path = match at.and_then(Path::parent) {
+        Some(dir) if named.is_relative() => dir.join(named),
+        _ => named.to_path_buf(),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    Ok((path, text))
 }
 
 /// Policies kept by a long-running process (the resident gate, the daemon), each read again
@@ -74,28 +90,57 @@ impl Policies {
                 .with_context(|| format!("cannot read policy {}", path.display()))?,
             None => String::new(),
         };
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        text.hash(&mut hasher);
-        let content = hasher.finish();
+        // The digest covers the files the policy extends too, as they were last read: an
+        // edit to a base file is an edit to the policy.
+        let digest = |text: &str, bases: &[PathBuf]| {
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            text.hash(&mut hasher);
+            for base in bases {
+                std::fs::read_to_string(base).ok().hash(&mut hasher);
+            }
+            hasher.finish()
+        };
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((seen, policy)) = kept.get(&path)
-            && *seen == content
+        if let Some(seen) = kept.get(&path)
+            && seen.digest == digest(&text, &seen.bases)
         {
-            return Ok(Arc::clone(policy));
+            return Ok(Arc::clone(&seen.policy));
         }
+        let bases = std::cell::RefCell::new(Vec::new());
         let policy = Arc::new(match &path {
-            Some(path) => Policy::from_yaml(&text, nightwatch_shell::analyse)
-                .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?,
+            Some(path) => Policy::from_yaml_at(
+                &text,
+                Some(path),
+                nightwatch_shell::analyse,
+                &|at, name| {
+                    let (base, text) = read_base(at, name)?;
+                    bases.borrow_mut().push(base.clone());
+                    Ok((base, text))
+                },
+            )
+            .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?,
             None => Policy::builtin(nightwatch_shell::analyse),
         });
+        let bases = bases.into_inner();
         // One version per file: a file edited often must not fill memory.
-        kept.insert(path, (content, Arc::clone(&policy)));
+        kept.insert(
+            path,
+            Kept {
+                digest: digest(&text, &bases),
+                bases,
+                policy: Arc::clone(&policy),
+            },
+        );
         Ok(policy)
     }
 }
 
-/// A compiled policy and a digest of the text it was compiled from.
-type Kept = (u64, Arc<Policy>);
+/// A compiled policy, the files it extends, and a digest of the texts it was compiled from.
+struct Kept {
+    digest: u64,
+    bases: Vec<PathBuf>,
+    policy: Arc<Policy>,
+}
 
 #[cfg(test)]
 mod tests {
@@ -138,5 +183,38 @@ mod tests {
         assert!(error.contains("cannot read policy"), "{error}");
         let (_, origin) = load(None).unwrap();
         assert_eq!(origin, Origin::Builtin);
+    }
+
+    #[test]
+    fn a_policy_extends_a_file_beside_it_and_a_kept_policy_follows_edits_to_that_file() {
+        use nightwatch_core::{Action, Actor, ActorKind, Tool, Verdict};
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().join("team.yaml");
+        let policy = dir.path().join("host.yaml");
+        std::fs::write(&base, "extends: builtin\n").unwrap();
+        std::fs::write(
+            &policy,
+            "extends: team.yaml\nrules:\n  - id: no-curl\n    verdict: deny\n    command: [\"curl *\"]\n",
+        )
+        .unwrap();
+        let docker = Action::new(
+            Actor::new(ActorKind::Agent, "claude-code"),
+            Tool::Exec {
+                line: "docker ps".to_owned(),
+            },
+        );
+        let (loaded, _) = load(Some(&policy)).unwrap();
+        assert_eq!(loaded.decide(&docker).verdict, Verdict::Allow);
+
+        let kept = Policies::default();
+        let first = kept.get(Some(policy.clone())).unwrap();
+        assert_eq!(first.decide(&docker).verdict, Verdict::Allow);
+        std::fs::write(
+            &base,
+            "extends: builtin\nrules:\n  - id: no-docker\n    verdict: deny\n    command: [\"docker *\"]\n",
+        )
+        .unwrap();
+        let second = kept.get(Some(policy.clone())).unwrap();
+        assert_eq!(second.decide(&docker).verdict, Verdict::Deny);
     }
 }

@@ -24,16 +24,24 @@ pub fn janitor_state(dir: &Path) -> Result<Arc<dyn JanitorStore>, StoreError> {
 /// Everything `nightwatch serve` keeps in data directory `dir`; its queue applies `policy`.
 pub fn daemon(dir: &Path, policy: nightwatch_tasks::Policy) -> Result<Stores, StoreError> {
     Ok(Stores {
-        inbox: Arc::new(SqliteInbox::open(dir)?),
-        tasks: Arc::new(SqliteTaskQueue::open(dir, policy)?),
+        // The daemon's commits are on its senders' path; the WAL checkpoints happen beside them.
+        inbox: Arc::new(SqliteInbox::open(dir)?.checkpoint_apart()?),
+        tasks: Arc::new(SqliteTaskQueue::open(dir, policy)?.checkpoint_apart()?),
         // Appends on the intake path give up after a few seconds: a 503 the sender retries.
         intake_ledger: Arc::new(SqliteLedger::open_with(
             dir,
             LedgerOptions {
                 patience: Duration::from_secs(3),
+                checkpoint_apart: true,
                 ..LedgerOptions::default()
             },
         )?),
-        ledger: ledger(dir)?,
+        ledger: Arc::new(SqliteLedger::open_with(
+            dir,
+            LedgerOptions {
+                checkpoint_apart: true,
+                ..LedgerOptions::default()
+            },
+        )?),
     })
 }

@@ -44,6 +44,8 @@ pub enum Outcome {
         decision: String,
         record: String,
         why: String,
+        /// Forcing the undo would restore anyway (it refused over a later change).
+        forcible: bool,
     },
 }
 
@@ -84,8 +86,11 @@ impl Undo<'_> {
                 "{} took no backup: it {}",
                 decision.id,
                 match decision.verdict.as_deref() {
-                    Some("allow") => "wrote nothing nightwatch could locate",
-                    _ => "was not allowed, so it changed nothing",
+                    Some(verdict @ ("deny" | "halt")) => {
+                        format!("was refused ({verdict}), so it did not run and changed nothing")
+                    }
+                    Some(_) => "wrote nothing nightwatch could locate".to_owned(),
+                    None => "is not a decision about a call".to_owned(),
                 }
             )
         })?;
@@ -116,13 +121,17 @@ impl Undo<'_> {
             });
         }
         let after = after_state(self.ledger, decision)?;
+        let mut forcible = false;
         let restored = SnapshotId::parse(&snapshot_id)
             .map_err(anyhow::Error::msg)
             .and_then(|id| self.store.load(&id).map_err(anyhow::Error::from))
             .and_then(|snapshot| {
                 self.store
                     .restore(&snapshot, after.as_ref(), self.force)
-                    .map_err(anyhow::Error::from)
+                    .map_err(|e| {
+                        forcible = e.force_would_restore();
+                        anyhow::Error::from(e)
+                    })
             })
             .map(|restored| restored.steps.iter().map(|s| s.to_string()).collect())
             .map_err(|error| format!("{error:#}"));
@@ -148,6 +157,7 @@ impl Undo<'_> {
                 decision: decision.id.clone(),
                 record: record.id,
                 why,
+                forcible,
             },
         })
     }

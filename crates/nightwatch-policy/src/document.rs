@@ -23,6 +23,13 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     #[allow(dead_code)] // Checked while reading; there is only one version so far.
     pub version: Option<Version>,
+    /// The policy this one builds on: `builtin`, or a policy file's path.
+    #[serde(default)]
+    pub extends: Option<crate::extends::BaseName>,
+    /// What of the base this file loosens, named one by one: a base rule's id (the rule is
+    /// dropped), `default`, `opaque`, `egress`.
+    #[serde(default)]
+    pub loosen: Vec<RuleId>,
     #[serde(default)]
     pub default: Option<VerdictName>,
     #[serde(default)]
@@ -38,13 +45,13 @@ pub(crate) struct PolicyFile {
     #[serde(default)]
     pub notifiers: nightwatch_spec::notify::Notifiers,
     #[serde(default)]
-    pub escalate: crate::safeguards::Escalation,
+    pub escalate: Option<crate::safeguards::Escalation>,
     #[serde(default)]
-    pub backup: crate::safeguards::BackupSettings,
+    pub backup: Option<crate::safeguards::BackupSettings>,
     #[serde(default)]
-    pub trust: crate::safeguards::TrustSettings,
+    pub trust: Option<crate::safeguards::TrustSettings>,
     #[serde(default)]
-    pub sweep: nightwatch_spec::sweep::SweepRules,
+    pub sweep: Option<nightwatch_spec::sweep::SweepRules>,
     #[serde(default)]
     pub egress: Option<RawEgress>,
 }
@@ -84,7 +91,7 @@ impl Scalar for HostPatternText {
 }
 
 /// A value written as one YAML scalar.
-trait Scalar: Sized {
+pub(crate) trait Scalar: Sized {
     const EXPECTING: &'static str;
     fn parse(text: &str) -> Result<Self, String>;
 }
@@ -144,6 +151,7 @@ deserialize_as_scalar!(
     ClockTime,
     Text,
     HostPatternText,
+    crate::extends::BaseName,
 );
 
 /// One value or a list of them; a list means "any of these".
@@ -560,6 +568,7 @@ impl CheckedMap for Rule {
                 .notify
                 .map_or_else(Vec::new, |l| l.0.into_iter().map(|id| id.0).collect()),
             needs,
+            from: None,
         })
     }
 }

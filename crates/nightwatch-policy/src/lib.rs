@@ -125,6 +125,7 @@ mod command;
 mod document;
 mod egress;
 mod error;
+mod extends;
 mod lazy;
 mod locate;
 mod paths;
@@ -132,6 +133,7 @@ mod rule;
 mod safeguards;
 
 pub use error::PolicyError;
+pub use extends::{ReadBase, no_files};
 pub use safeguards::{BackupSettings, Criteria, Escalation, Safeguards, TrustSettings};
 
 use document::PolicyFile;
@@ -139,6 +141,7 @@ use nightwatch_core::{Action, Invocation, Tool, Verdict};
 use rule::{Presence, Rule, Subject, Target};
 use serde::Serialize;
 use std::collections::HashMap;
+use std::path::Path;
 
 /// The built-in policy, as `nightwatch init` writes it out for operators to edit.
 pub const DEFAULT_POLICY_YAML: &str = include_str!("default.yaml");
@@ -190,6 +193,21 @@ pub struct Decision {
     pub checks: Vec<String>,
     /// Notifiers the deciding rules name, for when the final verdict is halt or ask.
     pub notify: Vec<String>,
+}
+
+/// One rule of a policy, for people reading it (`nightwatch policy explain`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RuleSummary<'a> {
+    pub id: &'a str,
+    pub verdict: Verdict,
+    pub reason: Option<&'a str>,
+    pub instead: Option<&'a str>,
+    /// Pre-flight checks it runs when it decides.
+    pub checks: &'a [String],
+    /// Notifiers told when its decision ends as halt or ask.
+    pub notify: &'a [String],
+    /// The base policy it came from (`builtin`, or a file), None for the policy's own file.
+    pub from: Option<&'a str>,
 }
 
 /// One invocation of an exec line and what policy says about it.
@@ -249,12 +267,23 @@ impl Policy {
     /// Reads and compiles a policy, then runs its examples: a failing example is an error.
     /// `analyse` reads exec lines (`nightwatch_shell::analyse`).
     pub fn from_yaml(source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
+        Policy::from_yaml_at(source, None, analyse, &extends::no_files)
+    }
+
+    /// As [`Policy::from_yaml`], for the policy file at `at` (None: text from elsewhere):
+    /// an `extends:` naming a file is read through `read`.
+    pub fn from_yaml_at(
+        source: &str,
+        at: Option<&Path>,
+        analyse: Analyser,
+        read: ReadBase<'_>,
+    ) -> Result<Policy, PolicyError> {
         // `nightwatch init` writes the built-in policy out; until an operator edits it, it is
         // the built-in policy, whose examples the tests run. Only exact text qualifies.
         if source == DEFAULT_POLICY_YAML {
             return Ok(Policy::builtin(analyse));
         }
-        let policy = Policy::compile(source, analyse)?;
+        let policy = Policy::compile_at(source, at, analyse, read)?;
         if let Some(failed) = policy.run_examples().into_iter().find(|o| !o.passed) {
             let example = policy.examples.get(failed.index);
             return Err(PolicyError::ExampleFailed {
@@ -274,45 +303,56 @@ impl Policy {
     /// here, so that this never fails; should it ever not compile, the result asks about
     /// everything rather than allowing anything.
     pub fn builtin(analyse: Analyser) -> Policy {
-        match lazy::read_trusted(|| serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON)) {
+        match Policy::builtin_file() {
             Ok(file) => Policy::from_file(file, Vec::new(), analyse),
             Err(_) => Policy::ask_everything(analyse),
         }
     }
 
+    /// The built-in policy as read, before it is compiled (for `extends: builtin`).
+    fn builtin_file() -> Result<PolicyFile, String> {
+        lazy::read_trusted(|| serde_json::from_str::<PolicyFile>(DEFAULT_POLICY_JSON))
+            .map_err(|e| e.to_string())
+    }
+
     /// Reads and compiles a policy without running its examples, for `nightwatch policy test`,
     /// which reports every example rather than stopping at the first that fails.
     pub fn compile(source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
+        Policy::compile_at(source, None, analyse, &extends::no_files)
+    }
+
+    /// As [`Policy::compile`], for the policy file at `at`, reading what it extends through
+    /// `read`.
+    pub fn compile_at(
+        source: &str,
+        at: Option<&Path>,
+        analyse: Analyser,
+        read: ReadBase<'_>,
+    ) -> Result<Policy, PolicyError> {
+        let mut file = Policy::read_file(source)?;
+        let examples = std::mem::take(&mut file.examples);
+        let mut file = extends::fold_in_base(file, source, at, read, 0)?;
+        file.examples = examples;
+        check_references(&file, source)?;
+        Policy::compiled(file, source, analyse)
+    }
+
+    /// The text as a policy file, each of its own rules' ids used once (what it extends not
+    /// yet read).
+    fn read_file(source: &str) -> Result<PolicyFile, PolicyError> {
         // When the policy does not read, read it again as plain YAML to tell a syntax error
         // from a policy error. Only then: the hook path reads the file on every call.
-        let mut file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
+        let file: PolicyFile = yaml_serde::from_str(source).map_err(|err| {
             match yaml_serde::from_str::<yaml_serde::Value>(source) {
                 Err(syntax) => PolicyError::from_yaml(&syntax, true),
                 Ok(_) => PolicyError::from_yaml(&err, false),
             }
         })?;
-        check_references(&file, source)?;
+        unique_rule_ids(&file, source)?;
+        Ok(file)
+    }
 
-        let mut first_use: HashMap<&str, usize> = HashMap::new();
-        for (index, rule) in file.rules.iter().enumerate() {
-            if let Some(first) = first_use.insert(&rule.id, index) {
-                let (line, column) =
-                    locate::item_field(source, "rules", index, "id").unwrap_or((1, 1));
-                let first_line = locate::item_field(source, "rules", first, "id")
-                    .map(|(line, _)| format!(" at line {line}"))
-                    .unwrap_or_default();
-                return Err(PolicyError::Invalid {
-                    line,
-                    column,
-                    message: format!(
-                        "duplicate rule id {:?} (already used by rule {}{first_line})",
-                        rule.id,
-                        first + 1
-                    ),
-                });
-            }
-        }
-
+    fn compiled(mut file: PolicyFile, source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
         let positions = locate::list_items(source, "examples");
         let examples = std::mem::take(&mut file.examples)
             .into_iter()
@@ -327,10 +367,34 @@ impl Policy {
                 }
             })
             .collect();
-
         Ok(Policy::from_file(file, examples, analyse))
     }
+}
 
+/// Every rule id of the file used once.
+fn unique_rule_ids(file: &PolicyFile, source: &str) -> Result<(), PolicyError> {
+    let mut first_use: HashMap<&str, usize> = HashMap::new();
+    for (index, rule) in file.rules.iter().enumerate() {
+        if let Some(first) = first_use.insert(&rule.id, index) {
+            let (line, column) = locate::item_field(source, "rules", index, "id").unwrap_or((1, 1));
+            let first_line = locate::item_field(source, "rules", first, "id")
+                .map(|(line, _)| format!(" at line {line}"))
+                .unwrap_or_default();
+            return Err(PolicyError::Invalid {
+                line,
+                column,
+                message: format!(
+                    "duplicate rule id {:?} (already used by rule {}{first_line})",
+                    rule.id,
+                    first + 1
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Policy {
     fn from_file(file: PolicyFile, examples: Vec<Example>, analyse: Analyser) -> Policy {
         let mut policy = Policy::assemble(
             file.default.map_or(Verdict::Ask, |v| v.0),
@@ -343,11 +407,11 @@ impl Policy {
             checks: file.checks,
             always_check: file.always_check,
             notifiers: file.notifiers,
-            escalate: file.escalate,
-            backup: file.backup,
-            trust: file.trust,
+            escalate: file.escalate.unwrap_or_default(),
+            backup: file.backup.unwrap_or_default(),
+            trust: file.trust.unwrap_or_default(),
         };
-        policy.sweep = file.sweep;
+        policy.sweep = file.sweep.unwrap_or_default();
         policy.egress = file.egress.map(document::RawEgress::compile);
         policy
     }
@@ -508,6 +572,19 @@ impl Policy {
     /// The rules' ids, in file order.
     pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|rule| rule.id.as_str())
+    }
+
+    /// The rules as `nightwatch policy explain` shows them, in the order they are tried.
+    pub fn rules(&self) -> impl Iterator<Item = RuleSummary<'_>> {
+        self.rules.iter().map(|rule| RuleSummary {
+            id: &rule.id,
+            verdict: rule.verdict,
+            reason: rule.reason.as_deref(),
+            instead: rule.instead.as_deref(),
+            checks: &rule.checks,
+            notify: &rule.notify,
+            from: rule.from.as_deref(),
+        })
     }
 
     /// The verdict when no rule matches.
@@ -940,7 +1017,7 @@ fn check_references(file: &PolicyFile, source: &str) -> Result<(), PolicyError> 
             ));
         }
     }
-    let escalate = &file.escalate;
+    let escalate = file.escalate.clone().unwrap_or_default();
     for id in escalate
         .halt
         .iter()
@@ -954,7 +1031,7 @@ fn check_references(file: &PolicyFile, source: &str) -> Result<(), PolicyError> 
             ));
         }
     }
-    let trust = &file.trust;
+    let trust = file.trust.clone().unwrap_or_default();
     if trust.tiers.is_empty() {
         return Err(invalid(
             top("trust"),

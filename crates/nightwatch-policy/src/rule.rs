@@ -39,6 +39,9 @@ pub(crate) struct Rule {
     pub notify: Vec<String>,
     /// What a subject must carry for this rule to have a chance.
     pub needs: Presence,
+    /// Where the rule was written when a base policy brought it in (`builtin`, or the base
+    /// file's path); None for the policy's own file.
+    pub from: Option<String>,
 }
 
 /// The flags of [`Effects`] as a bit set, so `effects:` is one AND per invocation.

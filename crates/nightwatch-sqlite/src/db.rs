@@ -3,7 +3,7 @@
 use nightwatch_store::StoreError;
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 /// How long SQLite itself waits for another connection's lock before reporting busy (less
@@ -20,6 +20,14 @@ pub const DEFAULT_PATIENCE: Duration = Duration::from_secs(60);
 /// it. About 6 pages of 4 KiB go into the ledger's WAL per append, so this is every 10 or so
 /// appends there.
 const WAL_CLOSE_CHECKPOINT_BYTES: u64 = 256 * 1024;
+
+/// WAL pages after which a handle whose checkpoints run apart checkpoints in its own commits
+/// anyway: only when the checkpointing thread has fallen far behind (about 40 MiB).
+const BACKSTOP_CHECKPOINT_PAGES: i64 = 10_000;
+
+/// How long the checkpointing thread lets commits gather before it checkpoints them: one
+/// checkpoint (and one sync of the database file) for the pages of many commits.
+const CHECKPOINT_GATHER: Duration = Duration::from_millis(100);
 
 /// One step of a database's schema, applied inside the migration's write transaction.
 pub(crate) type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
@@ -58,6 +66,8 @@ pub(crate) struct Db {
     path: PathBuf,
     store: &'static str,
     patience: Duration,
+    /// Set by [`Db::checkpoint_apart`]: the thread that checkpoints this handle's commits.
+    checkpointer: Option<Checkpointer>,
 }
 
 impl Db {
@@ -101,7 +111,29 @@ impl Db {
             path,
             store,
             patience,
+            checkpointer: None,
         })
+    }
+
+    /// Moves the WAL's checkpoints out of this handle's commits into a thread of their own,
+    /// for a long-lived handle whose writes are on someone's critical path (the daemon's
+    /// intake). A commit then only appends to the WAL and syncs it; copying its pages into
+    /// the database and syncing that (a write to a random page of every index the commit
+    /// touched, so dearer as history grows) happens beside it, on its own connection,
+    /// gathering many commits into one checkpoint. Should that thread fall far behind, the
+    /// commits checkpoint again themselves.
+    pub fn checkpoint_apart(&mut self) -> Result<(), StoreError> {
+        if self.checkpointer.is_some() {
+            return Ok(());
+        }
+        let sql = |e| backend(self.store, e);
+        let own = Connection::open(&self.path).map_err(sql)?;
+        own.execute_batch("PRAGMA synchronous=FULL;").map_err(sql)?;
+        self.conn()
+            .pragma_update(None, "wal_autocheckpoint", BACKSTOP_CHECKPOINT_PAGES)
+            .map_err(sql)?;
+        self.checkpointer = Some(Checkpointer::start(own, self.store));
+        Ok(())
     }
 
     /// The database file.
@@ -157,18 +189,87 @@ impl Db {
         conn: &mut Connection,
         mut op: impl FnMut(&Transaction<'_>) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
-        retry_busy(self.store, self.patience, || {
+        let written = retry_busy(self.store, self.patience, || {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let value = op(&tx)?;
             tx.commit()?;
             Ok(value)
-        })
+        });
+        if let Some(checkpointer) = &self.checkpointer {
+            checkpointer.wake();
+        }
+        written
     }
 
     pub fn failed<E: From<StoreError>>(&self, f: Failure<E>) -> E {
         match f {
             Failure::Sql(e) => E::from(backend(self.store, e)),
             Failure::Caller(e) => e,
+        }
+    }
+}
+
+/// The thread of [`Db::checkpoint_apart`]: asleep until a commit wakes it, then one passive
+/// checkpoint for everything committed meanwhile. Passive: it never waits for, or blocks, a
+/// writer or a reader; what a reader still needs is copied by a later checkpoint.
+struct Checkpointer {
+    signal: Arc<(Mutex<Wake>, Condvar)>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+#[derive(Default)]
+struct Wake {
+    committed: bool,
+    closing: bool,
+}
+
+impl Checkpointer {
+    fn start(conn: Connection, store: &'static str) -> Checkpointer {
+        let signal = Arc::new((Mutex::new(Wake::default()), Condvar::new()));
+        let theirs = Arc::clone(&signal);
+        let thread = std::thread::Builder::new()
+            .name(format!("checkpoint {store}"))
+            .spawn(move || checkpoint_loop(&conn, store, &theirs))
+            .ok();
+        Checkpointer { signal, thread }
+    }
+
+    fn wake(&self) {
+        let (state, bell) = &*self.signal;
+        state.lock().unwrap_or_else(|p| p.into_inner()).committed = true;
+        bell.notify_one();
+    }
+}
+
+impl Drop for Checkpointer {
+    fn drop(&mut self) {
+        let (state, bell) = &*self.signal;
+        state.lock().unwrap_or_else(|p| p.into_inner()).closing = true;
+        bell.notify_one();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn checkpoint_loop(conn: &Connection, store: &'static str, signal: &(Mutex<Wake>, Condvar)) {
+    let (state, bell) = signal;
+    loop {
+        {
+            let mut wake = state.lock().unwrap_or_else(|p| p.into_inner());
+            while !wake.committed && !wake.closing {
+                wake = bell.wait(wake).unwrap_or_else(|p| p.into_inner());
+            }
+            if wake.closing {
+                return;
+            }
+            wake.committed = false;
+        }
+        // Let the commits of the next moments join this checkpoint.
+        std::thread::sleep(CHECKPOINT_GATHER);
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            // The commits' own backstop checkpoints keep the WAL bounded meanwhile.
+            tracing::warn!(store, error = %e, "checkpointing the WAL failed");
         }
     }
 }
@@ -181,6 +282,7 @@ impl Drop for Db {
     /// not deleted, so its directory entry stays put). When others hold the database it
     /// does not wait: a later handle will do it.
     fn drop(&mut self) {
+        drop(self.checkpointer.take());
         let wal = self.path.with_extension("db-wal");
         let long = std::fs::metadata(&wal).is_ok_and(|m| m.len() > WAL_CLOSE_CHECKPOINT_BYTES);
         if long {
@@ -326,5 +428,76 @@ impl From<StoreError> for Failure<StoreError> {
 impl From<nightwatch_store::TaskError> for Failure<nightwatch_store::TaskError> {
     fn from(e: nightwatch_store::TaskError) -> Failure<nightwatch_store::TaskError> {
         Failure::Caller(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIGRATIONS: [Migration; 1] =
+        [|tx| tx.execute_batch("CREATE TABLE t (x INTEGER PRIMARY KEY, body TEXT NOT NULL);")];
+    const SCHEMA: Schema = Schema {
+        file: "test.db",
+        store: "test",
+        migrations: &MIGRATIONS,
+    };
+
+    fn write_pages(db: &Db, rows: i64) {
+        for x in 0..rows {
+            db.write::<_, StoreError>(|tx| {
+                tx.execute("INSERT INTO t (x, body) VALUES (?1, ?2)", params![x, "y".repeat(3000)])?;
+                Ok(())
+            })
+            .unwrap();
+        }
+    }
+
+    use rusqlite::params;
+
+    fn database_bytes(db: &Db) -> u64 {
+        std::fs::metadata(db.path()).unwrap().len()
+    }
+
+    #[test]
+    fn a_handle_checkpointing_apart_gets_its_commits_into_the_database_without_checkpointing_them_itself()
+     {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::open(dir.path(), &SCHEMA, DEFAULT_PATIENCE).unwrap();
+        db.checkpoint_apart().unwrap();
+        let before = database_bytes(&db);
+        // About 200 pages: below the commits' own backstop, so only the thread copies them.
+        write_pages(&db, 200);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while database_bytes(&db) < before + 200 * 3000 {
+            assert!(
+                Instant::now() < deadline,
+                "the checkpointing thread never copied the WAL into the database ({} bytes)",
+                database_bytes(&db)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_plain_handle_leaves_a_short_wal_alone() {
+        // The control for the test above: without the thread, 200 pages stay in the WAL.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), &SCHEMA, DEFAULT_PATIENCE).unwrap();
+        let before = database_bytes(&db);
+        write_pages(&db, 200);
+        std::thread::sleep(Duration::from_millis(500));
+        assert_eq!(database_bytes(&db), before);
+    }
+
+    #[test]
+    fn closing_a_handle_stops_its_checkpointing_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut db = Db::open(dir.path(), &SCHEMA, DEFAULT_PATIENCE).unwrap();
+        db.checkpoint_apart().unwrap();
+        write_pages(&db, 5);
+        let started = Instant::now();
+        drop(db);
+        assert!(started.elapsed() < Duration::from_secs(5));
     }
 }

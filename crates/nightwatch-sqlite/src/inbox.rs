@@ -58,6 +58,13 @@ impl SqliteInbox {
         })
     }
 
+    /// Checkpoints the WAL on a thread of its own instead of in this handle's commits (for
+    /// the daemon, whose intake waits on these commits).
+    pub fn checkpoint_apart(mut self) -> Result<SqliteInbox, StoreError> {
+        self.db.checkpoint_apart()?;
+        Ok(self)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         self.db.path()

@@ -105,6 +105,9 @@ pub struct LedgerOptions {
     pub output_cap: usize,
     /// How long an append keeps waiting for a busy database before giving up.
     pub patience: Duration,
+    /// Checkpoint the WAL on a thread of its own, not in the appends' commits (for a
+    /// long-lived handle on a critical path: the daemon's).
+    pub checkpoint_apart: bool,
 }
 
 impl Default for LedgerOptions {
@@ -112,6 +115,7 @@ impl Default for LedgerOptions {
         LedgerOptions {
             output_cap: DEFAULT_OUTPUT_CAP,
             patience: crate::db::DEFAULT_PATIENCE,
+            checkpoint_apart: false,
         }
     }
 }
@@ -136,7 +140,10 @@ impl SqliteLedger {
     }
 
     pub fn open_with(dir: &Path, options: LedgerOptions) -> Result<SqliteLedger, StoreError> {
-        let db = Db::open(dir, &SCHEMA, options.patience)?;
+        let mut db = Db::open(dir, &SCHEMA, options.patience)?;
+        if options.checkpoint_apart {
+            db.checkpoint_apart()?;
+        }
         Ok(SqliteLedger {
             db,
             head_path: dir.join(HEAD_FILE),

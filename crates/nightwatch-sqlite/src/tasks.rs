@@ -235,6 +235,13 @@ impl SqliteTaskQueue {
         })
     }
 
+    /// Checkpoints the WAL on a thread of its own instead of in this handle's commits (for
+    /// the daemon, whose intake waits on these commits).
+    pub fn checkpoint_apart(mut self) -> Result<SqliteTaskQueue, StoreError> {
+        self.db.checkpoint_apart()?;
+        Ok(self)
+    }
+
     /// The database file.
     pub fn path(&self) -> &Path {
         self.db.path()

@@ -425,6 +425,47 @@ pub enum PolicyCommand {
     /// and counted, never skipped silently. Nothing is recorded. Exit status: 0 no verdict
     /// would change, 3 some would, 1 error (an unreadable or invalid policy, a bad time).
     Replay(PolicyReplayArgs),
+    /// List a policy's rules, or explain one: its verdict, reason, checks, where it was
+    /// written (the file, or the base it extends), and the lines of nightwatch's command
+    /// corpora (about 2,000 everyday and hostile lines) it decides.
+    ///
+    /// Exit status: 0, or 1 on error (an unknown rule, a policy that does not load).
+    Explain(PolicyExplainArgs),
+    /// Compare two policies' verdicts over nightwatch's command corpora (about 2,000 everyday
+    /// and hostile lines) and, with --lines, lines of your own.
+    ///
+    /// Every line whose verdict differs is listed with both verdicts and the rules that gave
+    /// them, looser ones (deny -> allow, ...) first and marked LOOSER. Nothing is recorded.
+    /// Exit status: 0 no verdict differs, 3 some do, 1 error.
+    Diff(PolicyDiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyExplainArgs {
+    #[command(flatten)]
+    pub source: PolicySource,
+    /// The rule to explain (its id); without it, every rule is listed.
+    #[arg(value_name = "RULE")]
+    pub rule: Option<String>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct PolicyDiffArgs {
+    /// The policy compared from: a policy file, or `builtin`.
+    #[arg(value_name = "OLD")]
+    pub old: String,
+    /// The policy compared to: a policy file, or `builtin`.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Also decide these lines (a file of shell lines, one per line; `#` starts a comment).
+    #[arg(long, value_name = "FILE")]
+    pub lines: Option<PathBuf>,
+    /// One JSON object: counts and the lines whose verdict differs.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

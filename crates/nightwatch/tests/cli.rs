@@ -285,3 +285,77 @@ fn the_check_command_the_serve_example_prints_passes() {
         stderr(&output)
     );
 }
+
+/// `policy diff` decides nightwatch's corpora under two policies: the example that extends the
+/// built-in policy only tightens it (Docker), and a file that loosens is listed LOOSER first.
+#[test]
+fn policy_diff_lists_what_a_policy_changes_looser_first() {
+    let home = scratch("policy-diff");
+    let same = nightwatch(&home, &["policy", "diff", "builtin", "builtin"]);
+    assert_eq!(same.status.code(), Some(0), "{}", stderr(&same));
+    assert!(stdout(&same).contains(": 0 differ"), "{}", stdout(&same));
+
+    let example = example_policy();
+    let tightened = nightwatch(&home, &["policy", "diff", "builtin", &example, "--json"]);
+    assert_eq!(tightened.status.code(), Some(3), "{}", stderr(&tightened));
+    let report: serde_json::Value = serde_json::from_slice(&tightened.stdout).unwrap();
+    assert_eq!(report["looser"], 0, "{report}");
+    assert!(report["lines"].as_u64().unwrap() > 1500, "{report}");
+    let docker = report["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["line"] == "docker ps")
+        .expect("docker ps changes");
+    assert_eq!(docker["old"]["verdict"], "allow");
+    assert_eq!(docker["new"]["verdict"], "deny");
+    assert_eq!(docker["new"]["rule"], "docker-belongs-on-the-dev-host");
+
+    let loose = home.join("loose.yaml");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        &loose,
+        "extends: builtin\nloosen: [no-force-push-to-main]\nrules:\n  - id: no-curl\n    verdict: deny\n    command: [\"curl *\"]\n",
+    )
+    .unwrap();
+    let mine = home.join("lines.txt");
+    std::fs::write(&mine, "# mine\ngit push --force origin main\ncurl https://example.com\n").unwrap();
+    let loosened = nightwatch(
+        &home,
+        &["policy", "diff", "builtin", loose.to_str().unwrap(), "--lines", mine.to_str().unwrap()],
+    );
+    assert_eq!(loosened.status.code(), Some(3), "{}", stderr(&loosened));
+    let text = stdout(&loosened);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(first.starts_with("LOOSER"), "looser first: {text}");
+    assert!(text.contains("git push --force origin main"), "{text}");
+    let last = text.lines().last().unwrap_or_default();
+    assert!(!last.contains(" 0 looser"), "{text}");
+}
+
+/// `policy explain` lists a policy's rules with where each was written, and explains one rule
+/// with the corpus lines it decides; an unknown rule is an error that says how to find them.
+#[test]
+fn policy_explain_shows_each_rule_where_it_comes_from_and_what_it_decides() {
+    let home = scratch("policy-explain");
+    let example = example_policy();
+    let listed = nightwatch(&home, &["policy", "explain", "--policy", &example]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    let text = stdout(&listed);
+    assert!(
+        text.lines().any(|l| l.contains("deny") && l.trim_end().ends_with("docker-belongs-on-the-dev-host")),
+        "{text}"
+    );
+    assert!(text.contains("no-reading-secrets  (from builtin)"), "{text}");
+
+    let one = nightwatch(&home, &["policy", "explain", "--policy", &example, "no-reading-secrets"]);
+    assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
+    let text = stdout(&one);
+    assert!(text.starts_with("no-reading-secrets (builtin)"), "{text}");
+    assert!(text.contains("verdict: deny"), "{text}");
+    assert!(text.contains("cat .env"), "{text}");
+
+    let unknown = nightwatch(&home, &["policy", "explain", "no-reading-secret"]);
+    assert_eq!(unknown.status.code(), Some(1), "{}", stdout(&unknown));
+    assert!(stderr(&unknown).contains("did you mean no-reading-secrets"), "{}", stderr(&unknown));
+}

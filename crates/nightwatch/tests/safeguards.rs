@@ -851,3 +851,123 @@ fn an_undo_that_policy_does_not_allow_restores_nothing() {
         "no restore happened"
     );
 }
+
+/// Runs `nightwatch ARGS` in data directory `home` under the built-in policy.
+fn run_builtin(home: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    common::nightwatch(
+        args,
+        stdin,
+        &[
+            ("NIGHTWATCH_HOME", home.as_os_str()),
+            ("TZ", std::ffi::OsStr::new("UTC")),
+        ],
+    )
+}
+
+/// Claude Code's PreToolUse or PostToolUse for a Write of `content` to `file`.
+fn claude_write(event: &str, cwd: &Path, file: &Path, content: &str) -> Vec<u8> {
+    json!({
+        "session_id": "writer",
+        "cwd": cwd,
+        "hook_event_name": event,
+        "tool_name": "Write",
+        "tool_input": { "file_path": file, "content": content },
+        "tool_response": { "filePath": file, "type": "update" },
+        "tool_use_id": "toolu_write",
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Issue 15's first trap: the built-in policy asks about every Write, Claude's own prompt lets
+/// it through, and undo used to say "it was not allowed, so it changed nothing" while the
+/// next record said it ran. An asked call is backed up like an allowed one, and undone.
+#[test]
+fn an_asked_write_the_agent_carried_out_is_undone_under_the_builtin_policy() {
+    let dir = scratch("undo-asked-write");
+    let home = dir.join("home");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let file = work.join("app.conf");
+    std::fs::write(&file, "port = 8080\n").unwrap();
+
+    let before = run_builtin(
+        &home,
+        &["hook", "claude"],
+        &claude_write("PreToolUse", &work, &file, "port = 9090\n"),
+    );
+    assert_eq!(before.status.code(), Some(0), "{}", text(&before));
+    let reply: Value = serde_json::from_slice(&before.stdout).expect("the hook replies JSON");
+    assert_eq!(
+        reply["hookSpecificOutput"]["permissionDecision"], "ask",
+        "the built-in policy asks about a Write: {reply}"
+    );
+    // The person answers Claude's prompt with yes: the write happens.
+    std::fs::write(&file, "port = 9090\n").unwrap();
+    let after = run_builtin(
+        &home,
+        &["hook", "claude"],
+        &claude_write("PostToolUse", &work, &file, "port = 9090\n"),
+    );
+    assert_eq!(after.status.code(), Some(0), "{}", text(&after));
+
+    let undo = run_builtin(&home, &["undo", "r1"], b"");
+    assert_eq!(undo.status.code(), Some(0), "{}", text(&undo));
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "port = 8080\n");
+}
+
+/// Undo's messages are true: a refused call changed nothing and undo says it was refused; a
+/// restore that would overwrite a later change names the flag that does it anyway.
+#[test]
+fn undo_says_truly_why_it_cannot_and_names_force() {
+    let dir = scratch("undo-messages");
+    let home = dir.join("home");
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let policy = dir.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: no-rm\n    verdict: deny\n    command: [\"rm *\"]\n  - id: touch\n    verdict: allow\n    command: [\"touch *\"]\n",
+    )
+    .unwrap();
+    let file = work.join("kept.txt");
+    std::fs::write(&file, "kept\n").unwrap();
+    let refused = run(
+        &home,
+        &policy,
+        &["exec", "--", "rm", file.to_str().unwrap()],
+        b"",
+        &[],
+    );
+    assert_ne!(refused.status.code(), Some(0), "{}", text(&refused));
+    let undo = run(&home, &policy, &["undo", "r1"], b"", &[]);
+    assert_eq!(undo.status.code(), Some(1), "{}", text(&undo));
+    assert!(text(&undo).contains("refused (deny)"), "{}", text(&undo));
+    assert!(!text(&undo).contains("not allowed"), "{}", text(&undo));
+
+    let touched = work.join("new.txt");
+    let made = run(
+        &home,
+        &policy,
+        &["exec", "--", "touch", touched.to_str().unwrap()],
+        b"",
+        &[],
+    );
+    assert_eq!(made.status.code(), Some(0), "{}", text(&made));
+    let decision = records(&home, &policy)
+        .into_iter()
+        .rfind(|r| r["event"] == "decision" && r["verdict"] == "allow")
+        .expect("the touch's decision")["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    std::fs::write(&touched, "written later\n").unwrap();
+    let undo = run(&home, &policy, &["undo", &decision], b"", &[]);
+    assert_eq!(undo.status.code(), Some(1), "{}", text(&undo));
+    assert!(
+        text(&undo).contains(&format!("nightwatch undo {decision} --force")),
+        "{}",
+        text(&undo)
+    );
+    assert!(touched.exists(), "nothing was restored");
+}

@@ -16,7 +16,13 @@ const CONFIG: &str = "queue: { resolve_delay: 1h }\nroutes:\n  - id: disk\n    w
 /// One Alertmanager notification of `count` firing `DiskFull` alerts on one host, each its
 /// own mount (and fingerprint): one group, as Alertmanager sends it.
 fn group(count: usize) -> Vec<u8> {
-    let alerts: Vec<Value> = (0..count)
+    group_from(0, count)
+}
+
+/// As [`group`], its alerts numbered from `first` (so groups from different `first`s never
+/// share an alert).
+fn group_from(first: usize, count: usize) -> Vec<u8> {
+    let alerts: Vec<Value> = (first..first + count)
         .map(|i| {
             serde_json::json!({
                 "status": "firing",
@@ -126,6 +132,73 @@ fn a_five_thousand_alert_group_gets_one_reply_and_one_stored_copy_per_alert() {
         assert!(pages < 10, "the pages never end");
     }
     assert_eq!(shown, 5_000, "every arrival once, over {pages} pages");
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+}
+
+/// The daemon's resident memory in bytes (`VmRSS`).
+fn resident_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .expect("VmRSS")
+        * 1024
+}
+
+/// Issue 13's unbounded reads: after 100,000 tasks, one `GET /api/tasks` took 10 s, returned
+/// 127 MB and left the daemon at 2.1 GB. Now every list is a bounded page, and the daemon
+/// stays small however much it was asked to read.
+#[test]
+fn after_a_hundred_thousand_tasks_every_read_is_a_bounded_page_and_the_daemon_stays_small() {
+    let dir = scratch("serve-load", "hundred-thousand");
+    let daemon = Daemon::start(&dir.join("home"), Some(CONFIG), &[]);
+    let started = Instant::now();
+    for first in (0..100_000).step_by(5_000) {
+        let reply = request(
+            &daemon.addr,
+            "POST",
+            "/hooks/alertmanager",
+            &[("Content-Type", "application/json")],
+            &group_from(first, 5_000),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    eprintln!("100,000 alerts stored in {:?}", started.elapsed());
+    assert_eq!(
+        metric(&daemon, "nightwatch_tasks{state=\"pending\"}"),
+        100_000
+    );
+
+    let read = |path: &str, most_bytes: usize| {
+        let started = Instant::now();
+        let reply = daemon.get(path);
+        let took = started.elapsed();
+        assert_eq!(reply.status, 200, "{path}: {}", reply.text());
+        assert!(
+            reply.body.len() <= most_bytes,
+            "{path}: {} bytes, more than {most_bytes}",
+            reply.body.len()
+        );
+        eprintln!("{path}: {} bytes in {took:?}", reply.body.len());
+        reply
+    };
+    let first = read("/api/tasks", 1 << 20).json();
+    assert_eq!(first["tasks"].as_array().map(Vec::len), Some(100));
+    assert!(first["next"].is_string(), "a page links to the next");
+    // Asking for everything gets the largest page, not everything.
+    let most = read("/api/tasks?limit=100000000", 16 << 20).json();
+    let page = most["tasks"].as_array().map_or(0, Vec::len);
+    assert!((100..100_000).contains(&page), "{page} tasks on one page");
+    read("/api/alerts?since=1h", 16 << 20);
+    read("/api/records?since=1h", 16 << 20);
+    read("/?since=1h", 16 << 20);
+    read("/metrics", 1 << 20);
+
+    let rss = resident_bytes(daemon.pid());
+    eprintln!("the daemon's resident memory after the reads: {} MB", rss >> 20);
+    assert!(rss < 100 << 20, "{} MB resident", rss >> 20);
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
 }

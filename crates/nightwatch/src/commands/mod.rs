@@ -31,6 +31,8 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Init(args) => init::run(args),
         Command::Policy(PolicyCommand::Test(args)) => policy::test(args),
         Command::Policy(PolicyCommand::Replay(args)) => replay::run(args),
+        Command::Policy(PolicyCommand::Explain(args)) => policy::explain(args),
+        Command::Policy(PolicyCommand::Diff(args)) => policy::diff(args),
         Command::Trust(TrustCommand::Set(args)) => trust::set(args),
         Command::Trust(TrustCommand::Report(args)) => trust::report(args),
         Command::Hook(args) => Ok(hook::run(args)),

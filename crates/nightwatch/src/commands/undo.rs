@@ -53,8 +53,12 @@ pub fn run(args: UndoArgs) -> anyhow::Result<u8> {
                 decision,
                 record,
                 why,
+                forcible,
             } => {
                 eprintln!("nightwatch: did not undo {decision} ({record}): {why}");
+                if forcible {
+                    eprintln!("to restore anyway: nightwatch undo {decision} --force");
+                }
                 return Ok(1);
             }
         }
