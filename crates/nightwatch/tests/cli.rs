@@ -160,7 +160,7 @@ fn policy_test_runs_every_example_and_reports_failures() {
     let ok = nightwatch(&home, &["policy", "test", "--policy", &example_policy()]);
     assert_eq!(ok.status.code(), Some(0), "{}", stdout(&ok));
     assert!(
-        stdout(&ok).contains("4 passed, 0 failed"),
+        stdout(&ok).contains("9 passed, 0 failed"),
         "{}",
         stdout(&ok)
     );
