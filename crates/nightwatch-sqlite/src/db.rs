@@ -26,8 +26,10 @@ const WAL_CLOSE_CHECKPOINT_BYTES: u64 = 256 * 1024;
 const BACKSTOP_CHECKPOINT_PAGES: i64 = 10_000;
 
 /// How long the checkpointing thread lets commits gather before it checkpoints them: one
-/// checkpoint (and one sync of the database file) for the pages of many commits.
-const CHECKPOINT_GATHER: Duration = Duration::from_millis(100);
+/// checkpoint (and one sync of the database file) for the pages of several commits. Short, so
+/// each checkpoint's sync is small: at 100 ms the daemon's p99 reply time under load at a
+/// million alerts of history tripled (the intake's WAL syncs waited behind the large ones).
+const CHECKPOINT_GATHER: Duration = Duration::from_millis(10);
 
 /// One step of a database's schema, applied inside the migration's write transaction.
 pub(crate) type Migration = fn(&Transaction<'_>) -> rusqlite::Result<()>;
