@@ -44,7 +44,10 @@ pub use record::{tool_from_record, tool_from_record_in};
 pub use reply::{
     Reply, reply_to_decision, reply_to_decision_with_input, reply_to_failure, reply_to_record,
 };
-pub use settings::{Base, Scope, SettingsLocation, install_hooks, settings_path};
+pub use settings::{
+    Base, Scope, SettingsLocation, before_tool_event, command_words, install_hooks,
+    installed_commands, settings_path, uninstall_hooks,
+};
 
 /// An agent whose hook protocol nightwatch speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -3,8 +3,9 @@
 //! All three use the same shape, `hooks.<Event>: [{matcher, hooks: [{type: "command",
 //! command, timeout}]}]`; they differ in the file, the event names and the timeout's unit.
 //!
-//! - Claude Code: `.claude/settings.json` in the project or the home directory; timeout in
-//!   seconds.
+//! - Claude Code: `.claude/settings.json` in the project (shared: committed with it) or the
+//!   home directory, and `.claude/settings.local.json` in the project (this user's, which
+//!   Claude keeps out of git); timeout in seconds.
 //! - Codex: `.codex/hooks.json` beside the project's or the user's `config.toml` (the same
 //!   tables may also be written inline in `config.toml` as `[[hooks.PreToolUse]]`); the file
 //!   allows only `hooks` and `description` at its top; timeout in seconds; `*` matches all.
@@ -18,7 +19,10 @@ use serde_json::{Map, Value, json};
 /// Whose settings to change.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Scope {
-    /// This project only (committed with it, or not, as the team likes).
+    /// This project, for this user only: Claude's `.claude/settings.local.json`. Codex and
+    /// Gemini have no such file; for them it is the project's file.
+    Local,
+    /// This project only, in the settings file committed with it.
     Project,
     /// Every project of this user.
     User,
@@ -42,6 +46,7 @@ pub struct SettingsLocation {
 
 pub fn settings_path(agent: Agent, scope: Scope) -> SettingsLocation {
     let path = match agent {
+        Agent::Claude if scope == Scope::Local => ".claude/settings.local.json",
         Agent::Claude => ".claude/settings.json",
         // Codex reads `$CODEX_HOME/hooks.json` for the user; `CODEX_HOME` defaults to
         // `~/.codex`.
@@ -49,7 +54,7 @@ pub fn settings_path(agent: Agent, scope: Scope) -> SettingsLocation {
         Agent::Gemini => ".gemini/settings.json",
     };
     let base = match scope {
-        Scope::Project => Base::Project,
+        Scope::Local | Scope::Project => Base::Project,
         Scope::User => Base::Home,
     };
     SettingsLocation { base, path }
@@ -201,6 +206,62 @@ pub fn install_hooks(agent: Agent, settings: Value, command: &str) -> Result<Val
     Ok(Value::Object(settings))
 }
 
+/// Takes nightwatch's hook entries out of the agent's settings document: every handler that
+/// runs nightwatch's hook, the groups they leave empty, and the events those leave empty.
+/// Everything else is kept as it was.
+pub fn uninstall_hooks(agent: Agent, settings: Value) -> Result<Value, HookError> {
+    let mut settings = match settings {
+        Value::Null => return Ok(Value::Null),
+        Value::Object(settings) => settings,
+        other => return Err(shape("the settings file", &other, "a JSON object")),
+    };
+    if let Some(Value::Object(hooks)) = settings.get_mut("hooks") {
+        for entry in entries(agent) {
+            if let Some(Value::Array(groups)) = hooks.get_mut(entry.event) {
+                let before = groups.len();
+                remove_ours(groups, "");
+                if groups.is_empty() && before > 0 {
+                    hooks.remove(entry.event);
+                }
+            }
+        }
+    }
+    Ok(Value::Object(settings))
+}
+
+/// The commands of nightwatch's handlers in these settings, for each event nightwatch
+/// installs: what `nightwatch doctor` checks. Empty when nightwatch is not installed there.
+pub fn installed_commands(agent: Agent, settings: &Value) -> Vec<(&'static str, String)> {
+    let mut found = Vec::new();
+    for entry in entries(agent) {
+        let groups = settings
+            .get("hooks")
+            .and_then(|h| h.get(entry.event))
+            .and_then(Value::as_array);
+        for handler in groups
+            .into_iter()
+            .flatten()
+            .filter_map(|g| g.get("hooks").and_then(Value::as_array))
+            .flatten()
+        {
+            if is_ours(handler, "")
+                && let Some(command) = handler.get("command").and_then(Value::as_str)
+            {
+                found.push((entry.event, command.to_owned()));
+            }
+        }
+    }
+    found
+}
+
+/// The event nightwatch decides tool calls on, for this agent.
+pub fn before_tool_event(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude | Agent::Codex => "PreToolUse",
+        Agent::Gemini => "BeforeTool",
+    }
+}
+
 /// Drop nightwatch's handlers from these groups, and the groups they leave empty.
 fn remove_ours(groups: &mut Vec<Value>, command: &str) {
     groups.retain_mut(|group| {
@@ -219,14 +280,47 @@ fn is_ours(handler: &Value, command: &str) -> bool {
     let Some(existing) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
-    if existing.trim() == command.trim() {
+    if !command.trim().is_empty() && existing.trim() == command.trim() {
         return true;
     }
-    let mut words = existing.split_whitespace();
+    // `env NIGHTWATCH_HOME=... /path/nightwatch hook claude` is ours too.
+    let mut words = existing
+        .split_whitespace()
+        .skip_while(|w| *w == "env" || w.ends_with("/env") || is_assignment(w));
     let program = words.next().unwrap_or_default().trim_matches(['"', '\'']);
     let program = program.rsplit(['/', '\\']).next().unwrap_or(program);
     let is_nightwatch = program == "nightwatch" || program == "nightwatch.exe";
     is_nightwatch && words.any(|word| word == "hook")
+}
+
+/// `NAME=value`, as `env` takes it.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+/// The program and arguments of a hook command as nightwatch writes it (words split on
+/// spaces; `env` and its `NAME=value` words kept apart): for `nightwatch doctor` to run it.
+pub fn command_words(command: &str) -> (Vec<(String, String)>, Vec<String>) {
+    let mut vars = Vec::new();
+    let mut words = command.split_whitespace().peekable();
+    if words
+        .peek()
+        .is_some_and(|w| *w == "env" || w.ends_with("/env"))
+    {
+        words.next();
+    }
+    while let Some(word) = words.peek() {
+        if !is_assignment(word) {
+            break;
+        }
+        if let Some((name, value)) = word.split_once('=') {
+            vars.push((name.to_owned(), value.to_owned()));
+        }
+        words.next();
+    }
+    (vars, words.map(str::to_owned).collect())
 }
 
 fn shape(place: &str, found: &Value, expected: &'static str) -> HookError {

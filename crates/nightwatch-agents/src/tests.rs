@@ -701,3 +701,79 @@ fn agents_are_named_as_on_the_command_line() {
     );
     assert_eq!(Agent::Claude.actor().id, "claude-code");
 }
+
+#[test]
+fn claude_has_a_local_settings_file_the_others_use_their_project_file() {
+    assert_eq!(
+        settings_path(Agent::Claude, Scope::Local).path,
+        ".claude/settings.local.json"
+    );
+    assert_eq!(
+        settings_path(Agent::Claude, Scope::Project).path,
+        ".claude/settings.json"
+    );
+    for agent in [Agent::Codex, Agent::Gemini] {
+        assert_eq!(
+            settings_path(agent, Scope::Local),
+            settings_path(agent, Scope::Project)
+        );
+    }
+}
+
+#[test]
+fn uninstall_takes_out_only_nightwatch_and_what_it_leaves_empty() {
+    for agent in [Agent::Claude, Agent::Codex, Agent::Gemini] {
+        let event = crate::before_tool_event(agent);
+        let theirs = json!({ "type": "command", "command": "/usr/local/bin/audit-log" });
+        let mut settings =
+            json!({ "model": "x", "hooks": { event: [ { "matcher": "*", "hooks": [theirs] } ] } });
+        let command = format!(
+            "env NIGHTWATCH_HOME=/srv/nw /opt/nw/bin/nightwatch hook {}",
+            agent.as_str()
+        );
+        settings = install_hooks(agent, settings, &command).unwrap();
+        let installed = crate::installed_commands(agent, &settings);
+        assert!(!installed.is_empty(), "{agent:?}: {settings}");
+        assert!(
+            installed.iter().all(|(_, c)| *c == command),
+            "{installed:?}"
+        );
+        // Installing again with another path replaces, never duplicates.
+        let again = install_hooks(agent, settings.clone(), "nightwatch hook claude").unwrap();
+        assert_eq!(
+            crate::installed_commands(agent, &again).len(),
+            installed.len(),
+            "{again}"
+        );
+
+        let removed = crate::uninstall_hooks(agent, settings).unwrap();
+        assert!(
+            crate::installed_commands(agent, &removed).is_empty(),
+            "{removed}"
+        );
+        assert_eq!(removed["model"], "x");
+        assert_eq!(
+            removed["hooks"][event][0]["hooks"][0]["command"], "/usr/local/bin/audit-log",
+            "{removed}"
+        );
+        assert_eq!(removed["hooks"].as_object().unwrap().len(), 1, "{removed}");
+    }
+}
+
+#[test]
+fn a_hook_command_splits_into_its_environment_and_its_words() {
+    let (vars, words) = crate::command_words(
+        "env NIGHTWATCH_HOME=/srv/nw NIGHTWATCH_POLICY=/etc/p.yaml /usr/bin/nightwatch hook claude",
+    );
+    assert_eq!(
+        vars,
+        vec![
+            ("NIGHTWATCH_HOME".to_owned(), "/srv/nw".to_owned()),
+            ("NIGHTWATCH_POLICY".to_owned(), "/etc/p.yaml".to_owned())
+        ]
+    );
+    assert_eq!(words, ["/usr/bin/nightwatch", "hook", "claude"]);
+    let (vars, words) = crate::command_words("nightwatch hook gemini");
+    assert!(vars.is_empty());
+    assert_eq!(words, ["nightwatch", "hook", "gemini"]);
+}

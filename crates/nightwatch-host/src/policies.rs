@@ -43,8 +43,7 @@ pub fn load_for_test(path: Option<&Path>) -> anyhow::Result<(Policy, Origin)> {
 }
 
 /// How a policy text becomes a policy: with or without running its examples.
-type Compile =
-    fn(&str, Option<&Path>, Analyser, ReadBase<'_>) -> Result<Policy, PolicyError>;
+type Compile = fn(&str, Option<&Path>, Analyser, ReadBase<'_>) -> Result<Policy, PolicyError>;
 
 fn load_with(path: Option<&Path>, compile: Compile) -> anyhow::Result<(Policy, Origin)> {
     let Some(path) = path else {
@@ -108,17 +107,14 @@ impl Policies {
         }
         let bases = std::cell::RefCell::new(Vec::new());
         let policy = Arc::new(match &path {
-            Some(path) => Policy::from_yaml_at(
-                &text,
-                Some(path),
-                nightwatch_shell::analyse,
-                &|at, name| {
+            Some(path) => {
+                Policy::from_yaml_at(&text, Some(path), nightwatch_shell::analyse, &|at, name| {
                     let (base, text) = read_base(at, name)?;
                     bases.borrow_mut().push(base.clone());
                     Ok((base, text))
-                },
-            )
-            .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?,
+                })
+                .map_err(|error| anyhow::anyhow!("{}:{error}", path.display()))?
+            }
             None => Policy::builtin(nightwatch_shell::analyse),
         });
         let bases = bases.into_inner();

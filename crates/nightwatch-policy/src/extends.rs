@@ -77,7 +77,10 @@ pub(crate) fn fold_in_base(
     let (base, label) = match &name {
         BaseName::Builtin => (
             crate::Policy::builtin_file().map_err(|why| {
-                invalid("extends", format!("the built-in policy does not read: {why}"))
+                invalid(
+                    "extends",
+                    format!("the built-in policy does not read: {why}"),
+                )
             })?,
             "builtin".to_owned(),
         ),
@@ -100,8 +103,8 @@ pub(crate) fn fold_in_base(
                 )
             };
             let base = crate::Policy::read_file(&text).map_err(in_base)?;
-            let base = fold_in_base(base, &text, Some(&resolved), read, depth + 1)
-                .map_err(in_base)?;
+            let base =
+                fold_in_base(base, &text, Some(&resolved), read, depth + 1).map_err(in_base)?;
             crate::check_references(&base, &text).map_err(in_base)?;
             (base, resolved.display().to_string())
         }
@@ -198,7 +201,9 @@ fn merge(
         if file.checks.contains_key(&id) {
             return Err(invalid(
                 "checks",
-                format!("check {id:?} is declared by the base policy too; give this one its own name"),
+                format!(
+                    "check {id:?} is declared by the base policy too; give this one its own name"
+                ),
             ));
         }
         file.checks.insert(id, check);
@@ -341,7 +346,10 @@ rules:
     #[test]
     fn loosening_is_named_rule_by_rule() {
         let before = compile("extends: builtin\n").unwrap();
-        assert_eq!(verdict(&before, "git push --force origin main").0, Verdict::Deny);
+        assert_eq!(
+            verdict(&before, "git push --force origin main").0,
+            Verdict::Deny
+        );
         let loosened = compile(
             "extends: builtin
 loosen: [no-force-push-to-main]
@@ -382,7 +390,10 @@ rules:
                 "extends: builtin\nrules:\n  - id: no-force-push-to-main\n    verdict: allow\n",
                 "name it in `loosen:`",
             ),
-            ("extends: builtin\ndefault: allow\n", "name `default` in `loosen:`"),
+            (
+                "extends: builtin\ndefault: allow\n",
+                "name `default` in `loosen:`",
+            ),
             ("extends: builtin\nloosen: [no-such-rule]\n", "no rule of"),
             ("loosen: [default]\nrules: []\n", "extends none"),
             (
@@ -414,7 +425,9 @@ rules:
     }
 
     /// Files in memory, read as a caller reads them from disk: relative to the extending file.
-    fn files(map: &[(&str, &str)]) -> impl Fn(Option<&Path>, &str) -> Result<(PathBuf, String), String> {
+    fn files(
+        map: &[(&str, &str)],
+    ) -> impl Fn(Option<&Path>, &str) -> Result<(PathBuf, String), String> {
         let map: BTreeMap<PathBuf, String> = map
             .iter()
             .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
@@ -435,7 +448,10 @@ rules:
                 "/etc/nightwatch/team.yaml",
                 "extends: builtin\nrules:\n  - id: no-docker\n    verdict: deny\n    command: [\"docker *\"]\n",
             ),
-            ("/srv/app/strict.yaml", "extends: /etc/nightwatch/team.yaml\nrules:\n  - id: no-curl\n    verdict: deny\n    command: [\"curl *\"]\n"),
+            (
+                "/srv/app/strict.yaml",
+                "extends: /etc/nightwatch/team.yaml\nrules:\n  - id: no-curl\n    verdict: deny\n    command: [\"curl *\"]\n",
+            ),
         ]);
         let text = "extends: strict.yaml\n";
         let policy = Policy::from_yaml_at(
@@ -458,15 +474,19 @@ rules:
             ("/p/bad.yaml", "rules:\n  - id: x\n    verdict: maybe\n"),
         ]);
         let at = Some(Path::new("/p/main.yaml"));
-        let looped = Policy::from_yaml_at("extends: a.yaml\n", at, nightwatch_shell::analyse, &read)
-            .unwrap_err()
-            .to_string();
+        let looped =
+            Policy::from_yaml_at("extends: a.yaml\n", at, nightwatch_shell::analyse, &read)
+                .unwrap_err()
+                .to_string();
         assert!(looped.contains("a loop"), "{looped}");
         let broken =
             Policy::from_yaml_at("extends: bad.yaml\n", at, nightwatch_shell::analyse, &read)
                 .unwrap_err()
                 .to_string();
-        assert!(broken.contains("/p/bad.yaml") && broken.contains("maybe"), "{broken}");
+        assert!(
+            broken.contains("/p/bad.yaml") && broken.contains("maybe"),
+            "{broken}"
+        );
         let missing =
             Policy::from_yaml_at("extends: gone.yaml\n", at, nightwatch_shell::analyse, &read)
                 .unwrap_err()

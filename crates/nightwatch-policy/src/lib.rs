@@ -352,7 +352,11 @@ impl Policy {
         Ok(file)
     }
 
-    fn compiled(mut file: PolicyFile, source: &str, analyse: Analyser) -> Result<Policy, PolicyError> {
+    fn compiled(
+        mut file: PolicyFile,
+        source: &str,
+        analyse: Analyser,
+    ) -> Result<Policy, PolicyError> {
         let positions = locate::list_items(source, "examples");
         let examples = std::mem::take(&mut file.examples)
             .into_iter()

@@ -448,7 +448,10 @@ mod tests {
     fn write_pages(db: &Db, rows: i64) {
         for x in 0..rows {
             db.write::<_, StoreError>(|tx| {
-                tx.execute("INSERT INTO t (x, body) VALUES (?1, ?2)", params![x, "y".repeat(3000)])?;
+                tx.execute(
+                    "INSERT INTO t (x, body) VALUES (?1, ?2)",
+                    params![x, "y".repeat(3000)],
+                )?;
                 Ok(())
             })
             .unwrap();

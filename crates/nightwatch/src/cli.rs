@@ -43,8 +43,36 @@ pub enum Command {
     /// result against the decision. Anything that goes wrong is a refusal (exit 2, reason on
     /// stderr), never a silent pass.
     Hook(HookArgs),
-    /// Add nightwatch's hook to an agent's settings file (idempotent; the file is backed up).
+    /// Add nightwatch's hooks to an agent's settings, or write hardened systemd units.
+    ///
+    /// For an agent: the hook runs a stable program (`nightwatch` on PATH; else this binary
+    /// when it is not a build's output; else a copy in the data directory's `bin/`), written
+    /// into this project's local settings unless --shared or --user says otherwise; the file
+    /// is backed up first and installing again changes nothing. It prints the data directory
+    /// and the policy the hook will use. `nightwatch doctor` checks the result.
+    ///
+    /// `systemd`: units for `nightwatch serve` and the resident gate (`nightwatch gate`), run
+    /// as a dedicated user with the seed's hardening (NoNewPrivileges, ProtectSystem=strict,
+    /// ProtectHome, PrivateTmp, an empty capability set, ...). Written to --unit-dir; enable
+    /// them with `systemctl daemon-reload && systemctl enable --now nightwatch-serve`.
     Install(InstallArgs),
+    /// Take nightwatch's hooks out of an agent's settings (the file is backed up first).
+    Uninstall(UninstallArgs),
+    /// Print a shell completion script, generated from these definitions.
+    ///
+    /// bash: `nightwatch completions bash > /etc/bash_completion.d/nightwatch`;
+    /// zsh: `nightwatch completions zsh > "${fpath[1]}/_nightwatch"`;
+    /// fish: `nightwatch completions fish > ~/.config/fish/completions/nightwatch.fish`.
+    Completions(CompletionsArgs),
+    /// Write the man pages, one per command, generated from these definitions.
+    ///
+    /// `nightwatch man --dir /usr/local/share/man/man1`, then `man nightwatch-check`. Without
+    /// --dir, nightwatch(1) is printed.
+    Man(ManArgs),
+    /// Check the whole chain and say what to fix: the binary, the data directory and ledger,
+    /// the policy, the resident gate, and each agent's settings and hook (run for real on a
+    /// harmless and a refused line). Exit status: 0 all good, 1 something to fix.
+    Doctor(DoctorArgs),
     /// Decide a command, run it if allowed, and record its exit code, output and duration.
     ///
     /// For scripts and agents without hooks: `nightwatch exec -- systemctl restart app`.
@@ -132,16 +160,78 @@ pub struct HookArgs {
     pub agent: AgentName,
 }
 
+/// What `nightwatch install` sets up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InstallTarget {
+    Claude,
+    Codex,
+    Gemini,
+    /// systemd units for the daemon and the resident gate.
+    Systemd,
+}
+
+/// Which of an agent's settings files.
+#[derive(Debug, Args)]
+pub struct SettingsPlace {
+    /// The project whose settings to change (default: the current directory).
+    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    pub project: Option<PathBuf>,
+    /// The project's shared settings, committed with it (Claude's `.claude/settings.json`),
+    /// instead of this user's local ones (`.claude/settings.local.json`).
+    #[arg(long, conflicts_with = "user")]
+    pub shared: bool,
+    /// The user's settings, for every project.
+    #[arg(long)]
+    pub user: bool,
+}
+
 #[derive(Debug, Args)]
 pub struct InstallArgs {
     #[arg(value_enum)]
+    pub target: InstallTarget,
+    #[command(flatten)]
+    pub place: SettingsPlace,
+    /// The nightwatch program the hook or the units run (default: see above).
+    #[arg(long, value_name = "PROGRAM")]
+    pub binary: Option<PathBuf>,
+    /// systemd: the directory the units are written to.
+    #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
+    pub unit_dir: PathBuf,
+    /// systemd: the account the units run as (a system user of its own; install prints how to
+    /// create it). The data directory is systemd's StateDirectory, /var/lib/nightwatch.
+    #[arg(long, value_name = "NAME", default_value = "nightwatch")]
+    pub service_user: String,
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write every page (nightwatch.1, nightwatch-check.1, ...) into this directory.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct UninstallArgs {
+    #[arg(value_enum)]
     pub agent: AgentName,
-    /// Install into this project's settings (default: the current directory).
-    #[arg(long, value_name = "DIR", conflicts_with = "user")]
+    #[command(flatten)]
+    pub place: SettingsPlace,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// The agents to check (default: all three).
+    #[arg(value_enum)]
+    pub agents: Vec<AgentName>,
+    /// The project whose settings to check (default: the current directory).
+    #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
-    /// Install into the user's settings, for every project.
-    #[arg(long)]
-    pub user: bool,
 }
 
 #[derive(Debug, Args)]

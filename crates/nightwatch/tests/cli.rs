@@ -319,10 +319,21 @@ fn policy_diff_lists_what_a_policy_changes_looser_first() {
     )
     .unwrap();
     let mine = home.join("lines.txt");
-    std::fs::write(&mine, "# mine\ngit push --force origin main\ncurl https://example.com\n").unwrap();
+    std::fs::write(
+        &mine,
+        "# mine\ngit push --force origin main\ncurl https://example.com\n",
+    )
+    .unwrap();
     let loosened = nightwatch(
         &home,
-        &["policy", "diff", "builtin", loose.to_str().unwrap(), "--lines", mine.to_str().unwrap()],
+        &[
+            "policy",
+            "diff",
+            "builtin",
+            loose.to_str().unwrap(),
+            "--lines",
+            mine.to_str().unwrap(),
+        ],
     );
     assert_eq!(loosened.status.code(), Some(3), "{}", stderr(&loosened));
     let text = stdout(&loosened);
@@ -346,9 +357,21 @@ fn policy_explain_shows_each_rule_where_it_comes_from_and_what_it_decides() {
         text.lines().any(|l| l.contains("deny") && l.trim_end().ends_with("docker-belongs-on-the-dev-host")),
         "{text}"
     );
-    assert!(text.contains("no-reading-secrets  (from builtin)"), "{text}");
+    assert!(
+        text.contains("no-reading-secrets  (from builtin)"),
+        "{text}"
+    );
 
-    let one = nightwatch(&home, &["policy", "explain", "--policy", &example, "no-reading-secrets"]);
+    let one = nightwatch(
+        &home,
+        &[
+            "policy",
+            "explain",
+            "--policy",
+            &example,
+            "no-reading-secrets",
+        ],
+    );
     assert_eq!(one.status.code(), Some(0), "{}", stderr(&one));
     let text = stdout(&one);
     assert!(text.starts_with("no-reading-secrets (builtin)"), "{text}");
@@ -357,5 +380,9 @@ fn policy_explain_shows_each_rule_where_it_comes_from_and_what_it_decides() {
 
     let unknown = nightwatch(&home, &["policy", "explain", "no-reading-secret"]);
     assert_eq!(unknown.status.code(), Some(1), "{}", stdout(&unknown));
-    assert!(stderr(&unknown).contains("did you mean no-reading-secrets"), "{}", stderr(&unknown));
+    assert!(
+        stderr(&unknown).contains("did you mean no-reading-secrets"),
+        "{}",
+        stderr(&unknown)
+    );
 }

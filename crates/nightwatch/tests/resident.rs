@@ -78,6 +78,10 @@ fn the_gate_answers_as_the_hook_would_and_records_the_same() {
                 for volatile in ["hash", "prev_hash", "timestamp"] {
                     r.as_object_mut().unwrap().remove(volatile);
                 }
+                // A backup's id names its content and time: the same paths backed up twice.
+                if let Some(snapshot) = r.pointer_mut("/safeguards/backup/snapshot") {
+                    *snapshot = serde_json::Value::String("(a snapshot)".to_owned());
+                }
                 r
             })
             .collect()

@@ -155,13 +155,13 @@ fn after_a_hundred_thousand_tasks_every_read_is_a_bounded_page_and_the_daemon_st
     let dir = scratch("serve-load", "hundred-thousand");
     let daemon = Daemon::start(&dir.join("home"), Some(CONFIG), &[]);
     let started = Instant::now();
-    for first in (0..100_000).step_by(5_000) {
+    for first in (0..100_000).step_by(4_000) {
         let reply = request(
             &daemon.addr,
             "POST",
             "/hooks/alertmanager",
             &[("Content-Type", "application/json")],
-            &group_from(first, 5_000),
+            &group_from(first, 4_000),
         );
         assert_eq!(reply.status, 200, "{}", reply.text());
     }
@@ -197,7 +197,10 @@ fn after_a_hundred_thousand_tasks_every_read_is_a_bounded_page_and_the_daemon_st
     read("/metrics", 1 << 20);
 
     let rss = resident_bytes(daemon.pid());
-    eprintln!("the daemon's resident memory after the reads: {} MB", rss >> 20);
+    eprintln!(
+        "the daemon's resident memory after the reads: {} MB",
+        rss >> 20
+    );
     assert!(rss < 100 << 20, "{} MB resident", rss >> 20);
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");

@@ -1,81 +1,256 @@
-//! `nightwatch install AGENT`: point the agent's hooks at this binary.
+//! `nightwatch install | uninstall | doctor`: point an agent's hooks at a stable nightwatch,
+//! take them out again, and check the whole chain; `install systemd` writes hardened units.
 
-use crate::cli::InstallArgs;
+use crate::cli::{AgentName, DoctorArgs, InstallArgs, InstallTarget, SettingsPlace, UninstallArgs};
+use crate::environment::Environment;
 use anyhow::{Context as _, bail};
-use nightwatch_agents::{Agent, Base, Scope, install_hooks, settings_path};
-use std::path::PathBuf;
+use nightwatch_agents::{Agent, Base, Scope, install_hooks, settings_path, uninstall_hooks};
+use std::path::{Path, PathBuf};
 
 pub fn run(args: InstallArgs) -> anyhow::Result<u8> {
-    let agent: Agent = args.agent.into();
-    let scope = if args.user {
-        Scope::User
-    } else {
-        Scope::Project
+    let env = Environment::of_process();
+    let agent = match args.target {
+        InstallTarget::Claude => Agent::Claude,
+        InstallTarget::Codex => Agent::Codex,
+        InstallTarget::Gemini => Agent::Gemini,
+        InstallTarget::Systemd => return systemd(&args, &env),
     };
-    let location = settings_path(agent, scope);
-    let base = match location.base {
-        Base::Home => crate::environment::Environment::of_process()
-            .var("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .context("--user needs $HOME")?,
-        Base::Project => match &args.project {
-            Some(dir) => dir.clone(),
-            None => crate::environment::Environment::of_process()
-                .cwd()
-                .map(PathBuf::from)
-                .context("cannot read the current directory")?,
-        },
-    };
-    let path = base.join(location.path);
-    let exe = std::env::current_exe().context("cannot find this binary's path")?;
-    let command = format!("{} hook {}", exe.display(), agent.as_str());
+    let path = settings_file(agent, &args.place, &env)?;
+    let binary = stable_binary(args.binary.as_deref(), &env)?;
+    let command = hook_command(&binary, agent, &env);
 
-    let existing = match std::fs::read_to_string(&path) {
-        Ok(text) if text.trim().is_empty() => serde_json::Value::Null,
-        Ok(text) => serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not JSON; fix it by hand, then install again",
-                path.display()
-            )
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::Value::Null,
-        Err(e) => bail!("cannot read {}: {e}", path.display()),
-    };
+    let existing = read_settings(&path)?;
     let merged = install_hooks(agent, existing.clone(), &command)?;
     if merged == existing {
         println!(
             "{} already runs nightwatch: nothing to change",
             path.display()
         );
+    } else {
+        write_settings(&path, &merged)?;
+        println!(
+            "installed nightwatch's {} hooks in {}",
+            agent.as_str(),
+            path.display()
+        );
+    }
+    println!("the hook runs: {command}");
+    let data = crate::home::data_dir_in(&env);
+    println!("data directory: {}", data.display());
+    let policy = nightwatch_host::policies::policy_file(None, &env);
+    match &policy {
+        Some(file) => println!("policy: {}", file.display()),
+        None => println!(
+            "policy: the built-in one (write your own with `nightwatch init`; it goes to {})",
+            crate::home::policy_file_in(&env).display()
+        ),
+    }
+    if agent == Agent::Claude && !args.place.shared && !args.place.user {
+        println!(
+            "this is your local settings file, which Claude keeps out of git; --shared writes \
+             the project's committed one"
+        );
+    }
+    println!("check it: nightwatch doctor {}", agent.as_str());
+    Ok(0)
+}
+
+pub fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
+    let env = Environment::of_process();
+    let agent: Agent = args.agent.into();
+    let path = settings_file(agent, &args.place, &env)?;
+    let existing = read_settings(&path)?;
+    let removed = uninstall_hooks(agent, existing.clone())?;
+    if removed == existing {
+        println!(
+            "{} does not run nightwatch: nothing to change",
+            path.display()
+        );
         return Ok(0);
     }
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    if path.exists() {
-        let backup = backup_path(&path);
-        std::fs::copy(&path, &backup).with_context(|| {
-            format!("cannot back up {} to {}", path.display(), backup.display())
-        })?;
-        println!("backed up {} to {}", path.display(), backup.display());
-    }
-    let temporary = path.with_extension("json.nightwatch-tmp");
-    std::fs::write(&temporary, serde_json::to_string_pretty(&merged)? + "\n")
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, &path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
+    write_settings(&path, &removed)?;
     println!(
-        "installed nightwatch's {} hooks in {}",
+        "took nightwatch's {} hooks out of {}",
         agent.as_str(),
         path.display()
     );
     Ok(0)
 }
 
+/// The settings file `place` names for `agent`.
+fn settings_file(
+    agent: Agent,
+    place: &SettingsPlace,
+    env: &Environment,
+) -> anyhow::Result<PathBuf> {
+    let scope = if place.user {
+        Scope::User
+    } else if place.shared {
+        Scope::Project
+    } else {
+        Scope::Local
+    };
+    let location = settings_path(agent, scope);
+    let base = match location.base {
+        Base::Home => env
+            .var("HOME")
+            .filter(|h| !h.is_empty())
+            .map(PathBuf::from)
+            .context("--user needs $HOME")?,
+        Base::Project => project_dir(place.project.as_deref(), env)?,
+    };
+    Ok(base.join(location.path))
+}
+
+fn project_dir(given: Option<&Path>, env: &Environment) -> anyhow::Result<PathBuf> {
+    match given {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => env
+            .cwd()
+            .map(PathBuf::from)
+            .context("cannot read the current directory"),
+    }
+}
+
+/// The nightwatch the hook runs, at a path that stays put: the one given; else `nightwatch`
+/// on PATH; else this binary unless it is a build's output (`target/release/...`, replaced by
+/// every build and gone with `cargo clean`); else a copy of it in the data directory's `bin/`.
+fn stable_binary(given: Option<&Path>, env: &Environment) -> anyhow::Result<PathBuf> {
+    let this = std::env::current_exe().context("cannot find this binary's path")?;
+    if let Some(given) = given {
+        let given = std::path::absolute(given)
+            .with_context(|| format!("cannot resolve {}", given.display()))?;
+        if !is_executable(&given) {
+            bail!("{} is not an executable file", given.display());
+        }
+        return Ok(given);
+    }
+    if let Some(on_path) = on_path("nightwatch", env) {
+        if !same_file(&on_path, &this) {
+            println!(
+                "note: the nightwatch on PATH ({}) is not this binary ({}); the hook runs the \
+                 one on PATH (--binary chooses another)",
+                on_path.display(),
+                this.display()
+            );
+        }
+        return Ok(on_path);
+    }
+    if !is_build_output(&this) {
+        return Ok(this);
+    }
+    let bin = crate::home::data_dir_in(env).join("bin");
+    std::fs::create_dir_all(&bin).with_context(|| format!("cannot create {}", bin.display()))?;
+    let copy = bin.join("nightwatch");
+    if !same_file(&copy, &this) {
+        let temporary = bin.join(".nightwatch.tmp");
+        std::fs::copy(&this, &temporary)
+            .with_context(|| format!("cannot copy this binary to {}", temporary.display()))?;
+        std::fs::rename(&temporary, &copy)
+            .with_context(|| format!("cannot replace {}", copy.display()))?;
+    }
+    println!(
+        "this binary is a build's output ({}), replaced by the next build: the hook runs a \
+         copy, {} (install again after an upgrade, or put nightwatch on PATH)",
+        this.display(),
+        copy.display()
+    );
+    Ok(copy)
+}
+
+/// The hook's command line: the program, `hook`, the agent; with the data directory and
+/// policy this shell names, so the agent's hook uses them whatever its own environment says.
+fn hook_command(binary: &Path, agent: Agent, env: &Environment) -> String {
+    let mut vars = Vec::new();
+    for name in ["NIGHTWATCH_HOME", "NIGHTWATCH_POLICY"] {
+        if let Some(value) = env.var(name).filter(|v| !v.is_empty()) {
+            let absolute = std::path::absolute(value)
+                .map_or_else(|_| value.to_owned(), |p| p.display().to_string());
+            vars.push(format!("{name}={absolute}"));
+        }
+    }
+    let program = format!("{} hook {}", binary.display(), agent.as_str());
+    if vars.is_empty() {
+        program
+    } else {
+        format!("env {} {program}", vars.join(" "))
+    }
+}
+
+fn on_path(program: &str, env: &Environment) -> Option<PathBuf> {
+    let path = env.var("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| dir.join(program))
+        .find(|candidate| is_executable(candidate))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn is_build_output(path: &Path) -> bool {
+    let parts: Vec<_> = path
+        .components()
+        .map(|c| c.as_os_str().to_owned())
+        .collect();
+    parts
+        .windows(2)
+        .any(|pair| pair[0] == "target" && (pair[1] == "release" || pair[1] == "debug"))
+        || parts.iter().any(|p| p == "deps")
+}
+
+/// The same binary: the same file, or the same bytes.
+fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(x), Ok(y)) = (a.canonicalize(), b.canonicalize())
+        && x == y
+    {
+        return true;
+    }
+    match (std::fs::read(a), std::fs::read(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn read_settings(path: &Path) -> anyhow::Result<serde_json::Value> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => Ok(serde_json::Value::Null),
+        Ok(text) => serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not JSON; fix it by hand, then try again",
+                path.display()
+            )
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(serde_json::Value::Null),
+        Err(e) => bail!("cannot read {}: {e}", path.display()),
+    }
+}
+
+/// Writes the settings whole (a temporary file renamed over), the old file backed up first.
+fn write_settings(path: &Path, settings: &serde_json::Value) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    if path.exists() {
+        let backup = backup_path(path);
+        std::fs::copy(path, &backup).with_context(|| {
+            format!("cannot back up {} to {}", path.display(), backup.display())
+        })?;
+        println!("backed up {} to {}", path.display(), backup.display());
+    }
+    let temporary = path.with_extension("json.nightwatch-tmp");
+    std::fs::write(&temporary, serde_json::to_string_pretty(settings)? + "\n")
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
+}
+
 /// `settings.json.nightwatch-backup`, or `...-backup.2` and on when one exists already.
-fn backup_path(path: &std::path::Path) -> PathBuf {
+fn backup_path(path: &Path) -> PathBuf {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -88,4 +263,364 @@ fn backup_path(path: &std::path::Path) -> PathBuf {
         .map(|n| path.with_file_name(format!("{name}.nightwatch-backup.{n}")))
         .find(|candidate| !candidate.exists())
         .unwrap_or(first)
+}
+
+/// The two units, hardened as seed 004's: the daemon, and the resident gate.
+fn systemd(args: &InstallArgs, env: &Environment) -> anyhow::Result<u8> {
+    let binary = stable_binary(args.binary.as_deref(), env)?;
+    let user = &args.service_user;
+    if user.is_empty()
+        || !user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_".contains(c))
+    {
+        bail!("--service-user {user:?} is not a user name");
+    }
+    std::fs::create_dir_all(&args.unit_dir)
+        .with_context(|| format!("cannot create {}", args.unit_dir.display()))?;
+    for (name, description, command) in [
+        (
+            "nightwatch-serve.service",
+            "nightwatch daemon: webhooks, runbooks, the janitor's schedule, the timeline",
+            format!("{} serve", binary.display()),
+        ),
+        (
+            "nightwatch-gate.service",
+            "nightwatch resident gate: answers the agents' hooks on the data directory's socket",
+            format!("{} gate", binary.display()),
+        ),
+    ] {
+        let unit = unit_text(description, &command, user);
+        let path = args.unit_dir.join(name);
+        let temporary = args.unit_dir.join(format!(".{name}.tmp"));
+        std::fs::write(&temporary, unit)
+            .with_context(|| format!("cannot write {}", temporary.display()))?;
+        std::fs::rename(&temporary, &path)
+            .with_context(|| format!("cannot replace {}", path.display()))?;
+        println!("wrote {}", path.display());
+    }
+    println!(
+        "the units run as {user}: create it first with \
+         `useradd --system --home-dir /var/lib/nightwatch --shell /usr/sbin/nologin {user}`"
+    );
+    println!(
+        "then: systemctl daemon-reload && systemctl enable --now nightwatch-serve nightwatch-gate"
+    );
+    Ok(0)
+}
+
+/// One hardened unit. The data directory is systemd's StateDirectory (/var/lib/nightwatch),
+/// the only place it may write; no capability, no new privileges, no view of /home.
+fn unit_text(description: &str, command: &str, user: &str) -> String {
+    format!(
+        "# Written by `nightwatch install systemd`. Runbooks run inside this sandbox: add
+# ReadWritePaths= for what they may change, and SupplementaryGroups=docker for the janitor's
+# Docker socket, in a drop-in (systemctl edit), so installing again keeps them.
+[Unit]
+Description={description}
+After=network-online.target
+Wants=network-online.target
+
+[Service]
+Type=simple
+ExecStart={command}
+User={user}
+Group={user}
+Environment=NIGHTWATCH_HOME=/var/lib/nightwatch
+StateDirectory=nightwatch
+StateDirectoryMode=0750
+UMask=0077
+Restart=on-failure
+RestartSec=2s
+
+NoNewPrivileges=yes
+ProtectSystem=strict
+ProtectHome=yes
+PrivateTmp=yes
+PrivateDevices=yes
+ProtectKernelTunables=yes
+ProtectKernelModules=yes
+ProtectKernelLogs=yes
+ProtectControlGroups=yes
+ProtectClock=yes
+ProtectHostname=yes
+ProtectProc=invisible
+RestrictSUIDSGID=yes
+RestrictRealtime=yes
+RestrictNamespaces=yes
+LockPersonality=yes
+MemoryDenyWriteExecute=yes
+RemoveIPC=yes
+CapabilityBoundingSet=
+AmbientCapabilities=
+RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6
+SystemCallArchitectures=native
+SystemCallFilter=@system-service
+SystemCallFilter=~@privileged @resources
+
+[Install]
+WantedBy=multi-user.target
+"
+    )
+}
+
+/// One line of the doctor's report.
+struct Finding {
+    ok: bool,
+    what: String,
+    fix: Option<String>,
+}
+
+impl Finding {
+    fn ok(what: impl Into<String>) -> Finding {
+        Finding {
+            ok: true,
+            what: what.into(),
+            fix: None,
+        }
+    }
+
+    fn fix(what: impl Into<String>, fix: impl Into<String>) -> Finding {
+        Finding {
+            ok: false,
+            what: what.into(),
+            fix: Some(fix.into()),
+        }
+    }
+}
+
+pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
+    let env = Environment::of_process();
+    let mut findings = Vec::new();
+    let this = std::env::current_exe().context("cannot find this binary's path")?;
+    findings.push(Finding::ok(format!("this nightwatch: {}", this.display())));
+    match on_path("nightwatch", &env) {
+        Some(path) => findings.push(Finding::ok(format!(
+            "nightwatch on PATH: {}",
+            path.display()
+        ))),
+        None => findings.push(Finding {
+            ok: true,
+            what: "no nightwatch on PATH (hooks name their program by its full path)".to_owned(),
+            fix: None,
+        }),
+    }
+
+    let data = crate::home::data_dir_in(&env);
+    findings.push(match crate::stores::ledger(&data) {
+        Ok(ledger) => match ledger.head_checkpoint() {
+            Ok(_) => Finding::ok(format!("data directory and ledger: {}", data.display())),
+            Err(e) => Finding::fix(
+                format!("the ledger in {} does not read: {e}", data.display()),
+                "run `nightwatch verify` to see what is wrong with it",
+            ),
+        },
+        Err(e) => Finding::fix(
+            format!("the ledger in {} does not open: {e}", data.display()),
+            format!(
+                "make {} writable by this user, or set NIGHTWATCH_HOME to a directory that is",
+                data.display()
+            ),
+        ),
+    });
+
+    let policy_file = nightwatch_host::policies::policy_file(None, &env);
+    findings.push(
+        match nightwatch_host::policies::load(policy_file.as_deref()) {
+            Ok((policy, origin)) => Finding::ok(format!(
+                "policy: {origin} ({} rules, its examples pass)",
+                policy.rule_count()
+            )),
+            Err(e) => Finding::fix(
+                format!("the policy does not load: {e:#}"),
+                "fix the file at the line given (`nightwatch policy test` lists every example)",
+            ),
+        },
+    );
+
+    let socket = nightwatch_host::resident::socket_path(&data);
+    findings.push(match std::os::unix::net::UnixStream::connect(&socket) {
+        Ok(_) => Finding::ok(format!("resident gate answering on {}", socket.display())),
+        Err(_) => Finding::ok(format!(
+            "no resident gate on {} (hooks decide in their own process; `nightwatch gate` \
+             makes them faster)",
+            socket.display()
+        )),
+    });
+
+    let agents: Vec<Agent> = if args.agents.is_empty() {
+        vec![Agent::Claude, Agent::Codex, Agent::Gemini]
+    } else {
+        args.agents.iter().copied().map(AgentName::into).collect()
+    };
+    let project = project_dir(args.project.as_deref(), &env)?;
+    let home = env.var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    for agent in agents {
+        check_agent(agent, &project, home.as_deref(), &env, &mut findings);
+    }
+
+    let broken = findings.iter().filter(|f| !f.ok).count();
+    for finding in &findings {
+        let mark = if finding.ok { "ok  " } else { "FIX " };
+        println!("{mark} {}", finding.what);
+        if let Some(fix) = &finding.fix {
+            println!("     -> {fix}");
+        }
+    }
+    if broken == 0 {
+        println!("nothing to fix");
+        Ok(0)
+    } else {
+        println!("{broken} to fix");
+        Ok(1)
+    }
+}
+
+/// Each settings file of `agent` that exists: it parses, names nightwatch, its program runs,
+/// and the hook answers a harmless line with allow and a secret's read with a refusal.
+fn check_agent(
+    agent: Agent,
+    project: &Path,
+    home: Option<&Path>,
+    env: &Environment,
+    findings: &mut Vec<Finding>,
+) {
+    let mut places: Vec<PathBuf> = Vec::new();
+    for scope in [Scope::Local, Scope::Project, Scope::User] {
+        let location = settings_path(agent, scope);
+        let base = match location.base {
+            Base::Project => Some(project.to_path_buf()),
+            Base::Home => home.map(Path::to_path_buf),
+        };
+        if let Some(path) = base.map(|b| b.join(location.path))
+            && !places.contains(&path)
+        {
+            places.push(path);
+        }
+    }
+    let name = agent.as_str();
+    let mut installed = false;
+    for path in places.iter().filter(|p| p.exists()) {
+        let settings = match read_settings(path) {
+            Ok(settings) => settings,
+            Err(e) => {
+                findings.push(Finding::fix(
+                    format!("{name}: {e:#}"),
+                    "fix the JSON by hand; the agent cannot read it either",
+                ));
+                continue;
+            }
+        };
+        let commands = nightwatch_agents::installed_commands(agent, &settings);
+        if commands.is_empty() {
+            continue;
+        }
+        installed = true;
+        let before = nightwatch_agents::before_tool_event(agent);
+        let Some((_, command)) = commands.iter().find(|(event, _)| *event == before) else {
+            findings.push(Finding::fix(
+                format!(
+                    "{name}: {} runs nightwatch, but not on {before}",
+                    path.display()
+                ),
+                format!("nightwatch install {name} (again)"),
+            ));
+            continue;
+        };
+        findings.push(hook_answers(agent, path, command, env));
+    }
+    if !installed {
+        findings.push(Finding::ok(format!(
+            "{name}: not installed here (nightwatch install {name})"
+        )));
+    }
+}
+
+/// Runs the installed hook command on a harmless line and on a secret's read, as the agent
+/// would, and checks the answers. Both calls are decided and recorded like any other.
+fn hook_answers(agent: Agent, settings: &Path, command: &str, env: &Environment) -> Finding {
+    let name = agent.as_str();
+    let (vars, words) = nightwatch_agents::command_words(command);
+    let Some(program) = words.first() else {
+        return Finding::fix(
+            format!(
+                "{name}: the hook in {} has an empty command",
+                settings.display()
+            ),
+            format!("nightwatch install {name}"),
+        );
+    };
+    let resolved = if program.contains('/') {
+        Some(PathBuf::from(program))
+    } else {
+        on_path(program, env)
+    };
+    let Some(resolved) = resolved.filter(|p| is_executable(p)) else {
+        return Finding::fix(
+            format!(
+                "{name}: the hook in {} runs {program}, which is not there or not executable: \
+                 the agent's calls would go through unchecked",
+                settings.display()
+            ),
+            format!("nightwatch install {name} (records a program that stays put)"),
+        );
+    };
+    let answer = |line: &str| -> Result<(Option<i32>, String), String> {
+        let event = nightwatch_agents::before_tool_event(agent);
+        let tool = if agent == Agent::Gemini {
+            "run_shell_command"
+        } else {
+            "Bash"
+        };
+        let payload = serde_json::json!({
+            "session_id": "nightwatch-doctor",
+            "cwd": "/",
+            "hook_event_name": event,
+            "tool_name": tool,
+            "tool_input": { "command": line },
+            "tool_use_id": format!("doctor-{}", line.len()),
+        });
+        let mut child = std::process::Command::new(&resolved);
+        child
+            .args(&words[1..])
+            .envs(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        let mut child = child.spawn().map_err(|e| format!("cannot start it: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            use std::io::Write as _;
+            let _ = stdin.write_all(payload.to_string().as_bytes());
+        }
+        let output = child.wait_with_output().map_err(|e| e.to_string())?;
+        Ok((
+            output.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        ))
+    };
+    let harmless = answer("ls");
+    let secret = answer("cat /etc/shadow");
+    match (harmless, secret) {
+        (Ok((Some(0), allowed)), Ok((code, refused)))
+            if !allowed.contains("\"deny\"") && (code == Some(2) || refused.contains("deny")) =>
+        {
+            Finding::ok(format!(
+                "{name}: {} runs {}; it allows `ls` and refuses `cat /etc/shadow`",
+                settings.display(),
+                resolved.display()
+            ))
+        }
+        (harmless, secret) => Finding::fix(
+            format!(
+                "{name}: the hook in {} did not answer as it should (ls: {harmless:?}; cat \
+                 /etc/shadow: {secret:?})",
+                settings.display()
+            ),
+            format!("run `{command}` by hand with a hook payload on stdin, or install again"),
+        ),
+    }
 }

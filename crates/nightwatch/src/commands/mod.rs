@@ -9,6 +9,7 @@ mod hook;
 mod init;
 mod install;
 mod ledger;
+mod manual;
 mod policy;
 mod replay;
 mod resident;
@@ -37,6 +38,10 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Trust(TrustCommand::Report(args)) => trust::report(args),
         Command::Hook(args) => Ok(hook::run(args)),
         Command::Install(args) => install::run(args),
+        Command::Uninstall(args) => install::uninstall(args),
+        Command::Completions(args) => manual::completions(args),
+        Command::Man(args) => manual::man(args),
+        Command::Doctor(args) => install::doctor(args),
         Command::Exec(args) => exec::run(args),
         Command::Log(args) => ledger::log(args),
         Command::Show(args) => ledger::show(args),

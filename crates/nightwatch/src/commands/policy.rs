@@ -41,16 +41,46 @@ pub fn test(args: PolicyTestArgs) -> anyhow::Result<u8> {
 const CORPORA: [(&str, &str); 12] = [
     ("everyday", include_str!("../../tests/corpus/everyday.yaml")),
     ("hostile", include_str!("../../tests/corpus/hostile.yaml")),
-    ("credential-stores", include_str!("../../tests/corpus/threats/01-credential-stores.yaml")),
-    ("searches", include_str!("../../tests/corpus/threats/02-searches.yaml")),
-    ("globs", include_str!("../../tests/corpus/threats/03-globs.yaml")),
-    ("relative-paths", include_str!("../../tests/corpus/threats/04-relative-paths.yaml")),
-    ("env-secrets", include_str!("../../tests/corpus/threats/05-env-secrets.yaml")),
-    ("env-poisoning", include_str!("../../tests/corpus/threats/06-env-poisoning.yaml")),
-    ("abbreviated-options", include_str!("../../tests/corpus/threats/07-abbreviated-options.yaml")),
-    ("self-protection", include_str!("../../tests/corpus/threats/08-self-protection.yaml")),
-    ("egress", include_str!("../../tests/corpus/threats/09-egress.yaml")),
-    ("edges", include_str!("../../tests/corpus/threats/10-edges.yaml")),
+    (
+        "credential-stores",
+        include_str!("../../tests/corpus/threats/01-credential-stores.yaml"),
+    ),
+    (
+        "searches",
+        include_str!("../../tests/corpus/threats/02-searches.yaml"),
+    ),
+    (
+        "globs",
+        include_str!("../../tests/corpus/threats/03-globs.yaml"),
+    ),
+    (
+        "relative-paths",
+        include_str!("../../tests/corpus/threats/04-relative-paths.yaml"),
+    ),
+    (
+        "env-secrets",
+        include_str!("../../tests/corpus/threats/05-env-secrets.yaml"),
+    ),
+    (
+        "env-poisoning",
+        include_str!("../../tests/corpus/threats/06-env-poisoning.yaml"),
+    ),
+    (
+        "abbreviated-options",
+        include_str!("../../tests/corpus/threats/07-abbreviated-options.yaml"),
+    ),
+    (
+        "self-protection",
+        include_str!("../../tests/corpus/threats/08-self-protection.yaml"),
+    ),
+    (
+        "egress",
+        include_str!("../../tests/corpus/threats/09-egress.yaml"),
+    ),
+    (
+        "edges",
+        include_str!("../../tests/corpus/threats/10-edges.yaml"),
+    ),
 ];
 
 /// One corpus entry; only shell lines are decided here (entries for other tools are skipped).
@@ -110,7 +140,10 @@ pub fn explain(args: PolicyExplainArgs) -> anyhow::Result<u8> {
             policy.opaque_verdict()
         );
         for rule in policy.rules() {
-            let from = rule.from.map(|f| format!("  (from {f})")).unwrap_or_default();
+            let from = rule
+                .from
+                .map(|f| format!("  (from {f})"))
+                .unwrap_or_default();
             println!("  {:<5} {}{from}", rule.verdict.to_string(), rule.id);
         }
         return Ok(0);
@@ -176,7 +209,10 @@ pub fn explain(args: PolicyExplainArgs) -> anyhow::Result<u8> {
         println!("    {:<5} {line}", verdict.to_string());
     }
     if decided.len() > SHOWN {
-        println!("    ... and {} more (--json lists all)", decided.len() - SHOWN);
+        println!(
+            "    ... and {} more (--json lists all)",
+            decided.len() - SHOWN
+        );
     }
     Ok(0)
 }
@@ -241,7 +277,11 @@ pub fn diff(args: PolicyDiffArgs) -> anyhow::Result<u8> {
         for c in &changes {
             println!(
                 "{} {:>5} -> {:<5} {}   ({} -> {})",
-                if c["looser"].as_bool() == Some(true) { "LOOSER " } else { "stricter" },
+                if c["looser"].as_bool() == Some(true) {
+                    "LOOSER "
+                } else {
+                    "stricter"
+                },
                 c["old"]["verdict"].as_str().unwrap_or("?"),
                 c["new"]["verdict"].as_str().unwrap_or("?"),
                 c["line"].as_str().unwrap_or(""),
