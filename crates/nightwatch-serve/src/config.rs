@@ -287,17 +287,44 @@ struct FileJanitor {
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
 
+impl Route {
+    /// Makes a relative `cwd`, and a relative program path (one with a `/`: a bare name is
+    /// looked up on PATH), relative to `dir`.
+    fn anchor_at(&mut self, dir: &Path) {
+        if let Some(cwd) = &self.cwd
+            && Path::new(cwd).is_relative()
+        {
+            self.cwd = Some(dir.join(cwd).display().to_string());
+        }
+        if let Some(program) = self.run.first_mut()
+            && program.contains('/')
+            && Path::new(program.as_str()).is_relative()
+        {
+            *program = dir.join(program.as_str()).display().to_string();
+        }
+    }
+}
+
 impl Config {
     /// The configuration with every default: what `nightwatch serve` uses with no file.
     pub fn defaults() -> Config {
         Config::from_text("", "(defaults)", &|_| None).expect("the defaults are valid")
     }
 
-    /// Reads `path`; a missing file means the defaults.
+    /// Reads `path`; a missing file means the defaults. A route's relative `cwd`, and a
+    /// relative program path (`./runbooks/disk.sh`, `runbooks/disk.sh`), are relative to the
+    /// file's directory, so a configuration and its runbooks move together.
     pub fn load(path: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
         let shown = path.display().to_string();
         match std::fs::read_to_string(path) {
-            Ok(text) => Config::from_text(&text, &shown, env),
+            Ok(text) => {
+                let mut config = Config::from_text(&text, &shown, env)?;
+                let beside = path.parent().unwrap_or(Path::new("."));
+                for route in &mut config.routes {
+                    route.anchor_at(beside);
+                }
+                Ok(config)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::defaults()),
             Err(source) => Err(ConfigError::Read {
                 path: shown,
@@ -341,14 +368,16 @@ impl Config {
                 Err(why) => Err(invalid(format!("{field}: {why}"))),
             },
         };
+        // Every secret variable that is not set, so one run names them all.
+        let unset: std::cell::RefCell<Vec<String>> = std::cell::RefCell::new(Vec::new());
         let auth = |field: &str, auth: Option<FileAuth>| -> Result<Option<Auth>, ConfigError> {
             let Some(a) = auth else { return Ok(None) };
-            let from_env = |var: &str| {
-                env(var).filter(|v| !v.is_empty()).ok_or_else(|| {
-                    invalid(format!(
-                        "{field}.auth: the environment variable {var} holding the secret is not set"
-                    ))
-                })
+            let from_env = |var: &str| -> Result<String, ConfigError> {
+                Ok(env(var).filter(|v| !v.is_empty()).unwrap_or_else(|| {
+                    unset.borrow_mut().push(format!("{var} (for {field}.auth)"));
+                    // Stands in until the end of the file, where the unset ones are reported.
+                    "(unset)".to_owned()
+                }))
             };
             let bearer = match (a.bearer, a.bearer_env) {
                 (Some(t), None) => Some(t),
@@ -539,7 +568,7 @@ impl Config {
         if max_connections == 0 {
             return Err(invalid("max_connections must be at least 1".into()));
         }
-        Ok(Config {
+        let config = Config {
             listen,
             max_connections,
             max_body_bytes: file.max_body_bytes.unwrap_or(1024 * 1024),
@@ -578,7 +607,19 @@ impl Config {
             },
             routes,
             janitor_every,
-        })
+        };
+        // After every secret was looked up (none stands in for a real one past this point).
+        let unset = unset.take();
+        if !unset.is_empty() {
+            return Err(invalid(format!(
+                "the environment variable{} holding {} secret{} not set: {}",
+                if unset.len() == 1 { "" } else { "s" },
+                if unset.len() == 1 { "a" } else { "these" },
+                if unset.len() == 1 { " is" } else { "s are" },
+                unset.join(", ")
+            )));
+        }
+        Ok(config)
     }
 }
 
@@ -748,6 +789,25 @@ janitor: { every: 1h }
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(says), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn every_unset_secret_is_named_at_once() {
+        let text = "readers: { auth: { bearer_env: READ_TOKEN } }
+sources:
+  alertmanager: { auth: { header: X-Token, value_env: AM_SECRET } }
+  uptime-kuma: { auth: { bearer_env: KUMA_TOKEN } }
+";
+        let err = Config::from_text(text, "serve.yaml", &no_env)
+            .unwrap_err()
+            .to_string();
+        for named in [
+            "READ_TOKEN (for readers.auth)",
+            "AM_SECRET (for sources.alertmanager.auth)",
+            "KUMA_TOKEN (for sources.uptime-kuma.auth)",
+        ] {
+            assert!(err.contains(named), "{err}");
         }
     }
 }

@@ -1213,7 +1213,7 @@ fn serve_check_reads_the_example_and_refuses_a_bad_file_with_where() {
     assert!(!missing.status.success());
     let said = String::from_utf8_lossy(&missing.stderr);
     assert!(
-        said.contains("NIGHTWATCH_") && said.contains("is not set"),
+        said.contains("NIGHTWATCH_") && said.contains("not set"),
         "{said}"
     );
 
@@ -1632,4 +1632,76 @@ fn a_readers_secret_guards_the_api_pages_and_metrics_but_not_probes_or_hooks() {
     assert_eq!(stored.status, 200, "{}", stored.text());
     let wrong = am_post(&daemon, "r34d-s3cret", "application/json", &body);
     assert_eq!(wrong.status, 401, "the readers' secret is not a hook's");
+}
+
+/// Issue 15: `serve --check` passed a runbook whose program did not exist, and stopped at the
+/// first unset secret. Now it names every route that could not start its runbook, and every
+/// secret variable that is not set, in one run.
+#[test]
+fn serve_check_names_every_missing_runbook_and_secret_at_once() {
+    let dir = scratch("serve", "check-everything");
+    std::fs::create_dir_all(dir.join("runbooks")).unwrap();
+    let present = dir.join("runbooks/present.sh");
+    std::fs::write(&present, "#!/bin/sh\ntrue\n").unwrap();
+    let not_executable = dir.join("runbooks/plain.sh");
+    std::fs::write(&not_executable, "true\n").unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&present, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = dir.join("serve.yaml");
+    std::fs::write(
+        &config,
+        "readers: { auth: { bearer_env: NW_TEST_READ } }
+sources:
+  alertmanager: { auth: { bearer_env: NW_TEST_AM } }
+routes:
+  - { id: fine, run: [runbooks/present.sh] }
+  - { id: on-path, run: [sh, -c, 'true'] }
+  - { id: gone, run: [runbooks/gone.sh] }
+  - { id: plain, run: [runbooks/plain.sh] }
+  - { id: unknown, run: [no-such-program-nightwatch-test] }
+  - { id: nowhere, run: [sh], cwd: /no/such/dir }
+",
+    )
+    .unwrap();
+    let env = [("NIGHTWATCH_HOME", dir.as_os_str())];
+    let secrets = common::nightwatch(
+        &["serve", "--check", "--config", config.to_str().unwrap()],
+        b"",
+        &env,
+    );
+    assert!(!secrets.status.success());
+    let said = String::from_utf8_lossy(&secrets.stderr);
+    assert!(said.contains("NW_TEST_READ (for readers.auth)"), "{said}");
+    assert!(
+        said.contains("NW_TEST_AM (for sources.alertmanager.auth)"),
+        "{said}"
+    );
+
+    let env = [
+        ("NIGHTWATCH_HOME", dir.as_os_str()),
+        ("NW_TEST_READ", std::ffi::OsStr::new("r")),
+        ("NW_TEST_AM", std::ffi::OsStr::new("a")),
+    ];
+    let runbooks = common::nightwatch(
+        &["serve", "--check", "--config", config.to_str().unwrap()],
+        b"",
+        &env,
+    );
+    assert!(!runbooks.status.success());
+    let said = String::from_utf8_lossy(&runbooks.stderr);
+    for expected in [
+        format!("route gone: its program {} does not exist", dir.join("runbooks/gone.sh").display()),
+        format!("route plain: its program {} is not an executable file", not_executable.display()),
+        "route unknown: its program \"no-such-program-nightwatch-test\" is not on the daemon's PATH".to_owned(),
+        "route nowhere: its cwd /no/such/dir is not a directory".to_owned(),
+        "4 routes cannot start their runbook".to_owned(),
+    ] {
+        assert!(said.contains(&expected), "{expected}\n{said}");
+    }
+    assert!(
+        !said.contains("route fine: its") && !said.contains("route on-path: its"),
+        "{said}"
+    );
 }

@@ -177,8 +177,9 @@ fn hook_command(binary: &Path, agent: Agent, env: &Environment) -> String {
     }
 }
 
-fn on_path(program: &str, env: &Environment) -> Option<PathBuf> {
-    let path = env.var("PATH")?;
+/// `program` in a directory of this process's PATH.
+fn on_path(program: &str, _env: &Environment) -> Option<PathBuf> {
+    let path = crate::environment::configured_var("PATH")?;
     std::env::split_paths(&path)
         .filter(|dir| dir.is_absolute())
         .map(|dir| dir.join(program))

@@ -51,8 +51,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         eprintln!("nightwatch serve: {line}");
     }
     eprintln!("nightwatch serve: configuration: {shown_config}; policy: {origin}");
+    let problems = runbook_problems(&config);
+    for problem in &problems {
+        eprintln!("nightwatch serve: {problem}");
+    }
     if args.check {
-        println!("configuration and policy are valid");
+        if !problems.is_empty() {
+            anyhow::bail!(
+                "{} route{} cannot start {} runbook (above)",
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                if problems.len() == 1 { "its" } else { "their" },
+            );
+        }
+        println!("configuration and policy are valid; every runbook's program and directory exist");
         return Ok(0);
     }
     let stores = crate::stores::daemon(&data_dir, config.queue.policy.clone())
@@ -66,6 +78,59 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     .context("nightwatch serve stopped")?;
     eprintln!("nightwatch serve: stopped");
     Ok(0)
+}
+
+/// Each route whose runbook could not start as the daemon starts it: a working directory that
+/// is not one, a program that is not there or not executable (a bare name looked up on PATH).
+/// All of them, so one check names every one.
+fn runbook_problems(config: &Config) -> Vec<String> {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+    let executable = |path: &Path| {
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let mut problems = Vec::new();
+    for route in &config.routes {
+        let id = &route.id;
+        let cwd = route.cwd.as_deref().map(PathBuf::from);
+        if let Some(dir) = &cwd
+            && !dir.is_dir()
+        {
+            problems.push(format!(
+                "route {id}: its cwd {} is not a directory",
+                dir.display()
+            ));
+        }
+        let Some(program) = route.run.first() else {
+            continue;
+        };
+        if program.contains('/') {
+            let path = PathBuf::from(program);
+            let path = match &cwd {
+                Some(dir) if path.is_relative() => dir.join(path),
+                _ => path,
+            };
+            if !executable(&path) {
+                let why = if path.exists() {
+                    "is not an executable file"
+                } else {
+                    "does not exist"
+                };
+                problems.push(format!("route {id}: its program {} {why}", path.display()));
+            }
+        } else {
+            // The daemon's own PATH: its runbooks inherit it.
+            let found = crate::environment::configured_var("PATH").is_some_and(|paths| {
+                std::env::split_paths(&paths).any(|dir| executable(&dir.join(program)))
+            });
+            if !found {
+                problems.push(format!(
+                    "route {id}: its program {program:?} is not on the daemon's PATH"
+                ));
+            }
+        }
+    }
+    problems
 }
 
 /// What the daemon will do, said before it starts, including what is open without a secret.
