@@ -274,7 +274,11 @@ fn install_merges_idempotently_and_backs_up_first() {
         serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
 
     let dir = project.display().to_string();
-    let first = nightwatch(&project, &["install", "claude", "--project", &dir], &[]);
+    let first = nightwatch(
+        &project,
+        &["install", "claude", "--shared", "--project", &dir],
+        &[],
+    );
     assert_eq!(first.status.code(), Some(0), "{}", text(&first.stderr));
     let installed: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&settings).expect("read")).expect("json");
@@ -304,7 +308,11 @@ fn install_merges_idempotently_and_backs_up_first() {
         "the file is backed up before it is changed"
     );
 
-    let second = nightwatch(&project, &["install", "claude", "--project", &dir], &[]);
+    let second = nightwatch(
+        &project,
+        &["install", "claude", "--shared", "--project", &dir],
+        &[],
+    );
     assert_eq!(second.status.code(), Some(0));
     assert!(
         text(&second.stdout).contains("nothing to change"),
