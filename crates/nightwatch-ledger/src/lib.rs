@@ -66,14 +66,13 @@ mod record;
 pub mod redact;
 pub mod schema;
 mod stored;
-mod time;
 mod verify;
 
 pub use canonical::encode_record;
+pub use nightwatch_time::{parse_rfc3339, rfc3339};
 pub use record::{Entry, Filter, Outputs, Record, RecordActor, RecordContext, event};
 pub use schema::Safeguards;
 pub use stored::{DEFAULT_OUTPUT_CAP, PreparedEntry, StoredFields, Unreadable};
-pub use time::{parse_rfc3339, rfc3339};
 pub use verify::{BadRecord, Checkpoint, VerifyReport, verify_chain};
 
 /// `prev_hash` of the first record.

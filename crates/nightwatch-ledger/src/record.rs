@@ -231,7 +231,7 @@ impl Record {
 
     /// The RFC 3339 UTC text of the record's timestamp.
     pub fn timestamp_text(&self) -> String {
-        crate::time::rfc3339(self.timestamp_ms)
+        nightwatch_time::rfc3339(self.timestamp_ms)
     }
 
     /// The SHA-256 this record's fields (all but `hash`) should have, in lowercase hex.
@@ -246,12 +246,12 @@ mod timestamp_text {
     use serde::{Deserialize, Deserializer, Serializer, de::Error};
 
     pub fn serialize<S: Serializer>(ms: &i64, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&crate::time::rfc3339(*ms))
+        s.serialize_str(&nightwatch_time::rfc3339(*ms))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<i64, D::Error> {
         let text = String::deserialize(d)?;
-        crate::time::parse_rfc3339(&text)
+        nightwatch_time::parse_rfc3339(&text)
             .ok_or_else(|| D::Error::custom(format!("not an RFC 3339 timestamp: {text:?}")))
     }
 }

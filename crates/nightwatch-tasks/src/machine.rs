@@ -440,11 +440,15 @@ pub fn decide_offer(
         if now < until {
             return OfferDecision::Suppress {
                 why: format!(
-                    "cooldown: task {} for this identity ended {} at {}; no new task until {until} ({} ms left)",
+                    "cooldown: task {} for this identity ended {} at {}; no new task until {} \
+                     ({} from now)",
                     run.task_id,
                     run.status,
-                    run.finished_at,
-                    until - now
+                    nightwatch_time::rfc3339(run.finished_at),
+                    nightwatch_time::rfc3339(until),
+                    nightwatch_time::format_duration(std::time::Duration::from_millis(
+                        u64::try_from(until - now).unwrap_or(0)
+                    )),
                 ),
             };
         }
@@ -918,7 +922,7 @@ mod tests {
                 OfferDecision::Attach(_) => "attach",
                 OfferDecision::Suppress { why } => {
                     assert!(
-                        why.contains("task 4") && why.contains("until 1100"),
+                        why.contains("task 4") && why.contains("until 1970-01-01T00:00:01.100Z"),
                         "{why}"
                     );
                     "suppress"
