@@ -112,6 +112,24 @@ pub(crate) fn fold_in_base(
     merge(file, base, &label, source)
 }
 
+/// The base's declarations (checks, notifiers) added to the file's; a name both declare is an
+/// error, since either meaning would surprise someone.
+fn declare_once<V>(
+    mine: &mut std::collections::BTreeMap<String, V>,
+    theirs: std::collections::BTreeMap<String, V>,
+    what: &str,
+) -> Result<(), String> {
+    for (id, value) in theirs {
+        if mine.contains_key(&id) {
+            return Err(format!(
+                "{what} {id:?} is declared by the base policy too; give this one its own name"
+            ));
+        }
+        mine.insert(id, value);
+    }
+    Ok(())
+}
+
 /// The file's own settings over its base's, as the module's header says.
 fn merge(
     mut file: PolicyFile,
@@ -197,28 +215,10 @@ fn merge(
             }),
     );
 
-    for (id, check) in base.checks {
-        if file.checks.contains_key(&id) {
-            return Err(invalid(
-                "checks",
-                format!(
-                    "check {id:?} is declared by the base policy too; give this one its own name"
-                ),
-            ));
-        }
-        file.checks.insert(id, check);
-    }
-    for (id, notifier) in base.notifiers {
-        if file.notifiers.contains_key(&id) {
-            return Err(invalid(
-                "notifiers",
-                format!(
-                    "notifier {id:?} is declared by the base policy too; give this one its own name"
-                ),
-            ));
-        }
-        file.notifiers.insert(id, notifier);
-    }
+    declare_once(&mut file.checks, base.checks, "check")
+        .map_err(|message| invalid("checks", message))?;
+    declare_once(&mut file.notifiers, base.notifiers, "notifier")
+        .map_err(|message| invalid("notifiers", message))?;
     for id in base.always_check {
         if !file.always_check.contains(&id) {
             file.always_check.push(id);
@@ -427,7 +427,7 @@ rules:
     /// Files in memory, read as a caller reads them from disk: relative to the extending file.
     fn files(
         map: &[(&str, &str)],
-    ) -> impl Fn(Option<&Path>, &str) -> Result<(PathBuf, String), String> {
+    ) -> impl Fn(Option<&Path>, &str) -> Result<(PathBuf, String), String> + use<> {
         let map: BTreeMap<PathBuf, String> = map
             .iter()
             .map(|(p, t)| (PathBuf::from(p), (*t).to_owned()))
@@ -492,5 +492,32 @@ rules:
                 .unwrap_err()
                 .to_string();
         assert!(missing.contains("no file /p/gone.yaml"), "{missing}");
+    }
+
+    #[test]
+    fn a_check_declared_by_the_base_and_the_file_is_an_error_and_base_checks_can_be_named() {
+        let check = "checks:\n  storm:\n    circuit_breaker: { failures: 3, within: 10m }\n    on_match: halt\n";
+        let read = files(&[("/p/base.yaml", check)]);
+        let at = Some(Path::new("/p/main.yaml"));
+        let twice = Policy::from_yaml_at(
+            &format!("extends: base.yaml\n{check}"),
+            at,
+            nightwatch_shell::analyse,
+            &read,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            twice.contains("check \"storm\" is declared by the base policy too"),
+            "{twice}"
+        );
+        // The file's rules may name what the base declares.
+        let uses = Policy::from_yaml_at(
+            "extends: base.yaml\nrules:\n  - id: restarts\n    verdict: allow\n    command: [\"systemctl restart *\"]\n    checks: [storm]\n",
+            at,
+            nightwatch_shell::analyse,
+            &read,
+        );
+        assert!(uses.is_ok(), "{:?}", uses.err());
     }
 }

@@ -12,6 +12,29 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch("safeguards", name)
 }
 
+/// A scratch place for one story: its data directory, a work directory the actions touch, and
+/// its policy file written from `policy` (None: no file, for the built-in policy).
+struct Story {
+    home: PathBuf,
+    work: PathBuf,
+    policy: PathBuf,
+}
+
+fn story(name: &str, policy: Option<&str>) -> Story {
+    let dir = scratch(name);
+    let work = dir.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let policy_file = dir.join("policy.yaml");
+    if let Some(text) = policy {
+        std::fs::write(&policy_file, text).unwrap();
+    }
+    Story {
+        home: dir.join("home"),
+        work,
+        policy: policy_file,
+    }
+}
+
 /// Runs `nightwatch ARGS` in data directory `home` with policy `policy`.
 fn run(home: &Path, policy: &Path, args: &[&str], stdin: &[u8], env: &[(&str, &str)]) -> Output {
     let mut all = vec![
@@ -443,18 +466,14 @@ fn config_edit_is_undone_exactly() {
 /// Deleted, moved and created files, through `nightwatch exec`, undone as a session.
 #[test]
 fn a_session_of_deletes_moves_and_creates_is_undone() {
-    let dir = scratch("undo-session");
-    let home = dir.join("home");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let Story { home, work, policy } = story(
+        "undo-session",
+        Some(
+            "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"rm *\", \"mv *\", \"touch *\"]\n",
+        ),
+    );
     std::fs::write(work.join("old.log"), "line 1\nline 2\n").unwrap();
     std::fs::write(work.join("a.conf"), "a = 1\n").unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"rm *\", \"mv *\", \"touch *\"]\n",
-    )
-    .unwrap();
     let path = |name: &str| work.join(name).display().to_string();
     let session = ["exec", "--session", "tidy", "--"];
     for command in [
@@ -665,16 +684,12 @@ rules:
 /// path), and says what it removed and what it kept; an undo of a pruned backup says so.
 #[test]
 fn retention_keeps_the_latest_backup_of_every_path() {
-    let dir = scratch("retention");
-    let home = dir.join("home");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "backup:\n  retention: { keep_days: 30 }\nrules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"touch *\"]\n",
-    )
-    .unwrap();
+    let Story { home, work, policy } = story(
+        "retention",
+        Some(
+            "backup:\n  retention: { keep_days: 30 }\nrules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: files\n    verdict: allow\n    command: [\"touch *\"]\n",
+        ),
+    );
     let a = work.join("a.txt").display().to_string();
     let b = work.join("b.txt").display().to_string();
     std::fs::write(&a, "a1").unwrap();
@@ -815,18 +830,12 @@ rules:
 /// so nothing is restored, and the refusal is on record.
 #[test]
 fn an_undo_that_policy_does_not_allow_restores_nothing() {
-    let dir = scratch("undo-forbidden");
-    let home = dir.join("home");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let Story { home, work, policy } = story(
+        "undo-forbidden",
+        Some("rules:\n  - id: files\n    verdict: allow\n    command: [\"rm *\"]\n"),
+    );
     let file = work.join("notes.txt");
     std::fs::write(&file, "keep me\n").unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "rules:\n  - id: files\n    verdict: allow\n    command: [\"rm *\"]\n",
-    )
-    .unwrap();
     let removed = run(
         &home,
         &policy,
@@ -884,10 +893,7 @@ fn claude_write(event: &str, cwd: &Path, file: &Path, content: &str) -> Vec<u8> 
 /// next record said it ran. An asked call is backed up like an allowed one, and undone.
 #[test]
 fn an_asked_write_the_agent_carried_out_is_undone_under_the_builtin_policy() {
-    let dir = scratch("undo-asked-write");
-    let home = dir.join("home");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
+    let Story { home, work, .. } = story("undo-asked-write", None);
     let file = work.join("app.conf");
     std::fs::write(&file, "port = 8080\n").unwrap();
 
@@ -920,16 +926,12 @@ fn an_asked_write_the_agent_carried_out_is_undone_under_the_builtin_policy() {
 /// restore that would overwrite a later change names the flag that does it anyway.
 #[test]
 fn undo_says_truly_why_it_cannot_and_names_force() {
-    let dir = scratch("undo-messages");
-    let home = dir.join("home");
-    let work = dir.join("work");
-    std::fs::create_dir_all(&work).unwrap();
-    let policy = dir.join("policy.yaml");
-    std::fs::write(
-        &policy,
-        "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: no-rm\n    verdict: deny\n    command: [\"rm *\"]\n  - id: touch\n    verdict: allow\n    command: [\"touch *\"]\n",
-    )
-    .unwrap();
+    let Story { home, work, policy } = story(
+        "undo-messages",
+        Some(
+            "rules:\n  - id: people-undo\n    verdict: allow\n    actor: { kind: [human] }\n    tool: undo\n  - id: no-rm\n    verdict: deny\n    command: [\"rm *\"]\n  - id: touch\n    verdict: allow\n    command: [\"touch *\"]\n",
+        ),
+    );
     let file = work.join("kept.txt");
     std::fs::write(&file, "kept\n").unwrap();
     let refused = run(
