@@ -80,7 +80,8 @@ fn cooldown_after_a_run_suppresses_with_the_reason() {
         Offered::Suppressed { why } => {
             assert!(why.contains(&format!("task {id}")), "{why}");
             assert!(why.contains("done"), "{why}");
-            assert!(why.contains(&format!("until {}", 11 * MIN)), "{why}");
+            let until = nightwatch_time::rfc3339(11 * MIN);
+            assert!(why.contains(&format!("until {until}")), "{why}");
         }
         other => panic!("expected suppression, got {other:?}"),
     }
