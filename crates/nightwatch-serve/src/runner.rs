@@ -559,6 +559,27 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
             ),
         ),
     };
+    // A runbook that exited 0 after the gate refused one of its steps did not do what it set
+    // out to: say so, and do not show it as a plain success.
+    let (disposition, why) = match job {
+        Some(job) if disposition == "ran" => match refused_steps(daemon, job) {
+            Ok(refused) if !refused.is_empty() => (
+                "ran_with_refusals",
+                format!(
+                    "task {task}: attempt {attempt}'s runbook exited 0, but the gate refused {} \
+                     of its steps: {}",
+                    refused.len(),
+                    refused.join("; ")
+                ),
+            ),
+            Ok(_) => (disposition, why),
+            Err(e) => (
+                disposition,
+                format!("{why} (whether the gate refused any of its steps is unknown: {e})"),
+            ),
+        },
+        _ => (disposition, why),
+    };
     let waiting = matches!(outcome, Outcome::Deferred { .. }) && status.is_ok();
     match job {
         // The ask itself was recorded when it was made; looking again is in the task's
@@ -586,6 +607,40 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
         }
     }
     daemon.wake_workers();
+}
+
+/// The calls of this attempt's runbook that the gate refused (deny or halt), each as its
+/// record and what it was: the decisions in the task's session after the attempt's own
+/// runbook decision.
+fn refused_steps(
+    daemon: &Daemon,
+    job: &Job<'_>,
+) -> Result<Vec<String>, nightwatch_store::StoreError> {
+    let decisions = daemon.reader().query(&nightwatch_ledger::Filter {
+        session: Some(job.session.clone()),
+        event: Some(event::DECISION.to_owned()),
+        ..nightwatch_ledger::Filter::default()
+    })?;
+    let this_attempt = decisions
+        .iter()
+        .rposition(|d| d.tool == "runbook")
+        .map_or(0, |at| at + 1);
+    Ok(decisions[this_attempt..]
+        .iter()
+        .filter(|d| matches!(d.verdict.as_deref(), Some("deny" | "halt")))
+        .map(|d| {
+            let what = d
+                .inputs
+                .get("command")
+                .and_then(Value::as_str)
+                .unwrap_or(d.tool.as_str());
+            format!(
+                "{} {} `{what}`",
+                d.id,
+                d.verdict.as_deref().unwrap_or_default()
+            )
+        })
+        .collect())
 }
 
 enum Waiting {

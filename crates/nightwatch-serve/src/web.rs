@@ -1446,7 +1446,7 @@ border-left:4px solid transparent}
 .badge{display:inline-block;padding:0 7px;border-radius:9px;font-size:12px;font-weight:600;border:1px solid currentColor;line-height:1.5}
 .v-allow{color:var(--allow)}.v-ask{color:var(--ask)}.v-halt{color:var(--halt)}.v-deny{color:var(--deny)}
 .d-routed,.d-ran,.d-resolved{color:var(--allow)}.d-failed,.d-escalated,.d-interrupted{color:var(--deny)}
-.d-throttled,.d-suppressed,.d-no_route,.d-awaiting_approval{color:var(--ask)}
+.d-throttled,.d-suppressed,.d-no_route,.d-awaiting_approval,.d-ran_with_refusals{color:var(--ask)}
 .status{font-weight:600}.st-firing,.st-gave_up{color:var(--deny)}.st-resolved,.st-done{color:var(--allow)}
 .exit.ok{color:var(--allow)}.exit.fail{color:var(--deny);font-weight:600}.dur,.rid,.rule{color:var(--muted);font-size:12.5px}
 .rule{font-family:ui-monospace,monospace}

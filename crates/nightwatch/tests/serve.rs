@@ -1705,3 +1705,67 @@ routes:
         "{said}"
     );
 }
+
+/// Issue 15: a runbook whose `rm -rf` the gate refused, and which then exited 0, showed as
+/// "ran and succeeded". Its outcome now says which steps were refused, and is not a success.
+#[test]
+fn a_runbook_with_a_refused_step_is_not_shown_as_a_plain_success() {
+    let dir = scratch("serve", "refused-step");
+    let home = dir.join("home");
+    let runbook = script(
+        &dir,
+        "cleanup.sh",
+        &format!("{NW} exec -- df -h /\n{NW} exec -- rm -rf /var/lib\nexit 0\n"),
+    );
+    let config = format!(
+        "queue: {{ lease: 5s }}\nroutes:\n  - id: disk-cleanup\n    when: {{ source: uptime-kuma, tags: [\"runbook:disk-cleanup\"] }}\n    run: [\"{runbook}\"]\n    timeout: 60s\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let reply = daemon.post(
+        "/hooks/uptime-kuma",
+        "application/json",
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let dispatched = &reply.json()["alerts"][0];
+    let alert_id = dispatched["alert_id"].as_str().unwrap().to_owned();
+    let task = dispatched["task"].as_i64().unwrap();
+    let done = daemon.wait_for(&format!("/api/tasks/{task}"), 60, "the runbook", |t| {
+        t["status"] == "done" || t["status"] == "gave_up"
+    });
+    assert_eq!(done["status"], "done", "{done:#}\n{}", daemon.log());
+
+    let records = records_of(&daemon, &alert_id);
+    let refused = records
+        .iter()
+        .find(|r| r["event"] == "decision" && r["inputs"]["command"] == "rm -rf /var/lib")
+        .expect("the refused step is recorded");
+    assert_eq!(refused["verdict"], "deny");
+    let outcome = records
+        .iter()
+        .find(|r| {
+            r["event"] == "dispatch"
+                && r["inputs"]["task"] == task
+                && r["inputs"]["disposition"] != "routed"
+        })
+        .expect("the run's outcome is recorded");
+    assert_eq!(
+        outcome["inputs"]["disposition"], "ran_with_refusals",
+        "{outcome:#}"
+    );
+    let why = outcome["reasons"][0].as_str().unwrap_or_default();
+    assert!(
+        why.contains("refused 1 of its steps")
+            && why.contains(refused["id"].as_str().unwrap())
+            && why.contains("rm -rf /var/lib"),
+        "{why}"
+    );
+    assert!(
+        !records
+            .iter()
+            .any(|r| r["event"] == "dispatch" && r["inputs"]["disposition"] == "ran"),
+        "not a plain success"
+    );
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+}
