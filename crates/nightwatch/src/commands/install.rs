@@ -125,7 +125,7 @@ fn stable_binary(given: Option<&Path>, env: &Environment) -> anyhow::Result<Path
         }
         return Ok(given);
     }
-    if let Some(on_path) = on_path("nightwatch", env) {
+    if let Some(on_path) = on_path("nightwatch") {
         if !same_file(&on_path, &this) {
             println!(
                 "note: the nightwatch on PATH ({}) is not this binary ({}); the hook runs the \
@@ -178,7 +178,7 @@ fn hook_command(binary: &Path, agent: Agent, env: &Environment) -> String {
 }
 
 /// `program` in a directory of this process's PATH.
-fn on_path(program: &str, _env: &Environment) -> Option<PathBuf> {
+fn on_path(program: &str) -> Option<PathBuf> {
     let path = crate::environment::configured_var("PATH")?;
     std::env::split_paths(&path)
         .filter(|dir| dir.is_absolute())
@@ -395,7 +395,7 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
     let mut findings = Vec::new();
     let this = std::env::current_exe().context("cannot find this binary's path")?;
     findings.push(Finding::ok(format!("this nightwatch: {}", this.display())));
-    match on_path("nightwatch", &env) {
+    match on_path("nightwatch") {
         Some(path) => findings.push(Finding::ok(format!(
             "nightwatch on PATH: {}",
             path.display()
@@ -457,7 +457,7 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
     let project = project_dir(args.project.as_deref(), &env)?;
     let home = env.var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     for agent in agents {
-        check_agent(agent, &project, home.as_deref(), &env, &mut findings);
+        check_agent(agent, &project, home.as_deref(), &mut findings);
     }
 
     let broken = findings.iter().filter(|f| !f.ok).count();
@@ -479,13 +479,7 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
 
 /// Each settings file of `agent` that exists: it parses, names nightwatch, its program runs,
 /// and the hook answers a harmless line with allow and a secret's read with a refusal.
-fn check_agent(
-    agent: Agent,
-    project: &Path,
-    home: Option<&Path>,
-    env: &Environment,
-    findings: &mut Vec<Finding>,
-) {
+fn check_agent(agent: Agent, project: &Path, home: Option<&Path>, findings: &mut Vec<Finding>) {
     let mut places: Vec<PathBuf> = Vec::new();
     for scope in [Scope::Local, Scope::Project, Scope::User] {
         let location = settings_path(agent, scope);
@@ -528,7 +522,7 @@ fn check_agent(
             ));
             continue;
         };
-        findings.push(hook_answers(agent, path, command, env));
+        findings.push(hook_answers(agent, path, command));
     }
     if !installed {
         findings.push(Finding::ok(format!(
@@ -539,7 +533,7 @@ fn check_agent(
 
 /// Runs the installed hook command on a harmless line and on a secret's read, as the agent
 /// would, and checks the answers. Both calls are decided and recorded like any other.
-fn hook_answers(agent: Agent, settings: &Path, command: &str, env: &Environment) -> Finding {
+fn hook_answers(agent: Agent, settings: &Path, command: &str) -> Finding {
     let name = agent.as_str();
     let (vars, words) = nightwatch_agents::command_words(command);
     let Some(program) = words.first() else {
@@ -554,7 +548,7 @@ fn hook_answers(agent: Agent, settings: &Path, command: &str, env: &Environment)
     let resolved = if program.contains('/') {
         Some(PathBuf::from(program))
     } else {
-        on_path(program, env)
+        on_path(program)
     };
     let Some(resolved) = resolved.filter(|p| is_executable(p)) else {
         return Finding::fix(
