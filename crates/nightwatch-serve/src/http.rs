@@ -5,16 +5,18 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{MatchedPath, Path, Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{Html, IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
+use axum::{Json, Router};
 use nightwatch_intake::{Alert, IntakeError};
-use serde_json::json;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use crate::api::{ApiError, ErrorBody, wire::IntakeReply};
 use crate::config::Auth;
 use crate::{Daemon, api, web};
 
@@ -175,25 +177,12 @@ async fn is_liveness_probe(stream: &tokio::net::TcpStream) -> bool {
 }
 
 pub fn router(daemon: Arc<Daemon>) -> Router {
-    let hooks = Router::new()
-        .route(
-            "/hooks/uptime-kuma",
-            get(|s, h, r| intake(s, Sender::UptimeKuma, h, r))
-                .post(|s, h, r| intake(s, Sender::UptimeKuma, h, r)),
-        )
-        .route(
-            "/hooks/alertmanager",
-            post(|s, h, r| intake(s, Sender::Alertmanager, h, r)),
-        )
-        .route(
-            "/hooks/generic/{name}",
-            post(|s, Path(name): Path<String>, h, r| intake(s, Sender::Generic(name), h, r)),
-        );
+    let (hooks, _) = hooks().split_for_parts();
+    let (probes, _) = probes().split_for_parts();
+    let (reads, _) = reads().split_for_parts();
     // What the readers' secret guards: everything but the hooks (each source has its own
     // secret) and the probes an orchestrator sends without one.
-    let read = Router::new()
-        .route("/metrics", get(metrics))
-        .merge(api::router())
+    let read = reads
         .route("/", get(timeline))
         .route("/sessions/{id}", get(session))
         .route("/alerts/{id}", get(alert))
@@ -201,11 +190,133 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .layer(middleware::from_fn_with_state(daemon.clone(), readers_only));
     Router::new()
         .merge(hooks)
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(readyz))
+        .merge(probes)
         .merge(read)
         .layer(middleware::from_fn_with_state(daemon.clone(), count))
         .with_state(daemon)
+}
+
+/// The routes whose replies are a contract (the hooks, the probes, `/metrics` and the JSON
+/// API), each registered together with its OpenAPI annotation: the document
+/// ([`api::openapi`]) is generated from them, so a route cannot be served undocumented.
+/// The pages are for people and are not in it.
+pub fn documented_routes() -> OpenApiRouter<Arc<Daemon>> {
+    hooks().merge(probes()).merge(reads())
+}
+
+fn hooks() -> OpenApiRouter<Arc<Daemon>> {
+    OpenApiRouter::new()
+        .routes(routes!(uptime_kuma))
+        .routes(routes!(alertmanager))
+        .routes(routes!(generic))
+}
+
+fn probes() -> OpenApiRouter<Arc<Daemon>> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+}
+
+fn reads() -> OpenApiRouter<Arc<Daemon>> {
+    OpenApiRouter::new()
+        .routes(routes!(metrics))
+        .merge(api::routes())
+}
+
+/// Uptime Kuma's webhook notification: JSON, `multipart/form-data` with a `data` field, or a
+/// custom template (any text, or form fields); Uptime Kuma 2.x may send a GET with everything
+/// in the query. Null monitor/heartbeat (tests, certificate messages) are accepted.
+#[utoipa::path(
+    method(get, post),
+    path = "/hooks/uptime-kuma",
+    tag = "hooks",
+    request_body(
+        description = "Uptime Kuma's notification body, in any of its shapes",
+        content(
+            (serde_json::Value = "application/json"),
+            (String = "multipart/form-data"),
+            (String = "application/x-www-form-urlencoded"),
+            (String = "text/plain"),
+        ),
+    ),
+    responses(
+        (status = 200, description = "Every alert in the request is stored, decided and recorded", body = IntakeReply),
+        (status = 400, description = "The request can never be parsed; the error says why", body = ErrorBody),
+        (status = 401, description = "Missing or wrong secret for this source", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within request_timeout", body = ErrorBody),
+        (status = 413, description = "The body is larger than max_body_bytes", body = ErrorBody),
+        (status = 503, description = "Storing failed or is slow; send it again (a redelivery is deduplicated)", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("header" = []), ())
+)]
+async fn uptime_kuma(
+    State(daemon): State<Arc<Daemon>>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    intake(State(daemon), Sender::UptimeKuma, headers, request).await
+}
+
+/// Alertmanager's webhook (`webhook_configs`): a group of alerts, firing or resolved.
+#[utoipa::path(
+    post,
+    path = "/hooks/alertmanager",
+    tag = "hooks",
+    request_body(content = serde_json::Value, content_type = "application/json", description = "Alertmanager's webhook payload (version 4)"),
+    responses(
+        (status = 200, description = "Every alert in the request is stored, decided and recorded", body = IntakeReply),
+        (status = 400, description = "The request can never be parsed; the error says why. Alertmanager does not retry it.", body = ErrorBody),
+        (status = 401, description = "Missing or wrong secret for this source", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within request_timeout", body = ErrorBody),
+        (status = 413, description = "The body is larger than max_body_bytes", body = ErrorBody),
+        (status = 503, description = "Storing failed or is slow; Alertmanager sends it again and the redelivery is deduplicated", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("header" = []), ())
+)]
+async fn alertmanager(
+    State(daemon): State<Arc<Daemon>>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    intake(State(daemon), Sender::Alertmanager, headers, request).await
+}
+
+/// A generic JSON webhook, read by the mapping serve.yaml gives it (`sources.generic.<name>`).
+#[utoipa::path(
+    post,
+    path = "/hooks/generic/{name}",
+    tag = "hooks",
+    params(("name" = String, Path, description = "The hook's name in serve.yaml")),
+    request_body(content = serde_json::Value, content_type = "application/json", description = "Any JSON the hook's mapping reads"),
+    responses(
+        (status = 200, description = "The alert is stored, decided and recorded", body = IntakeReply),
+        (status = 400, description = "The request can never be parsed by this hook's mapping; the error says why", body = ErrorBody),
+        (status = 401, description = "Missing or wrong secret for this source", body = ErrorBody),
+        (status = 404, description = "No generic hook of that name in serve.yaml", body = ErrorBody),
+        (status = 408, description = "The body did not arrive within request_timeout", body = ErrorBody),
+        (status = 413, description = "The body is larger than max_body_bytes", body = ErrorBody),
+        (status = 503, description = "Storing failed or is slow; send it again (a redelivery is deduplicated)", body = ErrorBody),
+    ),
+    security(("bearer" = []), ("header" = []), ())
+)]
+async fn generic(
+    State(daemon): State<Arc<Daemon>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    request: Request,
+) -> Response {
+    intake(State(daemon), Sender::Generic(name), headers, request).await
+}
+
+/// Liveness: the process answers. Never asks for a secret.
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    tag = "probes",
+    responses((status = 200, description = "ok", body = String, content_type = "text/plain")),
+)]
+async fn healthz() -> &'static str {
+    "ok\n"
 }
 
 /// Lets a request through when no readers' secret is set or it carries it; otherwise 401,
@@ -217,9 +328,9 @@ async fn readers_only(State(daemon): State<Arc<Daemon>>, request: Request, next:
     if admitted(auth, request.headers()) {
         return next.run(request).await;
     }
-    let mut response = reply(
+    let mut response = refusal(
         StatusCode::UNAUTHORIZED,
-        json!({ "error": "reading this daemon needs the readers' secret (readers.auth in serve.yaml): send it as a bearer token, or as the password in a browser" }),
+        "reading this daemon needs the readers' secret (readers.auth in serve.yaml): send it as a bearer token, or as the password in a browser",
     );
     response.headers_mut().insert(
         header::WWW_AUTHENTICATE,
@@ -242,8 +353,9 @@ async fn count(State(daemon): State<Arc<Daemon>>, request: Request, next: Next) 
     response
 }
 
-fn reply(status: StatusCode, body: serde_json::Value) -> Response {
-    (status, axum::Json(body)).into_response()
+/// A refusal with why, as every JSON route sends one ([`ErrorBody`]).
+fn refusal(status: StatusCode, why: impl Into<String>) -> Response {
+    ApiError::new(status, why).into_response()
 }
 
 async fn intake(
@@ -260,9 +372,9 @@ async fn intake(
             Some(g) => (g.auth.clone(), Some(g.mapping.clone())),
             None => {
                 daemon.metrics.reject(&source, "unknown_hook");
-                return reply(
+                return refusal(
                     StatusCode::NOT_FOUND,
-                    json!({ "error": format!("no generic hook named {name:?} in serve.yaml") }),
+                    format!("no generic hook named {name:?} in serve.yaml"),
                 );
             }
         },
@@ -271,9 +383,9 @@ async fn intake(
         && !admitted(auth, &headers)
     {
         daemon.metrics.reject(&source, "unauthorized");
-        let mut response = reply(
+        let mut response = refusal(
             StatusCode::UNAUTHORIZED,
-            json!({ "error": format!("missing or wrong secret for the {source} hook") }),
+            format!("missing or wrong secret for the {source} hook"),
         );
         response.headers_mut().insert(
             header::WWW_AUTHENTICATE,
@@ -290,9 +402,12 @@ async fn intake(
         Ok(read) => read,
         Err(_) => {
             daemon.metrics.reject(&source, "timeout");
-            return reply(
+            return refusal(
                 StatusCode::REQUEST_TIMEOUT,
-                json!({ "error": format!("the body did not arrive within {} ms (request_timeout in serve.yaml)", daemon.config.request_timeout.as_millis()) }),
+                format!(
+                    "the body did not arrive within {} ms (request_timeout in serve.yaml)",
+                    daemon.config.request_timeout.as_millis()
+                ),
             );
         }
     };
@@ -302,15 +417,18 @@ async fn intake(
             let too_large = is_length_limit(&e);
             if too_large {
                 daemon.metrics.reject(&source, "too_large");
-                return reply(
+                return refusal(
                     StatusCode::PAYLOAD_TOO_LARGE,
-                    json!({ "error": format!("the body is larger than the limit of {} bytes (max_body_bytes in serve.yaml)", daemon.config.max_body_bytes) }),
+                    format!(
+                        "the body is larger than the limit of {} bytes (max_body_bytes in serve.yaml)",
+                        daemon.config.max_body_bytes
+                    ),
                 );
             }
             daemon.metrics.reject(&source, "unreadable");
-            return reply(
+            return refusal(
                 StatusCode::BAD_REQUEST,
-                json!({ "error": format!("the body could not be read: {e}") }),
+                format!("the body could not be read: {e}"),
             );
         }
     };
@@ -329,9 +447,9 @@ async fn intake(
         Ok(alerts) => alerts,
         Err(e) => {
             daemon.metrics.reject(&source, "unparseable");
-            return reply(
+            return refusal(
                 StatusCode::BAD_REQUEST,
-                json!({ "error": format!("this {source} request can never be parsed: {e}") }),
+                format!("this {source} request can never be parsed: {e}"),
             );
         }
     };
@@ -341,9 +459,9 @@ async fn intake(
         Ok(done) => done,
         Err(_) => {
             daemon.metrics.reject(&source, "storage");
-            let mut response = reply(
+            let mut response = refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                json!({ "error": "storing the alert is taking too long; send it again (a redelivery is deduplicated)" }),
+                "storing the alert is taking too long; send it again (a redelivery is deduplicated)",
             );
             response
                 .headers_mut()
@@ -352,16 +470,13 @@ async fn intake(
         }
     };
     match done {
-        Ok(Ok(dispatched)) => reply(
-            StatusCode::OK,
-            json!({ "stored": dispatched.len(), "alerts": dispatched }),
-        ),
+        Ok(Ok(dispatched)) => Json(IntakeReply::of(&dispatched)).into_response(),
         Ok(Err(e)) => {
             daemon.metrics.reject(&source, "storage");
             tracing::error!("{source}: storage failed, replied 503: {e}");
-            let mut response = reply(
+            let mut response = refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                json!({ "error": format!("the alert could not be stored: {e}; send it again") }),
+                format!("the alert could not be stored: {e}; send it again"),
             );
             response
                 .headers_mut()
@@ -371,9 +486,9 @@ async fn intake(
         Err(e) => {
             daemon.metrics.reject(&source, "storage");
             tracing::error!("{source}: the dispatcher failed: {e}");
-            reply(
+            refusal(
                 StatusCode::SERVICE_UNAVAILABLE,
-                json!({ "error": "the dispatcher failed; send it again" }),
+                "the dispatcher failed; send it again",
             )
         }
     }
@@ -435,6 +550,17 @@ fn parse(
     }
 }
 
+/// Readiness: alerts are being stored (the last write succeeded and each store answers a
+/// point read). Never asks for a secret.
+#[utoipa::path(
+    get,
+    path = "/readyz",
+    tag = "probes",
+    responses(
+        (status = 200, description = "ready", body = String, content_type = "text/plain"),
+        (status = 503, description = "Shutting down, or the last write failed, or a store does not answer; the text says which", body = String, content_type = "text/plain"),
+    ),
+)]
 async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
     if daemon.is_shutting_down() {
         return (StatusCode::SERVICE_UNAVAILABLE, "shutting down\n").into_response();
@@ -468,6 +594,17 @@ async fn readyz(State(daemon): State<Arc<Daemon>>) -> Response {
     }
 }
 
+/// Prometheus metrics, as OpenMetrics text.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "probes",
+    responses(
+        (status = 200, description = "Requests, alerts by disposition, tasks by state, queue age, decisions by verdict", body = String, content_type = "application/openmetrics-text"),
+        (status = 401, description = "The readers' secret is set and the request did not carry it", body = ErrorBody),
+    ),
+    security(("readers" = []), ())
+)]
 async fn metrics(State(daemon): State<Arc<Daemon>>) -> Response {
     let d = daemon.clone();
     let text = tokio::task::spawn_blocking(move || {

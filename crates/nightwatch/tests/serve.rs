@@ -713,63 +713,300 @@ fn a_failing_runbook_backs_off_then_escalates_once() {
     assert_eq!(later.len(), 1, "and only once: {later:?}");
 }
 
+/// The contract check fails on what the document does not promise: an undocumented status,
+/// another content type, a missing required field, a field the document does not name, a
+/// value of the wrong type.
+#[test]
+fn the_contract_check_refuses_replies_the_document_does_not_promise() {
+    let doc = serde_json::json!({
+        "openapi": "3.1.0",
+        "paths": { "/api/things/{id}": { "get": { "responses": {
+            "200": { "description": "a thing", "content": { "application/json": {
+                "schema": { "$ref": "#/components/schemas/Thing" } } } },
+        } } } },
+        "components": { "schemas": { "Thing": {
+            "type": "object",
+            "required": ["id", "when"],
+            "properties": { "id": { "type": "integer" }, "when": { "type": "string" } },
+        } } },
+    });
+    let contract = common::openapi::Contract::of(doc);
+    let reply = |status: u16, content_type: &str, body: &str| common::daemon::Reply {
+        status,
+        headers: vec![("Content-Type".into(), content_type.into())],
+        body: body.as_bytes().to_vec(),
+    };
+    let check = |r: common::daemon::Reply| {
+        std::panic::catch_unwind(|| contract.check("get", "/api/things/{id}", &r)).is_ok()
+    };
+    assert!(check(reply(
+        200,
+        "application/json",
+        r#"{"id":1,"when":"now"}"#
+    )));
+    for (status, content_type, body) in [
+        (404, "application/json", r#"{"error":"no"}"#),
+        (200, "text/html", "<p>1</p>"),
+        (200, "application/json", r#"{"id":1}"#),
+        (
+            200,
+            "application/json",
+            r#"{"id":1,"when":"now","extra":true}"#,
+        ),
+        (200, "application/json", r#"{"id":"1","when":"now"}"#),
+    ] {
+        assert!(
+            !check(reply(status, content_type, body)),
+            "{status} {content_type} {body} passed"
+        );
+    }
+}
+
 #[test]
 fn health_metrics_api_and_the_openapi_document_agree() {
     let dir = scratch("serve", "api");
-    let daemon = Daemon::start(&dir.join("home"), None, &[]);
-    assert_eq!(daemon.get("/healthz").status, 200);
-    assert_eq!(daemon.get("/readyz").status, 200);
-    let reply = daemon.post(
+    let runbook = disk_runbook(&dir);
+    let config = format!(
+        "request_timeout: 2s\nmax_body_bytes: 65536\nreaders: {{ auth: {{ bearer: r34d }} }}\n\
+         sources:\n  alertmanager: {{ auth: {{ bearer: am-secret }} }}\n  generic:\n    grafana:\n      \
+         mapping: {{ identity: /ruleId, status: /state, title: /title }}\n\
+         queue: {{ lease: 5s, backoff_base: 200ms }}\nroutes:\n  - id: disk\n    \
+         when: {{ source: alertmanager, labels: {{ alertname: HostDiskFilling }} }}\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&dir.join("home"), Some(&config), &[]);
+    let contract = common::openapi::Contract::of({
+        let doc = request(
+            &daemon.addr,
+            "GET",
+            "/api/openapi.json",
+            &[("Authorization", "Bearer r34d")],
+            b"",
+        );
+        assert_eq!(doc.status, 200, "{}", doc.text());
+        doc.json()
+    });
+    let mut seen: std::collections::BTreeSet<(String, String)> = Default::default();
+    // Sends one request and checks its reply against the document.
+    let mut call =
+        |method: &str, path: &str, concrete: &str, auth: &[(&str, &str)], body: &[u8]| {
+            let reply = request(&daemon.addr, &method.to_uppercase(), concrete, auth, body);
+            contract.check(method, path, &reply);
+            seen.insert((path.to_owned(), method.to_owned()));
+            reply
+        };
+    let reader = [("Authorization", "Bearer r34d")];
+    let am = [
+        ("Authorization", "Bearer am-secret"),
+        ("Content-Type", "application/json"),
+    ];
+    let json_body = [("Content-Type", "application/json")];
+
+    assert_eq!(call("get", "/healthz", "/healthz", &[], b"").status, 200);
+    assert_eq!(call("get", "/readyz", "/readyz", &[], b"").status, 200);
+
+    // The hooks: stored, unparseable, unauthorised, unknown, too large.
+    let fired = call(
+        "post",
         "/hooks/alertmanager",
-        "application/json",
+        "/hooks/alertmanager",
+        &am,
         &payload(AM_FIRING),
     );
-    assert_eq!(reply.status, 200);
-    let record = reply.json()["alerts"][0]["record"]
+    assert_eq!(fired.status, 200, "{}", fired.text());
+    let alert_id = fired.json()["alerts"][0]["alert_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    let alert_id = reply.json()["alerts"][0]["alert_id"]
+    let record = fired.json()["alerts"][0]["record"]
         .as_str()
         .unwrap()
         .to_owned();
+    let task = fired.json()["alerts"][0]["task"]
+        .as_i64()
+        .expect("routed to a task");
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/alertmanager",
+            "/hooks/alertmanager",
+            &am,
+            b"{"
+        )
+        .status,
+        400
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/alertmanager",
+            "/hooks/alertmanager",
+            &json_body,
+            &payload(AM_FIRING)
+        )
+        .status,
+        401
+    );
+    let huge = vec![b' '; 70_000];
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/alertmanager",
+            "/hooks/alertmanager",
+            &am,
+            &huge
+        )
+        .status,
+        413
+    );
+    let kuma = call(
+        "post",
+        "/hooks/uptime-kuma",
+        "/hooks/uptime-kuma",
+        &json_body,
+        &payload("uptime-kuma/down.json"),
+    );
+    assert_eq!(kuma.status, 200, "{}", kuma.text());
+    let kuma_get = call(
+        "get",
+        "/hooks/uptime-kuma",
+        "/hooks/uptime-kuma?status=0&msg=down&monitorName=web&monitorId=9",
+        &[],
+        b"",
+    );
+    assert!(matches!(kuma_get.status, 200 | 400), "{}", kuma_get.text());
+    let grafana = br#"{"ruleId":"r1","state":"alerting","title":"CPU hot"}"#;
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/generic/{name}",
+            "/hooks/generic/grafana",
+            &json_body,
+            grafana
+        )
+        .status,
+        200
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/generic/{name}",
+            "/hooks/generic/nobody",
+            &json_body,
+            grafana
+        )
+        .status,
+        404
+    );
+    assert_eq!(
+        call(
+            "post",
+            "/hooks/generic/{name}",
+            "/hooks/generic/grafana",
+            &json_body,
+            b"[]"
+        )
+        .status,
+        400
+    );
 
-    let doc = daemon.json("/api/openapi.json");
-    for (path, item) in doc["paths"].as_object().unwrap() {
-        if item.get("get").is_none() || path.starts_with("/hooks/") {
-            continue;
+    // The runbook runs, so the task, its session and its calls are in the replies below.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let session = loop {
+        let t = request(
+            &daemon.addr,
+            "GET",
+            &format!("/api/tasks/{task}"),
+            &reader,
+            b"",
+        )
+        .json();
+        if t["status"] == "done" || t["status"] == "gave_up" {
+            assert_eq!(t["status"], "done", "{t:#}\n{}", daemon.log());
+            break format!("sess_{}-t{task}", &alert_id["alert_".len()..]);
         }
-        let concrete = path.replace(
-            "{id}",
-            match path.as_str() {
-                "/api/records/{id}" => &record,
-                "/api/alerts/{id}" => &alert_id,
-                _ => "1",
-            },
-        );
-        let reply = daemon.get(&concrete);
-        let documented: Vec<&String> = item["get"]["responses"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .collect();
         assert!(
-            documented.contains(&&reply.status.to_string()),
-            "{concrete} answered {} which is not documented ({documented:?}): {}",
-            reply.status,
-            reply.text()
+            Instant::now() < deadline,
+            "the runbook did not finish: {t:#}"
         );
-        if concrete.starts_with("/api/") && reply.status == 200 {
-            let body = reply.json();
-            let schema = &item["get"]["responses"]["200"]["content"]["application/json"]["schema"];
-            for required in schema["required"].as_array().into_iter().flatten() {
-                assert!(
-                    body.get(required.as_str().unwrap()).is_some(),
-                    "{concrete}: no {required}"
-                );
-            }
-        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+
+    // Reading: each route's answers, refusals and misses.
+    for (path, concrete, status) in [
+        ("/api/openapi.json", "/api/openapi.json".to_owned(), 200),
+        ("/metrics", "/metrics".to_owned(), 200),
+        ("/api/records", "/api/records?since=1h".to_owned(), 200),
+        ("/api/records", "/api/records?since=soon".to_owned(), 400),
+        ("/api/records", "/api/records?limit=many".to_owned(), 400),
+        ("/api/records/{id}", format!("/api/records/{record}"), 200),
+        ("/api/records/{id}", "/api/records/r999999".to_owned(), 404),
+        (
+            "/api/sessions",
+            "/api/sessions?since=2h&until=%2B1h".to_owned(),
+            200,
+        ),
+        (
+            "/api/sessions",
+            "/api/sessions?until=whenever".to_owned(),
+            400,
+        ),
+        (
+            "/api/sessions/{id}",
+            format!("/api/sessions/{session}"),
+            200,
+        ),
+        (
+            "/api/sessions/{id}",
+            "/api/sessions/sess_none".to_owned(),
+            404,
+        ),
+        ("/api/tasks", "/api/tasks?limit=1".to_owned(), 200),
+        ("/api/tasks", "/api/tasks?status=later".to_owned(), 400),
+        ("/api/tasks/{id}", format!("/api/tasks/t{task}"), 200),
+        ("/api/tasks/{id}", "/api/tasks/t999".to_owned(), 404),
+        ("/api/tasks/{id}", "/api/tasks/seven".to_owned(), 400),
+        ("/api/alerts", "/api/alerts?since=yesterday".to_owned(), 200),
+        ("/api/alerts", "/api/alerts?after=0&limit=1".to_owned(), 200),
+        ("/api/alerts", "/api/alerts?after=first".to_owned(), 400),
+        ("/api/alerts/{id}", format!("/api/alerts/{alert_id}"), 200),
+        ("/api/alerts/{id}", "/api/alerts/alert_none".to_owned(), 404),
+    ] {
+        let reply = call("get", path, &concrete, &reader, b"");
+        assert_eq!(reply.status, status, "{concrete}: {}", reply.text());
+        // And without the readers' secret, every one of them is refused as documented.
+        assert_eq!(
+            call("get", path, &concrete, &[], b"").status,
+            401,
+            "{concrete}"
+        );
     }
+    let tasks = request(&daemon.addr, "GET", "/api/tasks?limit=1", &reader, b"").json();
+    assert!(
+        tasks["next"].is_string(),
+        "a full page links the next: {tasks:#}"
+    );
+    let session = request(
+        &daemon.addr,
+        "GET",
+        &format!("/api/sessions/{session}"),
+        &reader,
+        b"",
+    )
+    .json();
+    assert!(
+        session["session"]["calls"].as_u64().unwrap() >= 2,
+        "{session:#}"
+    );
+
+    let untried: Vec<_> = contract
+        .operations()
+        .into_iter()
+        .filter(|op| !seen.contains(op))
+        .collect();
+    assert!(
+        untried.is_empty(),
+        "documented but never called here: {untried:?}"
+    );
     // Decisions by verdict count every gate's decisions in the shared ledger, a hook's too.
     let refused = common::nightwatch(
         &["exec", "--", "rm", "-rf", "/"],
@@ -778,19 +1015,18 @@ fn health_metrics_api_and_the_openapi_document_agree() {
     );
     assert!(!refused.status.success());
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !daemon
-        .get("/metrics")
+    while !request(&daemon.addr, "GET", "/metrics", &reader, b"")
         .text()
         .contains("nightwatch_decisions_total{verdict=\"deny\"} 1")
     {
         assert!(
             Instant::now() < deadline,
             "{}",
-            daemon.get("/metrics").text()
+            request(&daemon.addr, "GET", "/metrics", &reader, b"").text()
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    let metrics = daemon.get("/metrics");
+    let metrics = request(&daemon.addr, "GET", "/metrics", &reader, b"");
     let text = metrics.text();
     for family in [
         "nightwatch_http_requests_total{endpoint=\"/hooks/alertmanager\",code=\"200\"}",

@@ -5,6 +5,7 @@ pub mod daemon;
 pub mod docker;
 pub mod gate;
 pub mod history;
+pub mod openapi;
 pub mod sandbox;
 
 use std::path::PathBuf;
