@@ -16,7 +16,10 @@
 //! answered by a resident gate (`nightwatch gate`, started by the bench), and with
 //! a policy file that allows it, once without pre-flight checks and once with a typical set
 //! (a long-running process, a lock file, and the circuit breaker over the ledger), so the two
-//! file-policy rows differ only by the checks.
+//! file-policy rows differ only by the checks. Two more rows are Claude `Write`s under the
+//! built-in policy, which asks about them and backs the target up first (an asked call may
+//! still run): each call a different existing 4 KiB file, or a different new file, so the two
+//! differ by the backup of the content.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -207,6 +210,55 @@ always_check: [retry-storm]
         .env_remove("NIGHTWATCH_POLICY")
         .env_remove("NIGHTWATCH_NOW");
 
+    // Claude `Write`s under the built-in policy, which asks about them and backs up the target
+    // first (an asked call may still run): each call a different file, of an existing 4 KiB
+    // file (its content is stored) or of a new one (only its absence is noted).
+    let work = TempDir::new("nightwatch-bench-hook-work");
+    let write_payloads = |existing: bool| -> Vec<Vec<u8>> {
+        (0..runs + 11)
+            .map(|i| {
+                let file = work.0.join(format!(
+                    "{}-{i}.conf",
+                    if existing { "app" } else { "new" }
+                ));
+                if existing {
+                    let line = format!("upstream_{i} = 10.0.{}.{}:8080\n", i / 250, i % 250);
+                    std::fs::write(&file, line.repeat(4096 / line.len() + 1))
+                        .expect("write a file to back up");
+                }
+                format!(
+                    r#"{{"session_id":"sess_bench","cwd":"{cwd}","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"{file}","content":"port = {i}\n"}},"tool_use_id":"toolu_{i}"}}"#,
+                    cwd = work.0.display(),
+                    file = file.display()
+                )
+                .into_bytes()
+            })
+            .collect()
+    };
+    let backed_up = write_payloads(true);
+    let created = write_payloads(false);
+    let write_homes = [
+        TempDir::new("nightwatch-bench-hook-write-existing"),
+        TempDir::new("nightwatch-bench-hook-write-new"),
+    ];
+    let builtin_in = |home: &TempDir| {
+        let mut command = Command::new(&binary);
+        command
+            .args(["hook", "claude"])
+            .env("NIGHTWATCH_HOME", &home.0)
+            .env_remove("NIGHTWATCH_POLICY")
+            .env_remove("NIGHTWATCH_NOW");
+        command
+    };
+    let mut write_existing = builtin_in(&write_homes[0]);
+    let mut write_new = builtin_in(&write_homes[1]);
+    let (_, reply) = call(&mut write_existing, &backed_up[runs + 10]);
+    check("Write of an existing file", &reply);
+    println!(
+        "nightwatch's reply (Write of an existing file): {}",
+        String::from_utf8_lossy(&reply.stdout).trim()
+    );
+
     let (_, first) = call(&mut nightwatch, &payload);
     check("nightwatch hook claude", &first);
     let (_, first) = call(&mut through_gate, &payload);
@@ -233,40 +285,65 @@ always_check: [retry-storm]
     let (_, first) = call(&mut python, &payload);
     check("python3 hook", &first);
 
-    let mut contenders: [(&str, &mut Command, Vec<Duration>); 5] = [
+    let same = |p: &[u8]| vec![p.to_vec()];
+    let mut contenders: Vec<(&str, &mut Command, Vec<Vec<u8>>, Vec<Duration>)> = vec![
         (
             "`nightwatch hook claude`, built-in policy",
             &mut nightwatch,
+            same(&payload),
             Vec::new(),
         ),
         (
             "`nightwatch hook claude`, built-in policy, resident gate",
             &mut through_gate,
+            same(&payload),
             Vec::new(),
         ),
         (
             "`nightwatch hook claude`, policy file, no checks",
             &mut without_checks,
+            same(&payload),
             Vec::new(),
         ),
         (
             "`nightwatch hook claude`, policy file, 3 checks",
             &mut with_checks,
+            same(&payload),
             Vec::new(),
         ),
-        ("python3, read JSON + print allow", &mut python, Vec::new()),
+        (
+            "`Write`, built-in policy (ask), a 4 KiB file backed up first",
+            &mut write_existing,
+            backed_up,
+            Vec::new(),
+        ),
+        (
+            "`Write`, built-in policy (ask), a new file (nothing to back up)",
+            &mut write_new,
+            created,
+            Vec::new(),
+        ),
+        (
+            "python3, read JSON + print allow",
+            &mut python,
+            same(&payload),
+            Vec::new(),
+        ),
     ];
-    for _ in 0..10 {
-        for (_, command, _) in contenders.iter_mut() {
-            call(command, &payload);
+    // Call `n` of a contender: its own input `n`, or its one input again.
+    let input = |inputs: &[Vec<u8>], n: usize| inputs[n % inputs.len()].clone();
+    for n in 0..10 {
+        for (_, command, inputs, _) in contenders.iter_mut() {
+            call(command, &input(inputs, n));
         }
     }
     for i in 0..runs {
         // Rotate which goes first, so none always follows the same one.
         let count = contenders.len();
         for k in 0..count {
-            let (_, command, times) = &mut contenders[(i + k) % count];
-            times.push(call(command, &payload).0);
+            let (_, command, inputs, times) = &mut contenders[(i + k) % count];
+            let this = input(inputs, i + 10);
+            times.push(call(command, &this).0);
         }
     }
     let _ = gate.kill();
@@ -282,7 +359,7 @@ always_check: [retry-storm]
         "| hook ({runs} calls each, interleaved) | median ms | mean ms | p90 ms | p99 ms | max ms |"
     );
     println!("|---|---:|---:|---:|---:|---:|");
-    for (name, _, times) in contenders.iter_mut() {
+    for (name, _, _, times) in contenders.iter_mut() {
         times.sort();
         let mean = times.iter().sum::<Duration>() / u32::try_from(times.len().max(1)).unwrap_or(1);
         println!(
