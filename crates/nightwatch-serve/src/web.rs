@@ -388,7 +388,7 @@ fn span_text(from: i64, to: i64) -> String {
 /// `HH:MM:SS`, with the day in front when it differs from the previous one shown.
 fn time_cell(ms: i64, day: &mut Option<String>) -> Markup {
     let full = rfc3339(ms);
-    let date = human_date(ms);
+    let date = zoned(ms).map_or_else(|| rfc3339(ms), |t| t.strftime("%a %-d %b").to_string());
     let hms = zoned(ms).map_or_else(|| full.clone(), |t| t.strftime("%H:%M:%S").to_string());
     let new_day = day.as_deref() != Some(date.as_str());
     if new_day {
@@ -1364,9 +1364,13 @@ fn session_outcome(records: &[&Record], refused: usize) -> SessionOutcome {
         .iter()
         .rev()
         .find(|r| r.tool == "runbook" && matches!(r.event.as_str(), event::RESULT | event::UNGUARDED_RESULT));
+    // A refused step means the session did not do what it set out to, whatever it exited.
     let refusals = |word: &str| {
         if refused > 0 {
-            (format!("{word}, with {refused} refused step(s)"), "o-warn")
+            (
+                format!("ran with refusals: the gate refused {refused} step(s)"),
+                "o-warn",
+            )
         } else {
             (word.to_owned(), "o-ok")
         }
@@ -1950,7 +1954,7 @@ background:var(--bg);color:var(--fg);width:14em}
 rect.c-allow{fill:var(--allow)}rect.c-ask{fill:var(--ask)}rect.c-halt{fill:var(--halt)}rect.c-deny{fill:var(--deny)}
 .key.c-allow{color:var(--allow)}.key.c-ask{color:var(--ask)}.key.c-halt{color:var(--halt)}.key.c-deny{color:var(--deny)}
 #timeline{list-style:none;padding:0;margin:0;background:var(--card);border:1px solid var(--line);border-radius:6px}
-.entry{display:grid;grid-template-columns:11em 1fr;gap:10px;padding:6px 12px;border-bottom:1px solid var(--line);
+.entry{display:grid;grid-template-columns:9.5em 1fr;gap:10px;padding:6px 12px;border-bottom:1px solid var(--line);
 border-left:4px solid transparent}
 .entry:last-child{border-bottom:0}.entry>time{color:var(--muted);white-space:nowrap}
 .entry.kind-alert{border-left-color:#0969da}
@@ -1974,7 +1978,7 @@ border-left:4px solid transparent}
 .badge.d-ran_with_refusals{color:#fff;background:var(--ask);border-color:var(--ask)}
 .sw-kept{color:var(--allow);font-weight:600}.sw-removed{font-weight:600}.sw-failed,.sw-refused,.sw-quarantined{color:var(--deny);font-weight:600}
 .status{font-weight:600}.st-firing,.st-gave_up{color:var(--deny)}.st-resolved,.st-done{color:var(--allow)}.st-warn{color:var(--ask)}
-.o-ok{color:var(--allow);font-weight:600}.o-warn{color:var(--ask);font-weight:700}.o-bad{color:var(--deny);font-weight:700}
+dd .why{font-weight:400}.o-ok{color:var(--allow);font-weight:600}.o-warn{color:var(--ask);font-weight:700}.o-bad{color:var(--deny);font-weight:700}
 .o-ask{color:var(--ask);font-weight:600}.o-open{color:var(--muted)}
 .exit.ok{color:var(--allow)}.exit.fail{color:var(--deny);font-weight:600}.dur,.rid,.rule{color:var(--muted);font-size:12.5px}
 .rule{font-family:ui-monospace,monospace}
@@ -2483,12 +2487,12 @@ mod tests {
         let html = timeline_page(&window(), midnight + 2 * MIN, &records, &[], &[]);
         let list = timeline_of(&html);
         assert_eq!(
-            list.matches("<span class=\"date\">Sat 14 Feb 2026</span>")
+            list.matches("<span class=\"date\">Sat 14 Feb</span>")
                 .count(),
             1
         );
         assert_eq!(
-            list.matches("<span class=\"date\">Sun 15 Feb 2026</span>")
+            list.matches("<span class=\"date\">Sun 15 Feb</span>")
                 .count(),
             1
         );
@@ -2728,6 +2732,298 @@ mod tests {
             assert!(!html.contains("<script"));
         }
         assert!(error_page(404, "gone").contains("<h1>404 Not found</h1>"));
+    }
+
+    #[test]
+    fn machine_times_in_reasons_read_for_people() {
+        // On NOW's day a clock time; another day with its name; another year with the year.
+        let cases: &[(&str, &str)] = &[
+            (
+                "no new task until 1771040000000 (5m from now)",
+                "no new task until 03:33:20 UTC (5m from now)",
+            ),
+            (
+                "ended done at 2026-02-14T03:17:22Z; no new task until 2026-02-14T03:47:22.500Z.",
+                "ended done at 03:17:22 UTC; no new task until 03:47:22 UTC.",
+            ),
+            ("retry in 90000 ms at 2026-02-13T23:00:00Z", "retry in 1 min 30 s at Fri 13 Feb 23:00:00 UTC"),
+            ("until 2027-01-02T08:00:00+00:00", "until 2 Jan 2027 08:00 UTC"),
+            // Numbers that are not times stay as they are.
+            ("exit 1771040000 after 250 ms; r1771040000000x", "exit 1771040000 after 250 ms; r1771040000000x"),
+            ("pid 4242, 12 files, 2026-99-99T00:00:00Z", "pid 4242, 12 files, 2026-99-99T00:00:00Z"),
+            ("é 1771040000000", "é 03:33:20 UTC"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(humane(text, NOW), *expected, "{text}");
+        }
+    }
+
+    fn kept(seq: u64, at: i64, name: &str, why: &str) -> Record {
+        let mut r = rec(seq, event::SWEEP_KEEP, at, ("janitor", "janitor"), "remove_container");
+        r.inputs = json!({ "kind": "container", "id": "c1", "name": name });
+        r.reasons = vec![why.into()];
+        r
+    }
+
+    fn dispatch(seq: u64, at: i64, disposition: &str, task: i64, why: &str) -> Record {
+        let mut r = rec(seq, event::DISPATCH, at, ("dispatcher", "nightwatch-serve"), "runbook");
+        r.inputs = json!({ "disposition": disposition, "alert_id": "alert_88c2d1", "task": task });
+        r.context.alert_id = Some("alert_88c2d1".into());
+        r.session_id = Some("sess_88c2d1-t3".into());
+        r.reasons = vec![why.into()];
+        r
+    }
+
+    #[test]
+    fn ask_halt_and_deny_read_and_look_different() {
+        let records = [
+            decision(1, T0, "cmd-ask", "ask", None),
+            decision(2, T0 + MIN, "cmd-halt", "halt", None),
+            decision(3, T0 + 2 * MIN, "cmd-deny", "deny", None),
+        ];
+        let html = timeline_page(&window(), NOW, &records, &[], &[]);
+        let entry = |cmd: &str| {
+            timeline_of(&html)
+                .split("<li ")
+                .find(|e| e.contains(cmd))
+                .unwrap_or_else(|| panic!("{cmd} missing"))
+                .to_owned()
+        };
+        let looks = [
+            ("cmd-ask", "asked is-ask", "badge v-ask", ">asked<"),
+            ("cmd-halt", "veto is-halt", "badge v-halt", ">halted<"),
+            ("cmd-deny", "veto is-deny", "badge v-deny", ">denied<"),
+        ];
+        for (cmd, class, badge, word) in looks {
+            let e = entry(cmd);
+            assert!(e.contains(class) && e.contains(badge) && e.contains(word), "{cmd}: {e}");
+            for (other, other_class, other_badge, _) in looks {
+                if other != cmd {
+                    assert!(!e.contains(other_class) && !e.contains(other_badge), "{cmd} looks like {other}: {e}");
+                }
+            }
+        }
+        let session = session_page("sess-1", &records, NOW);
+        assert!(session.contains("Asked: it has not run; it waits for a person's approval (nightwatch approve r1)"), "{session}");
+        assert!(session.contains("Halted: it did not run"), "{session}");
+        assert!(session.contains("nobody was told"), "a halt without notifiers says so: {session}");
+        assert!(session.contains("Denied: it did not run."), "{session}");
+    }
+
+    #[test]
+    fn an_alert_is_one_row_with_its_dispositions_folded_in() {
+        let mut repeat = arrival(2, T0 + MIN, Some("db1"), Disposition::Deduplicated);
+        repeat.record = Some("r9".into());
+        let arrivals = [arrival(1, T0, Some("db1"), Disposition::Routed), repeat];
+        let mut t = task(3, T0, "disk-full");
+        t.alert_json = "{}".into();
+        let mut routed = dispatch(1, T0, "routed", 3, "route disk-full matches");
+        routed.tool = "alert".into();
+        let records = [
+            routed,
+            dispatch(2, T0 + 4 * MIN, "ran_with_refusals", 3, "the gate refused 1 of its steps"),
+        ];
+        let html = timeline_page(&window(), NOW, &records, &arrivals, &[t]);
+        let list = timeline_of(&html);
+        assert_eq!(list.matches("class=\"entry ").count(), 1, "{list}");
+        assert!(list.contains("data-alert=\"alert_88c2d1\" data-outcome=\"ran_with_refusals\""), "{list}");
+        let folds: Vec<&str> = list
+            .split("<li class=\"fold\" data-disposition=\"")
+            .skip(1)
+            .map(|f| f.split('"').next().unwrap())
+            .collect();
+        // The routed record is the first arrival's own (r1): said once.
+        assert_eq!(folds, ["routed", "deduplicated", "ran_with_refusals", "task_finished"]);
+        assert!(html.contains("<li data-count=\"alerts\"><b>1</b>"), "{html}");
+        assert!(html.contains("<li data-count=\"tasks\"><b>1</b>"), "{html}");
+        assert!(list.contains("done, with refused steps"), "a refused step is not a plain done: {list}");
+    }
+
+    #[test]
+    fn kept_janitor_items_are_headlined_as_kept() {
+        let records = [
+            kept(1, T0, "pg-replica", "keep label nightwatch.keep=true"),
+            {
+                let mut every = kept(2, T0 + 1, "*", "no Docker Engine here");
+                every.inputs["kind"] = json!("container");
+                every
+            },
+        ];
+        let html = timeline_of(&timeline_page(&window(), NOW, &records, &[], &[])).to_owned();
+        assert!(html.contains("<span class=\"sweep-what sw-kept\">kept container pg-replica</span>: <span class=\"kept-why\">keep label nightwatch.keep=true</span>"), "{html}");
+        assert!(html.contains(">kept every container</span>: <span class=\"kept-why\">no Docker Engine here"), "{html}");
+        assert!(!html.contains("remove_container"), "headlined by the action's name: {html}");
+    }
+
+    #[test]
+    fn newest_first_by_default_and_oldest_on_request_with_links_that_keep_the_order() {
+        let records = [
+            decision(1, T0, "first-call", "allow", None),
+            decision(2, T0 + MIN, "second-call", "allow", None),
+        ];
+        let newest = timeline_page(&window(), NOW, &records, &[], &[]);
+        let oldest_q = query(&[("since", "1d"), ("order", "oldest"), ("limit", "2")]).unwrap();
+        let oldest = timeline_page(&oldest_q, NOW, &records, &[], &[]);
+        let pos = |html: &str, s: &str| timeline_of(html).find(s).unwrap();
+        assert!(pos(&newest, "second-call") < pos(&newest, "first-call"));
+        assert!(pos(&oldest, "first-call") < pos(&oldest, "second-call"));
+        assert!(newest.contains("<h2>Newest first "), "{newest}");
+        let toggle = |html: &str| {
+            html.split("id=\"order\"")
+                .nth(1)
+                .and_then(|r| r.split("href=\"").nth(1))
+                .and_then(|r| r.split('"').next())
+                .unwrap()
+                .replace("&amp;", "&")
+        };
+        assert!(toggle(&newest).contains("&order=oldest"), "{newest}");
+        assert!(!toggle(&oldest).contains("order="), "{oldest}");
+        assert!(toggle(&oldest).contains("&limit=2"));
+        // Paging keeps the order and the page size; the form keeps them too.
+        let mut cut = oldest_q.clone();
+        cut.earlier = Some(PageCursor { records: Some(1), arrivals: Some(0), tasks: Some(0) });
+        let html = timeline_page(&cut, NOW, &records, &[], &[]);
+        let earlier = html.split("id=\"earlier\" href=\"").nth(1).unwrap().split('"').next().unwrap();
+        assert!(earlier.contains("&amp;order=oldest&amp;limit=2&amp;records_before=1"), "{earlier}");
+        assert!(html.contains("<input type=\"hidden\" name=\"order\" value=\"oldest\">"), "{html}");
+        // Oldest first, the older page is linked above the list; newest first, below it.
+        assert!(html.find("id=\"earlier\"").unwrap() < html.find("<ol id=\"timeline\"").unwrap());
+        let mut cut_newest = window();
+        cut_newest.earlier = cut.earlier;
+        let html = timeline_page(&cut_newest, NOW, &records, &[], &[]);
+        assert!(html.find("id=\"earlier\"").unwrap() > html.find("<ol id=\"timeline\"").unwrap());
+        assert!(query(&[("order", "sideways")]).unwrap_err().contains("order"));
+        assert!(query(&[("limit", "0")]).unwrap_err().contains("limit"));
+        assert_eq!(query(&[("limit", "7")]).unwrap().page_size(5000), 7);
+        assert_eq!(query(&[("limit", "70000")]).unwrap().page_size(5000), 5000);
+    }
+
+    #[test]
+    fn a_session_says_how_it_ended() {
+        let mut runbook = rec(1, event::DECISION, T0, ("dispatcher", "nightwatch-serve"), "runbook");
+        runbook.session_id = Some("sess_88c2d1-t3".into());
+        runbook.call_id = Some("rb".into());
+        runbook.verdict = Some("allow".into());
+        runbook.inputs = json!({ "command": ["/srv/runbooks/disk.sh", "--fast"], "route": "disk" });
+        let mut refused = decision(2, T0 + MIN, "rm -rf /var/lib", "deny", None);
+        refused.session_id = runbook.session_id.clone();
+        let mut done = result(3, T0 + 2 * MIN, "rb", 0, "");
+        done.tool = "runbook".into();
+        done.actor = runbook.actor.clone();
+        done.session_id = runbook.session_id.clone();
+        let outcome = |html: &str| {
+            html.split("<dd id=\"outcome\" class=\"").nth(1).unwrap().split("</dd>").next().unwrap().to_owned()
+        };
+        let cases: &[(&[Record], &str, &str, bool)] = &[
+            // The runbook exited 0 after a refusal: no success, and it ended.
+            (
+                &[runbook.clone(), refused.clone(), done.clone(),
+                  dispatch(4, T0 + 2 * MIN + 5, "ran_with_refusals", 3, "exited 0, but the gate refused 1 of its steps")],
+                "o-warn", "ran with refusals", true,
+            ),
+            // An older record that says `ran` is not believed over the refused step.
+            (
+                &[runbook.clone(), refused.clone(), done.clone(), dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran")],
+                "o-warn", "ran with refusals", true,
+            ),
+            (
+                &[runbook.clone(), done.clone(), dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran")],
+                "o-ok", "succeeded", true,
+            ),
+            // Finished without an outcome record yet: the runbook's result is its end.
+            (&[runbook.clone(), done.clone()], "o-ok", "the runbook finished", true),
+            (&[runbook.clone()], "o-open", "no end recorded", false),
+        ];
+        for (records, class, word, ended) in cases {
+            let html = session_page("sess_88c2d1-t3", records, NOW);
+            let o = outcome(&html);
+            assert!(o.starts_with(class) && o.contains(word), "{word}: {o}");
+            assert!(!o.contains("succeeded") || *word == "succeeded", "{o}");
+            assert_eq!(html.contains("still running"), !ended, "{html}");
+            assert_eq!(html.contains("<dd id=\"duration\">2 min"), *ended, "{html}");
+        }
+        let html = session_page("s", &[runbook], NOW);
+        assert!(html.contains("$ /srv/runbooks/disk.sh --fast"), "an argv is a command line: {html}");
+    }
+
+    #[test]
+    fn a_task_that_gave_up_says_who_was_told_as_its_records_prove() {
+        let mut t = task(3, T0, "disk-full");
+        t.lifecycle.status = Status::GaveUp;
+        let handed = TaskEvent {
+            seq: 9,
+            task_id: 3,
+            at: T0 + 5 * MIN,
+            from: Some(Status::GaveUp),
+            to: Status::GaveUp,
+            why: "escalation handed to a person".into(),
+        };
+        let mut told = dispatch(5, T0 + 5 * MIN, "escalated", 3, "gave up");
+        let nobody = told.clone();
+        told.safeguards = Some(json!({ "notify": ["ntfy-oncall"] }));
+        let cases: &[(&[Record], &str)] = &[
+            (std::slice::from_ref(&nobody), "no notifier is configured, so nobody was told"),
+            (std::slice::from_ref(&told), "escalated to ntfy-oncall"),
+            (&[], "no record here says who was told"),
+        ];
+        for (records, says) in cases {
+            let html = alert_page("alert_88c2d1", &[], &[(t.clone(), vec![handed.clone()])], records, NOW);
+            let events = html.split("class=\"task-events\"").nth(1).unwrap();
+            assert!(events.contains(says), "{says}: {events}");
+            assert!(!html.contains("handed to a person"), "{html}");
+        }
+        let timeline = timeline_page(&window(), NOW, &[nobody], &[], &[]);
+        assert!(timeline.contains("nobody was told: no notifier is configured"), "{timeline}");
+    }
+
+    #[test]
+    fn the_chart_counts_decisions_per_hour_by_verdict() {
+        let q = query(&[("since", "2026-02-14T01:00:00Z"), ("until", "2026-02-14T05:00:00Z")]).unwrap();
+        let at = |t: &str| parse_rfc3339(t).unwrap();
+        let records = [
+            decision(1, at("2026-02-14T02:05:00Z"), "a", "allow", None),
+            decision(2, at("2026-02-14T02:59:59Z"), "b", "deny", None),
+            decision(3, at("2026-02-14T03:00:00Z"), "c", "ask", None),
+            decision(4, at("2026-02-14T03:30:00Z"), "d", "allow", None),
+            decision(5, at("2026-02-14T04:10:00Z"), "e", "halt", None),
+        ];
+        let html = timeline_page(&q, NOW, &records, &[], &[]);
+        let chart = html.split("<figure id=\"chart\">").nth(1).unwrap().split("</figure>").next().unwrap();
+        assert_eq!(chart.matches("<g class=\"bar\"").count(), 4, "{chart}");
+        for (hour, says) in [
+            ("01:00–02:00", "no decisions"),
+            ("02:00–03:00", "1 allowed, 1 denied"),
+            ("03:00–04:00", "1 allowed, 1 asked"),
+            ("04:00–05:00", "1 halted"),
+        ] {
+            assert!(chart.contains(&format!("data-hour=\"{hour}\"><title>{hour}: {says}</title>")), "{hour}\n{chart}");
+        }
+        assert!(chart.contains("<title id=\"chart-title\">Decisions per hour by verdict</title>"));
+        assert!(chart.contains("5 decisions from 01:00 to 05:00 UTC: 2 allowed, 1 asked, 1 halted, 1 denied"), "{chart}");
+        assert_eq!(chart.matches("<rect class=\"c-allow\"").count(), 2);
+        // A verdict filter charts what it keeps.
+        let q = query(&[("since", "2026-02-14T01:00:00Z"), ("until", "2026-02-14T05:00:00Z"), ("verdict", "deny")]).unwrap();
+        let html = timeline_page(&q, NOW, &records, &[], &[]);
+        assert!(html.contains("1 decisions from"), "{html}");
+        let empty = timeline_page(&window(), NOW, &[], &[], &[]);
+        assert!(empty.contains("No decisions in this window to chart."));
+    }
+
+    #[test]
+    fn rows_show_no_json_and_no_epoch_milliseconds() {
+        let mut write = rec(1, event::DECISION, T0, ("agent", "claude-code"), "Write");
+        write.inputs = json!({ "content": "x", "mode": { "append": true }, "lines": [1, 2] });
+        write.verdict = Some("allow".into());
+        let mut a = arrival(1, T0, None, Disposition::Suppressed);
+        a.reason = Some("cooldown: no new task until 1771040000000 (5m from now)".into());
+        let html = timeline_page(&window(), NOW, &[write.clone()], &[a.clone()], &[]);
+        let list = timeline_of(&html);
+        assert!(list.contains("content x · lines 1 2 · mode append true"), "{list}");
+        assert!(!list.contains("{&quot;") && !list.contains("{\""), "{list}");
+        assert!(list.contains("until 03:33:20 UTC"), "{list}");
+        assert!(!list.contains("1771040000000"), "{list}");
+        let page = alert_page("alert_88c2d1", &[a], &[], &[write], NOW);
+        assert!(!page.contains("1771040000000") && !page.contains("{&quot;"), "{page}");
     }
 
     #[test]
