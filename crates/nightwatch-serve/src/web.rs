@@ -10,7 +10,7 @@
 //!
 //! Stable hooks for tests and scrapers: the timeline is `#timeline` with `li.entry.kind-*`
 //! carrying `data-verdict`, `data-host`, `data-actor` (an alert's row also `data-alert` and
-//! `data-outcome`, its dispositions `li.fold[data-disposition]`); `#summary`, `#filters`,
+//! `data-outcome`, its dispositions `li.fold[data-disposition]`, an arrival's with `data-arrival`); `#summary`, `#filters`,
 //! `#chart`, `#order` (the toggle), `#earlier` (the page of older entries); a session's facts
 //! are `#facts` (`#outcome`) and its steps `#steps > li.step`; an alert page has `#arrivals`,
 //! `#tasks`, `#records`.
@@ -626,6 +626,8 @@ struct AlertRow<'a> {
 struct Fold {
     at: i64,
     tie: (u8, i64),
+    /// The arrival's number, for an arrival's line.
+    arrival: Option<i64>,
     disposition: String,
     body: Markup,
 }
@@ -981,6 +983,7 @@ fn alert_item(
         folds.push(Fold {
             at: a.received_ms,
             tie: (0, a.id),
+            arrival: Some(a.id),
             disposition: disposition.to_owned(),
             body: html! {
                 span class={ "status st-" (class_word(&a.status)) } { (Text(&a.status)) }
@@ -998,6 +1001,7 @@ fn alert_item(
             folds.push(Fold {
                 at: task.created_at,
                 tie: (1, task.id),
+                arrival: None,
                 disposition: "task_created".into(),
                 body: html! { "task #" (task.id) " created for route " code { (Text(&task.route)) } },
             });
@@ -1007,6 +1011,7 @@ fn alert_item(
             folds.push(Fold {
                 at: f,
                 tie: (1, task.id),
+                arrival: None,
                 disposition: "task_finished".into(),
                 body: html! {
                     "task #" (task.id) " (route " code { (Text(&task.route)) } ") finished: " span class={ "status " (class) } { (word) }
@@ -1024,6 +1029,7 @@ fn alert_item(
         folds.push(Fold {
             at: r.timestamp_ms,
             tie: (2, r.seq as i64),
+            arrival: None,
             disposition: d.to_owned(),
             body: html! {
                 (disposition_badge(d))
@@ -1071,7 +1077,7 @@ fn alert_item(
         "· " (alert_link(alert_id)) " → " (disposition_badge(&outcome))
         ol.folds {
             @for f in &folds {
-                li.fold data-disposition=(Text(&f.disposition)) {
+                li.fold data-disposition=(Text(&f.disposition)) data-arrival=[f.arrival] {
                     (clock(f.at))
                     " " (f.body)
                 }
