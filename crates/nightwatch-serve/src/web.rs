@@ -363,10 +363,7 @@ fn human_time(ms: i64, now_ms: i64) -> String {
 
 /// `Sat 14 Feb 2026`.
 fn human_date(ms: i64) -> String {
-    zoned(ms).map_or_else(
-        || rfc3339(ms),
-        |t| t.strftime("%a %-d %b %Y").to_string(),
-    )
+    zoned(ms).map_or_else(|| rfc3339(ms), |t| t.strftime("%a %-d %b %Y").to_string())
 }
 
 fn duration_text(ms: u64) -> String {
@@ -519,13 +516,10 @@ fn disposition_of(r: &Record) -> Option<&str> {
 
 /// The task a record is about: its inputs' `task` (a number) or its context's (`t3`).
 fn task_of(r: &Record) -> Option<i64> {
-    r.inputs
-        .get("task")
-        .and_then(Value::as_i64)
-        .or_else(|| {
-            let t = r.context.task.as_deref()?;
-            t.strip_prefix('t')?.parse().ok()
-        })
+    r.inputs.get("task").and_then(Value::as_i64).or_else(|| {
+        let t = r.context.task.as_deref()?;
+        t.strip_prefix('t')?.parse().ok()
+    })
 }
 
 /// What records say became of a task: its last outcome record (`ran_with_refusals`,
@@ -569,7 +563,11 @@ fn escalation_text(task: i64, records: &[&Record]) -> String {
                     r.id
                 )
             } else {
-                format!("gave up; escalated to {} (record {})", told.join(", "), r.id)
+                format!(
+                    "gave up; escalated to {} (record {})",
+                    told.join(", "),
+                    r.id
+                )
             }
         }
         None => "gave up and was taken for escalation; no record here says who was told".into(),
@@ -667,20 +665,30 @@ pub fn timeline_page(
             row.tasks.push((task, created, finished));
         }
     }
-    let arrival_records: HashSet<&str> = alerts.iter().filter_map(|a| a.record.as_deref()).collect();
+    let arrival_records: HashSet<&str> =
+        alerts.iter().filter_map(|a| a.record.as_deref()).collect();
     let mut folded: HashSet<u64> = HashSet::new();
     for r in records.iter().filter(|r| r.event == event::DISPATCH) {
         let alert = r
             .context
             .alert_id
             .clone()
-            .or_else(|| r.inputs.get("alert_id").and_then(Value::as_str).map(str::to_owned))
+            .or_else(|| {
+                r.inputs
+                    .get("alert_id")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
             .or_else(|| task_of(r).and_then(|t| task_alerts.get(&t).cloned()));
         let Some(alert) = alert else { continue };
         folded.insert(r.seq);
         let row = rows.entry(alert).or_default();
         if row.title.is_none() {
-            row.title = r.inputs.get("title").and_then(Value::as_str).map(str::to_owned);
+            row.title = r
+                .inputs
+                .get("title")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
         }
         if row.host.is_none() {
             row.host = r.context.host.clone();
@@ -858,7 +866,12 @@ fn decision_chart(query: &TimelineQuery, decisions: &[(i64, &str)]) -> Markup {
         }
     }
     let totals: [usize; 4] = std::array::from_fn(|k| counts.iter().map(|c| c[k]).sum());
-    let most = counts.iter().map(|c| c.iter().sum::<usize>()).max().unwrap_or(0).max(1);
+    let most = counts
+        .iter()
+        .map(|c| c.iter().sum::<usize>())
+        .max()
+        .unwrap_or(0)
+        .max(1);
     let (width, height, top, bottom, left) = (960.0_f64, 150.0_f64, 12.0, 22.0, 30.0);
     let plot = height - top - bottom;
     let bar_w = (width - left) / bars as f64;
@@ -884,7 +897,11 @@ fn decision_chart(query: &TimelineQuery, decisions: &[(i64, &str)]) -> Markup {
         .max_by_key(|(b, c)| (c.iter().sum::<usize>(), std::cmp::Reverse(*b)))
         .map(|(b, c)| format!("busiest {} with {}", label(b), c.iter().sum::<usize>()))
         .unwrap_or_default();
-    let unit = if per_bar == 1 { "hour".to_string() } else { format!("{per_bar} hours") };
+    let unit = if per_bar == 1 {
+        "hour".to_string()
+    } else {
+        format!("{per_bar} hours")
+    };
     let description = format!(
         "{} decisions from {} to {} UTC: {}; {busiest}.",
         decisions.len(),
@@ -1062,7 +1079,12 @@ fn alert_item(
         .iter()
         .rev()
         .find(|f| is_task_outcome(&f.disposition))
-        .or_else(|| folds.iter().rev().find(|f| !f.disposition.starts_with("task_")))
+        .or_else(|| {
+            folds
+                .iter()
+                .rev()
+                .find(|f| !f.disposition.starts_with("task_"))
+        })
         .map_or("unsettled", |f| f.disposition.as_str())
         .to_owned();
     let status = latest.map(|a| a.status.as_str());
@@ -1170,7 +1192,8 @@ fn swept_thing(r: &Record) -> String {
         .filter(|n| !n.is_empty())
         .or(r.inputs.get("id").and_then(Value::as_str))
         .unwrap_or("?");
-    if name == "*" {
+    // A kind the sweep did not take is recorded as id `*` (named `every container`).
+    if name == "*" || r.inputs.get("id").and_then(Value::as_str) == Some("*") {
         format!("every {kind}")
     } else {
         format!("{kind} {name}")
@@ -1197,10 +1220,17 @@ fn sweep_headline(r: &Record, result: Option<&Record>) -> (String, &'static str)
                 .or(r.outputs.is_some().then_some(r))
                 .and_then(|res| res.outputs.as_ref()?.exit_code);
             match (r.verdict.as_deref(), exit) {
-                (Some("allow") | None, Some(0)) => (format!("{}d {thing}", verb("remove")), "removed"),
-                (Some("allow") | None, Some(_)) => (format!("failed to {} {thing}", verb("remove")), "failed"),
+                (Some("allow") | None, Some(0)) => {
+                    (format!("{}d {thing}", verb("remove")), "removed")
+                }
+                (Some("allow") | None, Some(_)) => {
+                    (format!("failed to {} {thing}", verb("remove")), "failed")
+                }
                 (Some("allow"), None) => (format!("{} {thing}", verb("remove")), "removing"),
-                _ => (format!("not allowed to {} {thing}", verb("remove")), "refused"),
+                _ => (
+                    format!("not allowed to {} {thing}", verb("remove")),
+                    "refused",
+                ),
             }
         }
     }
@@ -1366,10 +1396,9 @@ fn session_outcome(records: &[&Record], refused: usize) -> SessionOutcome {
         .rev()
         .find(|r| r.event == event::DISPATCH && disposition_of(r).is_some_and(is_task_outcome));
     // The runbook's own result ends a runbook's session even before its outcome is recorded.
-    let runbook_done = records
-        .iter()
-        .rev()
-        .find(|r| r.tool == "runbook" && matches!(r.event.as_str(), event::RESULT | event::UNGUARDED_RESULT));
+    let runbook_done = records.iter().rev().find(|r| {
+        r.tool == "runbook" && matches!(r.event.as_str(), event::RESULT | event::UNGUARDED_RESULT)
+    });
     // A refused step means the session did not do what it set out to, whatever it exited.
     let refusals = |word: &str| {
         if refused > 0 {
@@ -1384,7 +1413,10 @@ fn session_outcome(records: &[&Record], refused: usize) -> SessionOutcome {
     let (word, class) = match outcome.and_then(|r| disposition_of(r)) {
         Some("ran") => refusals("succeeded"),
         Some("ran_with_refusals") => (
-            format!("ran with refusals: the gate refused {} step(s)", refused.max(1)),
+            format!(
+                "ran with refusals: the gate refused {} step(s)",
+                refused.max(1)
+            ),
             "o-warn",
         ),
         Some("awaiting_approval") => ("waiting for a person's approval".into(), "o-ask"),
@@ -1439,7 +1471,11 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
             if joined.is_joined_result(r) {
                 continue;
             }
-            let result = if is_result { Some(*r) } else { joined.result_of(r) };
+            let result = if is_result {
+                Some(*r)
+            } else {
+                joined.result_of(r)
+            };
             steps.push((*r, result));
         } else {
             others.push(*r);
@@ -1538,7 +1574,11 @@ fn step_html(
         _ => None,
     };
     let command = command_text(&r.inputs);
-    let fields = if command.is_none() { input_fields(&r.inputs) } else { Vec::new() };
+    let fields = if command.is_none() {
+        input_fields(&r.inputs)
+    } else {
+        Vec::new()
+    };
     html! {
         li class={ "step" (verdict_classes(verdict)) } id={ "step-" (n) } data-verdict=[verdict.map(Text)] {
             div.step-head {
@@ -1754,7 +1794,11 @@ fn task_html(task: &Task, events: &[TaskEvent], records: &[&Record], now_ms: i64
                     @for e in events {
                         tr {
                             td { (time_cell(e.at, &mut day)) }
-                            td { (e.from.map_or("new", |f| f.as_str())) " → " b { (e.to.as_str()) } }
+                            td {
+                                (e.from.map_or("new", |f| f.as_str())) " → "
+                                // The queue notes the hand-over as a change to the same status.
+                                @if e.from == Some(e.to) { b { "escalation" } } @else { b { (e.to.as_str()) } }
+                            }
                             td { (prose(&task_event_text(e, records), now_ms)) }
                         }
                     }
@@ -2752,11 +2796,23 @@ mod tests {
                 "ended done at 2026-02-14T03:17:22Z; no new task until 2026-02-14T03:47:22.500Z.",
                 "ended done at 03:17:22 UTC; no new task until 03:47:22 UTC.",
             ),
-            ("retry in 90000 ms at 2026-02-13T23:00:00Z", "retry in 1 min 30 s at Fri 13 Feb 23:00:00 UTC"),
-            ("until 2027-01-02T08:00:00+00:00", "until 2 Jan 2027 08:00 UTC"),
+            (
+                "retry in 90000 ms at 2026-02-13T23:00:00Z",
+                "retry in 1 min 30 s at Fri 13 Feb 23:00:00 UTC",
+            ),
+            (
+                "until 2027-01-02T08:00:00+00:00",
+                "until 2 Jan 2027 08:00 UTC",
+            ),
             // Numbers that are not times stay as they are.
-            ("exit 1771040000 after 250 ms; r1771040000000x", "exit 1771040000 after 250 ms; r1771040000000x"),
-            ("pid 4242, 12 files, 2026-99-99T00:00:00Z", "pid 4242, 12 files, 2026-99-99T00:00:00Z"),
+            (
+                "exit 1771040000 after 250 ms; r1771040000000x",
+                "exit 1771040000 after 250 ms; r1771040000000x",
+            ),
+            (
+                "pid 4242, 12 files, 2026-99-99T00:00:00Z",
+                "pid 4242, 12 files, 2026-99-99T00:00:00Z",
+            ),
             ("é 1771040000000", "é 03:33:20 UTC"),
         ];
         for (text, expected) in cases {
@@ -2765,14 +2821,26 @@ mod tests {
     }
 
     fn kept(seq: u64, at: i64, name: &str, why: &str) -> Record {
-        let mut r = rec(seq, event::SWEEP_KEEP, at, ("janitor", "janitor"), "remove_container");
+        let mut r = rec(
+            seq,
+            event::SWEEP_KEEP,
+            at,
+            ("janitor", "janitor"),
+            "remove_container",
+        );
         r.inputs = json!({ "kind": "container", "id": "c1", "name": name });
         r.reasons = vec![why.into()];
         r
     }
 
     fn dispatch(seq: u64, at: i64, disposition: &str, task: i64, why: &str) -> Record {
-        let mut r = rec(seq, event::DISPATCH, at, ("dispatcher", "nightwatch-serve"), "runbook");
+        let mut r = rec(
+            seq,
+            event::DISPATCH,
+            at,
+            ("dispatcher", "nightwatch-serve"),
+            "runbook",
+        );
         r.inputs = json!({ "disposition": disposition, "alert_id": "alert_88c2d1", "task": task });
         r.context.alert_id = Some("alert_88c2d1".into());
         r.session_id = Some("sess_88c2d1-t3".into());
@@ -2802,17 +2870,31 @@ mod tests {
         ];
         for (cmd, class, badge, word) in looks {
             let e = entry(cmd);
-            assert!(e.contains(class) && e.contains(badge) && e.contains(word), "{cmd}: {e}");
+            assert!(
+                e.contains(class) && e.contains(badge) && e.contains(word),
+                "{cmd}: {e}"
+            );
             for (other, other_class, other_badge, _) in looks {
                 if other != cmd {
-                    assert!(!e.contains(other_class) && !e.contains(other_badge), "{cmd} looks like {other}: {e}");
+                    assert!(
+                        !e.contains(other_class) && !e.contains(other_badge),
+                        "{cmd} looks like {other}: {e}"
+                    );
                 }
             }
         }
         let session = session_page("sess-1", &records, NOW);
-        assert!(session.contains("Asked: it has not run; it waits for a person's approval (nightwatch approve r1)"), "{session}");
+        assert!(
+            session.contains(
+                "Asked: it has not run; it waits for a person's approval (nightwatch approve r1)"
+            ),
+            "{session}"
+        );
         assert!(session.contains("Halted: it did not run"), "{session}");
-        assert!(session.contains("nobody was told"), "a halt without notifiers says so: {session}");
+        assert!(
+            session.contains("nobody was told"),
+            "a halt without notifiers says so: {session}"
+        );
         assert!(session.contains("Denied: it did not run."), "{session}");
     }
 
@@ -2827,22 +2909,45 @@ mod tests {
         routed.tool = "alert".into();
         let records = [
             routed,
-            dispatch(2, T0 + 4 * MIN, "ran_with_refusals", 3, "the gate refused 1 of its steps"),
+            dispatch(
+                2,
+                T0 + 4 * MIN,
+                "ran_with_refusals",
+                3,
+                "the gate refused 1 of its steps",
+            ),
         ];
         let html = timeline_page(&window(), NOW, &records, &arrivals, &[t]);
         let list = timeline_of(&html);
         assert_eq!(list.matches("class=\"entry ").count(), 1, "{list}");
-        assert!(list.contains("data-alert=\"alert_88c2d1\" data-outcome=\"ran_with_refusals\""), "{list}");
+        assert!(
+            list.contains("data-alert=\"alert_88c2d1\" data-outcome=\"ran_with_refusals\""),
+            "{list}"
+        );
         let folds: Vec<&str> = list
             .split("<li class=\"fold\" data-disposition=\"")
             .skip(1)
             .map(|f| f.split('"').next().unwrap())
             .collect();
         // The routed record is the first arrival's own (r1): said once.
-        assert_eq!(folds, ["routed", "deduplicated", "ran_with_refusals", "task_finished"]);
-        assert!(html.contains("<li data-count=\"alerts\"><b>1</b>"), "{html}");
+        assert_eq!(
+            folds,
+            [
+                "routed",
+                "deduplicated",
+                "ran_with_refusals",
+                "task_finished"
+            ]
+        );
+        assert!(
+            html.contains("<li data-count=\"alerts\"><b>1</b>"),
+            "{html}"
+        );
         assert!(html.contains("<li data-count=\"tasks\"><b>1</b>"), "{html}");
-        assert!(list.contains("done, with refused steps"), "a refused step is not a plain done: {list}");
+        assert!(
+            list.contains("done, with refused steps"),
+            "a refused step is not a plain done: {list}"
+        );
     }
 
     #[test]
@@ -2850,15 +2955,23 @@ mod tests {
         let records = [
             kept(1, T0, "pg-replica", "keep label nightwatch.keep=true"),
             {
-                let mut every = kept(2, T0 + 1, "*", "no Docker Engine here");
-                every.inputs["kind"] = json!("container");
+                let mut every = kept(2, T0 + 1, "every container", "no Docker Engine here");
+                every.inputs["id"] = json!("*");
                 every
             },
         ];
         let html = timeline_of(&timeline_page(&window(), NOW, &records, &[], &[])).to_owned();
         assert!(html.contains("<span class=\"sweep-what sw-kept\">kept container pg-replica</span>: <span class=\"kept-why\">keep label nightwatch.keep=true</span>"), "{html}");
-        assert!(html.contains(">kept every container</span>: <span class=\"kept-why\">no Docker Engine here"), "{html}");
-        assert!(!html.contains("remove_container"), "headlined by the action's name: {html}");
+        assert!(
+            html.contains(
+                ">kept every container</span>: <span class=\"kept-why\">no Docker Engine here"
+            ),
+            "{html}"
+        );
+        assert!(
+            !html.contains("remove_container"),
+            "headlined by the action's name: {html}"
+        );
     }
 
     #[test]
@@ -2887,18 +3000,38 @@ mod tests {
         assert!(toggle(&oldest).contains("&limit=2"));
         // Paging keeps the order and the page size; the form keeps them too.
         let mut cut = oldest_q.clone();
-        cut.earlier = Some(PageCursor { records: Some(1), arrivals: Some(0), tasks: Some(0) });
+        cut.earlier = Some(PageCursor {
+            records: Some(1),
+            arrivals: Some(0),
+            tasks: Some(0),
+        });
         let html = timeline_page(&cut, NOW, &records, &[], &[]);
-        let earlier = html.split("id=\"earlier\" href=\"").nth(1).unwrap().split('"').next().unwrap();
-        assert!(earlier.contains("&amp;order=oldest&amp;limit=2&amp;records_before=1"), "{earlier}");
-        assert!(html.contains("<input type=\"hidden\" name=\"order\" value=\"oldest\">"), "{html}");
+        let earlier = html
+            .split("id=\"earlier\" href=\"")
+            .nth(1)
+            .unwrap()
+            .split('"')
+            .next()
+            .unwrap();
+        assert!(
+            earlier.contains("&amp;order=oldest&amp;limit=2&amp;records_before=1"),
+            "{earlier}"
+        );
+        assert!(
+            html.contains("<input type=\"hidden\" name=\"order\" value=\"oldest\">"),
+            "{html}"
+        );
         // Oldest first, the older page is linked above the list; newest first, below it.
         assert!(html.find("id=\"earlier\"").unwrap() < html.find("<ol id=\"timeline\"").unwrap());
         let mut cut_newest = window();
         cut_newest.earlier = cut.earlier;
         let html = timeline_page(&cut_newest, NOW, &records, &[], &[]);
         assert!(html.find("id=\"earlier\"").unwrap() > html.find("<ol id=\"timeline\"").unwrap());
-        assert!(query(&[("order", "sideways")]).unwrap_err().contains("order"));
+        assert!(
+            query(&[("order", "sideways")])
+                .unwrap_err()
+                .contains("order")
+        );
         assert!(query(&[("limit", "0")]).unwrap_err().contains("limit"));
         assert_eq!(query(&[("limit", "7")]).unwrap().page_size(5000), 7);
         assert_eq!(query(&[("limit", "70000")]).unwrap().page_size(5000), 5000);
@@ -2906,7 +3039,13 @@ mod tests {
 
     #[test]
     fn a_session_says_how_it_ended() {
-        let mut runbook = rec(1, event::DECISION, T0, ("dispatcher", "nightwatch-serve"), "runbook");
+        let mut runbook = rec(
+            1,
+            event::DECISION,
+            T0,
+            ("dispatcher", "nightwatch-serve"),
+            "runbook",
+        );
         runbook.session_id = Some("sess_88c2d1-t3".into());
         runbook.call_id = Some("rb".into());
         runbook.verdict = Some("allow".into());
@@ -2918,26 +3057,62 @@ mod tests {
         done.actor = runbook.actor.clone();
         done.session_id = runbook.session_id.clone();
         let outcome = |html: &str| {
-            html.split("<dd id=\"outcome\" class=\"").nth(1).unwrap().split("</dd>").next().unwrap().to_owned()
+            html.split("<dd id=\"outcome\" class=\"")
+                .nth(1)
+                .unwrap()
+                .split("</dd>")
+                .next()
+                .unwrap()
+                .to_owned()
         };
         let cases: &[(&[Record], &str, &str, bool)] = &[
             // The runbook exited 0 after a refusal: no success, and it ended.
             (
-                &[runbook.clone(), refused.clone(), done.clone(),
-                  dispatch(4, T0 + 2 * MIN + 5, "ran_with_refusals", 3, "exited 0, but the gate refused 1 of its steps")],
-                "o-warn", "ran with refusals", true,
+                &[
+                    runbook.clone(),
+                    refused.clone(),
+                    done.clone(),
+                    dispatch(
+                        4,
+                        T0 + 2 * MIN + 5,
+                        "ran_with_refusals",
+                        3,
+                        "exited 0, but the gate refused 1 of its steps",
+                    ),
+                ],
+                "o-warn",
+                "ran with refusals",
+                true,
             ),
             // An older record that says `ran` is not believed over the refused step.
             (
-                &[runbook.clone(), refused.clone(), done.clone(), dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran")],
-                "o-warn", "ran with refusals", true,
+                &[
+                    runbook.clone(),
+                    refused.clone(),
+                    done.clone(),
+                    dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran"),
+                ],
+                "o-warn",
+                "ran with refusals",
+                true,
             ),
             (
-                &[runbook.clone(), done.clone(), dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran")],
-                "o-ok", "succeeded", true,
+                &[
+                    runbook.clone(),
+                    done.clone(),
+                    dispatch(4, T0 + 2 * MIN + 5, "ran", 3, "ran"),
+                ],
+                "o-ok",
+                "succeeded",
+                true,
             ),
             // Finished without an outcome record yet: the runbook's result is its end.
-            (&[runbook.clone(), done.clone()], "o-ok", "the runbook finished", true),
+            (
+                &[runbook.clone(), done.clone()],
+                "o-ok",
+                "the runbook finished",
+                true,
+            ),
             (&[runbook.clone()], "o-open", "no end recorded", false),
         ];
         for (records, class, word, ended) in cases {
@@ -2949,7 +3124,10 @@ mod tests {
             assert_eq!(html.contains("<dd id=\"duration\">2 min"), *ended, "{html}");
         }
         let html = session_page("s", &[runbook], NOW);
-        assert!(html.contains("$ /srv/runbooks/disk.sh --fast"), "an argv is a command line: {html}");
+        assert!(
+            html.contains("$ /srv/runbooks/disk.sh --fast"),
+            "an argv is a command line: {html}"
+        );
     }
 
     #[test]
@@ -2968,23 +3146,39 @@ mod tests {
         let nobody = told.clone();
         told.safeguards = Some(json!({ "notify": ["ntfy-oncall"] }));
         let cases: &[(&[Record], &str)] = &[
-            (std::slice::from_ref(&nobody), "no notifier is configured, so nobody was told"),
+            (
+                std::slice::from_ref(&nobody),
+                "no notifier is configured, so nobody was told",
+            ),
             (std::slice::from_ref(&told), "escalated to ntfy-oncall"),
             (&[], "no record here says who was told"),
         ];
         for (records, says) in cases {
-            let html = alert_page("alert_88c2d1", &[], &[(t.clone(), vec![handed.clone()])], records, NOW);
+            let html = alert_page(
+                "alert_88c2d1",
+                &[],
+                &[(t.clone(), vec![handed.clone()])],
+                records,
+                NOW,
+            );
             let events = html.split("class=\"task-events\"").nth(1).unwrap();
             assert!(events.contains(says), "{says}: {events}");
             assert!(!html.contains("handed to a person"), "{html}");
         }
         let timeline = timeline_page(&window(), NOW, &[nobody], &[], &[]);
-        assert!(timeline.contains("nobody was told: no notifier is configured"), "{timeline}");
+        assert!(
+            timeline.contains("nobody was told: no notifier is configured"),
+            "{timeline}"
+        );
     }
 
     #[test]
     fn the_chart_counts_decisions_per_hour_by_verdict() {
-        let q = query(&[("since", "2026-02-14T01:00:00Z"), ("until", "2026-02-14T05:00:00Z")]).unwrap();
+        let q = query(&[
+            ("since", "2026-02-14T01:00:00Z"),
+            ("until", "2026-02-14T05:00:00Z"),
+        ])
+        .unwrap();
         let at = |t: &str| parse_rfc3339(t).unwrap();
         let records = [
             decision(1, at("2026-02-14T02:05:00Z"), "a", "allow", None),
@@ -2994,7 +3188,13 @@ mod tests {
             decision(5, at("2026-02-14T04:10:00Z"), "e", "halt", None),
         ];
         let html = timeline_page(&q, NOW, &records, &[], &[]);
-        let chart = html.split("<figure id=\"chart\">").nth(1).unwrap().split("</figure>").next().unwrap();
+        let chart = html
+            .split("<figure id=\"chart\">")
+            .nth(1)
+            .unwrap()
+            .split("</figure>")
+            .next()
+            .unwrap();
         assert_eq!(chart.matches("<g class=\"bar\"").count(), 4, "{chart}");
         for (hour, says) in [
             ("01:00–02:00", "no decisions"),
@@ -3002,13 +3202,28 @@ mod tests {
             ("03:00–04:00", "1 allowed, 1 asked"),
             ("04:00–05:00", "1 halted"),
         ] {
-            assert!(chart.contains(&format!("data-hour=\"{hour}\"><title>{hour}: {says}</title>")), "{hour}\n{chart}");
+            assert!(
+                chart.contains(&format!(
+                    "data-hour=\"{hour}\"><title>{hour}: {says}</title>"
+                )),
+                "{hour}\n{chart}"
+            );
         }
         assert!(chart.contains("<title id=\"chart-title\">Decisions per hour by verdict</title>"));
-        assert!(chart.contains("5 decisions from 01:00 to 05:00 UTC: 2 allowed, 1 asked, 1 halted, 1 denied"), "{chart}");
+        assert!(
+            chart.contains(
+                "5 decisions from 01:00 to 05:00 UTC: 2 allowed, 1 asked, 1 halted, 1 denied"
+            ),
+            "{chart}"
+        );
         assert_eq!(chart.matches("<rect class=\"c-allow\"").count(), 2);
         // A verdict filter charts what it keeps.
-        let q = query(&[("since", "2026-02-14T01:00:00Z"), ("until", "2026-02-14T05:00:00Z"), ("verdict", "deny")]).unwrap();
+        let q = query(&[
+            ("since", "2026-02-14T01:00:00Z"),
+            ("until", "2026-02-14T05:00:00Z"),
+            ("verdict", "deny"),
+        ])
+        .unwrap();
         let html = timeline_page(&q, NOW, &records, &[], &[]);
         assert!(html.contains("1 decisions from"), "{html}");
         let empty = timeline_page(&window(), NOW, &[], &[], &[]);
@@ -3024,12 +3239,18 @@ mod tests {
         a.reason = Some("cooldown: no new task until 1771040000000 (5m from now)".into());
         let html = timeline_page(&window(), NOW, &[write.clone()], &[a.clone()], &[]);
         let list = timeline_of(&html);
-        assert!(list.contains("content x · lines 1 2 · mode append true"), "{list}");
+        assert!(
+            list.contains("content x · lines 1 2 · mode append true"),
+            "{list}"
+        );
         assert!(!list.contains("{&quot;") && !list.contains("{\""), "{list}");
         assert!(list.contains("until 03:33:20 UTC"), "{list}");
         assert!(!list.contains("1771040000000"), "{list}");
         let page = alert_page("alert_88c2d1", &[a], &[], &[write], NOW);
-        assert!(!page.contains("1771040000000") && !page.contains("{&quot;"), "{page}");
+        assert!(
+            !page.contains("1771040000000") && !page.contains("{&quot;"),
+            "{page}"
+        );
     }
 
     #[test]

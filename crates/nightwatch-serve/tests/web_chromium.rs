@@ -452,7 +452,10 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
         dom.contains("kept container pg-replica-test</span>: <span class=\"kept-why\">keep label nightwatch.keep=true"),
         "a kept item is headlined as kept, with why: {dom}"
     );
-    assert!(dom.contains("data-disposition=\"deduplicated\""), "the repeat is folded into its alert's row: {dom}");
+    assert!(
+        dom.contains("data-disposition=\"deduplicated\""),
+        "the repeat is folded into its alert's row: {dom}"
+    );
     assert!(
         dom.contains("<li data-count=\"deny\" class=\"v-deny\"><b>1</b> denied</li>"),
         "{dom}"

@@ -1187,7 +1187,10 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
         "{}",
         again.text()
     );
-    for line in [["failover-db", "--promote", "replica-2"], ["systemctl", "restart", "nginx"]] {
+    for line in [
+        ["failover-db", "--promote", "replica-2"],
+        ["systemctl", "restart", "nginx"],
+    ] {
         let mut args = vec!["exec", "--"];
         args.extend(line);
         let refused = common::nightwatch(&args, b"", &env);
@@ -1338,10 +1341,7 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
         .split(&format!("id=\"task-{failing}\""))
         .nth(1)
         .unwrap_or_else(|| panic!("no task {failing}: {failing_page}"));
-    assert!(
-        task_section.contains("nobody was told"),
-        "{task_section}"
-    );
+    assert!(task_section.contains("nobody was told"), "{task_section}");
     assert!(
         !failing_page.contains("handed to a person") && !failing_page.contains("goes to a person"),
         "{failing_page}"
@@ -1370,11 +1370,10 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
     );
 
     // 9. Paging past the limit: every record once, in either order.
-    let all: std::collections::BTreeSet<String> = record_ids(
-        dom.split("<ol id=\"timeline\">").nth(1).unwrap(),
-    )
-    .into_iter()
-    .collect();
+    let all: std::collections::BTreeSet<String> =
+        record_ids(dom.split("<ol id=\"timeline\">").nth(1).unwrap())
+            .into_iter()
+            .collect();
     assert!(dom.contains("id=\"timeline\"") && !dom.contains("id=\"earlier\""));
     let all_arrivals = arrival_ids(dom.split("<ol id=\"timeline\">").nth(1).unwrap());
     assert_eq!(all_arrivals.len(), 3, "{dom}");
@@ -1383,7 +1382,11 @@ fn the_pages_of_a_live_daemon_in_headless_chromium() {
         assert!(pages.len() >= 2, "{first}: a limit of 12 makes pages");
         let records: Vec<String> = pages.iter().flat_map(|p| p.0.clone()).collect();
         let unique: std::collections::BTreeSet<String> = records.iter().cloned().collect();
-        assert_eq!(records.len(), unique.len(), "{first}: a record on two pages");
+        assert_eq!(
+            records.len(),
+            unique.len(),
+            "{first}: a record on two pages"
+        );
         // An arrival's own record, said by its line on a whole page, has a line of its own
         // on a page that holds the record but not the arrival.
         assert!(unique.is_superset(&all), "{first}: a record is on no page");
