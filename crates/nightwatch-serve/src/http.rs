@@ -646,20 +646,26 @@ async fn timeline(
             Err(why) => return Err((StatusCode::BAD_REQUEST, why)),
         };
         let (since, until, before) = (query.since_ms, query.until_ms, query.before);
-        let records = api::records_between(&d, since, until, before.records, PAGE_RECORDS)
+        // `limit` on the page asks for shorter pages, never longer ones.
+        let (page_records, page_arrivals, page_tasks) = (
+            query.page_size(PAGE_RECORDS),
+            query.page_size(PAGE_ARRIVALS),
+            query.page_size(PAGE_TASKS),
+        );
+        let records = api::records_between(&d, since, until, before.records, page_records)
             .map_err(internal)?;
         let alerts = d
             .inbox
-            .between(since, until, before.arrivals, PAGE_ARRIVALS)
+            .between(since, until, before.arrivals, page_arrivals)
             .map_err(internal)?;
         let tasks = d
             .tasks
-            .active_between(since, until, before.tasks, PAGE_TASKS)
+            .active_between(since, until, before.tasks, page_tasks)
             .map_err(internal)?;
         let earlier = web::PageCursor {
-            records: Some(page_before(&records, PAGE_RECORDS, |r| r.seq)),
-            arrivals: Some(page_before(&alerts, PAGE_ARRIVALS, |a| a.id)),
-            tasks: Some(page_before(&tasks, PAGE_TASKS, |t| t.id)),
+            records: Some(page_before(&records, page_records, |r| r.seq)),
+            arrivals: Some(page_before(&alerts, page_arrivals, |a| a.id)),
+            tasks: Some(page_before(&tasks, page_tasks, |t| t.id)),
         };
         let nothing_before = web::PageCursor {
             records: Some(0),
@@ -682,7 +688,7 @@ async fn session(State(daemon): State<Arc<Daemon>>, Path(id): Path<String>) -> R
                 format!("no records for session {id}"),
             ));
         }
-        Ok(web::session_page(&id, &records))
+        Ok(web::session_page(&id, &records, d.now_ms()))
     })
     .await
 }
@@ -699,6 +705,7 @@ async fn alert(State(daemon): State<Arc<Daemon>>, Path(id): Path<String>) -> Res
             &view.arrivals,
             &view.tasks,
             &view.records,
+            d.now_ms(),
         ))
     })
     .await

@@ -531,12 +531,19 @@ fn finish(daemon: &Daemon, task: i64, attempt: u32, outcome: &Outcome, job: Opti
                 "task {task}: attempt {attempt} failed: {error}; it will be retried after a backoff"
             ),
         ),
-        (Ok(Status::GaveUp), Outcome::Failed { error } | Outcome::Abandoned { error }) => (
-            "failed",
-            format!(
-                "task {task}: attempt {attempt} failed: {error}; no attempts left, it goes to a person"
-            ),
-        ),
+        (Ok(Status::GaveUp), Outcome::Failed { error } | Outcome::Abandoned { error }) => {
+            // Say who will be told only when someone will: with no notifier, nobody is.
+            let notify = notifiers(daemon, job.map(|j| j.route.id.as_str()));
+            let told = if notify.is_empty() {
+                "no notifier is configured, so nobody will be told; it shows on the page and in the API".to_owned()
+            } else {
+                format!("it is escalated to {}", notify.join(", "))
+            };
+            (
+                "failed",
+                format!("task {task}: attempt {attempt} failed: {error}; no attempts left: {told}"),
+            )
+        }
         (Ok(other), _) => (
             "failed",
             format!("task {task}: attempt {attempt} left it {other}"),
@@ -816,22 +823,37 @@ fn record_task(daemon: &Daemon, job: &Job<'_>, disposition: &str, why: &str) -> 
     }
 }
 
+/// Who is told when a task of `route` gives up: the route's `notify:`, else the policy's
+/// halt notifiers; empty when neither names one.
+fn notifiers(daemon: &Daemon, route: Option<&str>) -> Vec<String> {
+    let route = daemon
+        .config
+        .routes
+        .iter()
+        .find(|r| Some(r.id.as_str()) == route);
+    let notify: Vec<String> = route.map(|r| r.notify.clone()).unwrap_or_default();
+    if !notify.is_empty() {
+        return notify;
+    }
+    daemon
+        .edges
+        .policy()
+        .map(|policy| {
+            policy
+                .safeguards()
+                .escalate
+                .for_verdict(Verdict::Halt)
+                .to_vec()
+        })
+        .unwrap_or_default()
+}
+
 /// Hands every task that gave up to a person: an `escalated` record naming the notifiers,
 /// then delivery in the background.
 fn escalate_gave_up(daemon: &Daemon) -> Result<(), ServeError> {
     let now = daemon.now_ms();
     for gave_up in daemon.tasks.take_escalations(now)? {
-        let route = daemon.config.routes.iter().find(|r| r.id == gave_up.route);
-        let mut notify: Vec<String> = route.map(|r| r.notify.clone()).unwrap_or_default();
-        if notify.is_empty()
-            && let Ok(policy) = daemon.edges.policy()
-        {
-            notify = policy
-                .safeguards()
-                .escalate
-                .for_verdict(Verdict::Halt)
-                .to_vec();
-        }
+        let notify = notifiers(daemon, Some(&gave_up.route));
         let task = daemon.tasks.task(gave_up.task_id)?;
         let alert: Option<Alert> = task
             .as_ref()

@@ -384,8 +384,19 @@ fn night() -> Night {
     sweep.verdict = Some("allow".into());
     sweep.rule = Some("janitor-stale-containers".into());
     sweep.reasons = vec!["exited 9 days ago, no keep label".into()];
-    sweep.context.host = host;
+    sweep.context.host = host.clone();
     records.push(sweep);
+    let mut kept = record(
+        seq + 4,
+        event::SWEEP_KEEP,
+        "2026-02-14T04:00:01Z",
+        ("janitor", "janitor"),
+        "remove_container",
+    );
+    kept.inputs = json!({"kind": "container", "id": "77c1", "name": "pg-replica-test"});
+    kept.reasons = vec!["keep label nightwatch.keep=true".into()];
+    kept.context.host = host;
+    records.push(kept);
 
     Night {
         alert_id,
@@ -412,13 +423,14 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
     assert!(dom.contains("<form id=\"filters\""), "{dom}");
     assert!(dom.contains("<ul id=\"summary\">"), "{dom}");
     for (class, n) in [
-        ("entry kind-alert", 3),
-        ("entry kind-task", 2),
+        // One row per alert: the repeat, the task and the runbook's outcome are folded in.
+        ("entry kind-alert", 2),
+        ("entry kind-task", 0),
         ("entry kind-session", 2),
         ("entry kind-call", 2),
-        ("entry kind-call veto", 1),
-        ("entry kind-dispatch", 2),
-        ("entry kind-sweep", 1),
+        ("entry kind-call veto is-deny", 1),
+        ("entry kind-dispatch", 0),
+        ("entry kind-sweep", 2),
     ] {
         assert_eq!(
             dom.matches(&format!("class=\"{class}\"")).count(),
@@ -435,6 +447,14 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
     assert!(
         dom.contains("<li data-count=\"calls\"><b>3</b> tool calls</li>"),
         "{dom}"
+    );
+    assert!(
+        dom.contains("kept container pg-replica-test</span>: <span class=\"kept-why\">keep label nightwatch.keep=true"),
+        "a kept item is headlined as kept, with why: {dom}"
+    );
+    assert!(
+        dom.contains("data-disposition=\"deduplicated\""),
+        "the repeat is folded into its alert's row: {dom}"
     );
     assert!(
         dom.contains("<li data-count=\"deny\" class=\"v-deny\"><b>1</b> denied</li>"),
@@ -473,14 +493,14 @@ fn session_page_in_chromium_reads_like_a_runbook() {
     let path = write_page(
         dir.path(),
         "session.html",
-        &web::session_page(SESSION, &records),
+        &web::session_page(SESSION, &records, at("2026-02-14T07:00:00Z")),
     );
 
     let dom = chromium_dom(&file_url(&path));
     assert!(dom.contains("<ol id=\"steps\">"), "{dom}");
     assert_eq!(dom.matches("<li class=\"step").count(), 3, "{dom}");
     assert!(
-        dom.contains("<li class=\"step veto\" id=\"step-3\" data-verdict=\"deny\">"),
+        dom.contains("<li class=\"step veto is-deny\" id=\"step-3\" data-verdict=\"deny\">"),
         "{dom}"
     );
     assert!(dom.contains("Denied: it did not run"), "{dom}");
@@ -498,7 +518,7 @@ fn session_page_in_chromium_reads_like_a_runbook() {
         "{dom}"
     );
     assert!(
-        dom.contains("<dt>duration</dt><dd>4 min 36 s</dd>"),
+        dom.contains("<dt>duration</dt><dd id=\"duration\">4 min 36 s</dd>"),
         "{dom}"
     );
 
@@ -524,7 +544,8 @@ fn alert_page_in_chromium_follows_the_alert_to_resolution() {
         .filter(|r| r.context.alert_id.as_deref() == Some(night.alert_id.as_str()))
         .cloned()
         .collect();
-    let html = web::alert_page(&night.alert_id, &arrivals, &night.tasks, &records);
+    let now = at("2026-02-14T07:00:00Z");
+    let html = web::alert_page(&night.alert_id, &arrivals, &night.tasks, &records, now);
     let path = write_page(dir.path(), "alert.html", &html);
 
     let dom = chromium_dom(&file_url(&path));
@@ -563,7 +584,7 @@ fn alert_page_in_chromium_follows_the_alert_to_resolution() {
     let path = write_page(
         dir.path(),
         "hostile.html",
-        &web::alert_page("alert_0bad00", &hostile, &[], &[]),
+        &web::alert_page("alert_0bad00", &hostile, &[], &[], now),
     );
     assert_hostile_text_is_inert(&chromium_dom(&file_url(&path)));
 }

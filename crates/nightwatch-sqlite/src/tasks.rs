@@ -448,7 +448,8 @@ impl TaskQueue for SqliteTaskQueue {
                 .collect::<Result<Vec<_>, _>>()?;
             for e in &taken {
                 tx.execute("UPDATE tasks SET escalation = 2 WHERE id = ?1", [e.task_id])?;
-                let why = "escalation handed to a person";
+                // The queue does not know who is told: the daemon's `escalated` record says.
+                let why = "taken for escalation; the escalated record says who was told";
                 insert_event(
                     tx,
                     e.task_id,

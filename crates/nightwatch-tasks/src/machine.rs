@@ -289,7 +289,8 @@ pub fn apply(
                         ..state.clone()
                     };
                     let why = format!(
-                        "attempt {attempt} deferred: {why}; looked at again at {ready_at} (not counted as a try)"
+                        "attempt {attempt} deferred: {why}; looked at again at {} (not counted as a try)",
+                        nightwatch_time::rfc3339(ready_at)
                     );
                     Ok(step(next, Status::Pending, why, false))
                 }
@@ -304,8 +305,12 @@ pub fn apply(
                         ..state.clone()
                     };
                     let why = format!(
-                        "attempt {attempt} of {} failed: {error}; retry in {wait} ms at {ready_at}",
-                        policy.max_attempts
+                        "attempt {attempt} of {} failed: {error}; retry in {} at {}",
+                        policy.max_attempts,
+                        nightwatch_time::format_duration(std::time::Duration::from_millis(
+                            u64::try_from(wait).unwrap_or(0)
+                        )),
+                        nightwatch_time::rfc3339(ready_at)
                     );
                     Ok(step(next, Status::Pending, why, false))
                 }

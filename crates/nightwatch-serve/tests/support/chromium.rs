@@ -25,8 +25,14 @@ pub fn chromium_dom(url: &str) -> String {
 /// Saves a 1280x900 PNG screenshot of `url` to `out`, with the same failure rules as
 /// [`chromium_dom`].
 pub fn chromium_screenshot(url: &str, out: &Path) {
+    chromium_screenshot_sized(url, out, 1280, 900);
+}
+
+/// A screenshot `width` x `height` pixels, for a page whose lower part matters too.
+pub fn chromium_screenshot_sized(url: &str, out: &Path, width: u32, height: u32) {
     let arg = format!("--screenshot={}", out.display());
-    run_chromium(&[&arg, "--window-size=1280,900", "--hide-scrollbars"], url);
+    let size = format!("--window-size={width},{height}");
+    run_chromium(&[&arg, &size, "--hide-scrollbars"], url);
     assert!(
         out.exists(),
         "Chromium exited without writing {}",
