@@ -93,6 +93,10 @@ fn check(name: &str, output: &std::process::Output) {
     }
 }
 
+/// One row of the table: its name, how to run it, its inputs (one, sent every time, or one per
+/// call) and the times measured.
+type Contender<'a> = (&'a str, &'a mut Command, Vec<Vec<u8>>, Vec<Duration>);
+
 fn main() -> ExitCode {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     // `BENCH_HOOK_BINARY` measures another build (an earlier commit's) the same way.
@@ -286,7 +290,7 @@ always_check: [retry-storm]
     check("python3 hook", &first);
 
     let same = |p: &[u8]| vec![p.to_vec()];
-    let mut contenders: Vec<(&str, &mut Command, Vec<Vec<u8>>, Vec<Duration>)> = vec![
+    let mut contenders: Vec<Contender> = vec![
         (
             "`nightwatch hook claude`, built-in policy",
             &mut nightwatch,
