@@ -50,11 +50,11 @@ fn inventories(rules: &SweepRules, env: &Environment) -> (Vec<Box<dyn Inventory>
         }),
     }
     if rules.worktrees.repos.is_empty() {
-        for kind in [Kind::Worktree, Kind::Branch] {
+        for (kind, kinds) in [(Kind::Worktree, "worktrees"), (Kind::Branch, "branches")] {
             unswept.push(Unswept {
                 kind,
                 why: format!(
-                    "{kind}s not swept: no repositories configured (sweep.worktrees.repos)"
+                    "{kinds} not swept: no repositories configured (sweep.worktrees.repos)"
                 ),
                 failed: false,
             });

@@ -1278,7 +1278,9 @@ fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
                 @if let Some(res) = result.or(r.outputs.is_some().then_some(r)) { (exit_text(res)) }
             }
             _ => {
-                (actor) " " span.tool { (Text(&r.tool)) }
+                (actor)
+                // `exec` names both the actor and its tool: say it once.
+                @if r.tool != r.actor.id { " " span.tool { (Text(&r.tool)) } }
                 @if !summary.is_empty() {
                     " " code.cmd { (Text(shown)) @if cut > 0 { "…" } }
                 }

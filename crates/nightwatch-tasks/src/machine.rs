@@ -451,8 +451,9 @@ pub fn decide_offer(
                     run.status,
                     nightwatch_time::rfc3339(run.finished_at),
                     nightwatch_time::rfc3339(until),
-                    nightwatch_time::format_duration(std::time::Duration::from_millis(
-                        u64::try_from(until - now).unwrap_or(0)
+                    // Whole seconds, rounded up: "29m60s" reads worse than "30m".
+                    nightwatch_time::format_duration(std::time::Duration::from_secs(
+                        u64::try_from(until - now).unwrap_or(0).div_ceil(1000)
                     )),
                 ),
             };
