@@ -155,6 +155,19 @@ impl TimelineQuery {
     }
 
     /// How many of one source a page reads: the caller's `most`, or less when `limit` says.
+    /// Whether arrival `id` falls in this page's share of the arrivals: before the page's
+    /// cursor (the pages after were shown first) and not past where the caller cut them (the
+    /// page before holds those). `Some(0)` on either side means that side holds none.
+    fn arrival_on_this_page(&self, id: i64) -> bool {
+        let below_cursor = self.before.arrivals.is_none_or(|before| id < before);
+        let above_cut = self
+            .earlier
+            .as_ref()
+            .and_then(|e| e.arrivals)
+            .is_none_or(|oldest| oldest == 0 || id >= oldest);
+        below_cursor && above_cut
+    }
+
     pub fn page_size(&self, most: usize) -> usize {
         self.limit.map_or(most, |l| l.min(most))
     }
@@ -669,6 +682,15 @@ pub fn timeline_page(
         alerts.iter().filter_map(|a| a.record.as_deref()).collect();
     let mut folded: HashSet<u64> = HashSet::new();
     for r in records.iter().filter(|r| r.event == event::DISPATCH) {
+        // An arrival's own record belongs to the page its arrival is on (the arrival's line
+        // says the same): when the sources are paged apart, it would otherwise make a second
+        // line for the alert on this page.
+        if let Some(arrival) = r.inputs.get("arrival").and_then(Value::as_i64)
+            && !query.arrival_on_this_page(arrival)
+        {
+            folded.insert(r.seq);
+            continue;
+        }
         let alert = r
             .context
             .alert_id
@@ -2232,6 +2254,60 @@ mod tests {
         assert_eq!(next.host.as_deref(), Some("db 1&x"));
         assert_eq!(next.before, q.earlier.unwrap());
         assert!(timeline_page(&next, NOW, &[], &[], &[]).contains("id=\"newest\""));
+    }
+
+    /// When the arrivals and the records are paged apart, an arrival's own dispatch record
+    /// is shown on its arrival's page only: every alert is one line on one page, however the
+    /// sources were cut (5,000 arrivals in one millisecond made 5,000 lines on a 2,000-arrival
+    /// page before).
+    #[test]
+    fn an_alert_is_one_line_on_the_page_of_its_arrival_when_sources_are_paged_apart() {
+        let at = NOW - HOUR_MS;
+        let arrivals: Vec<AlertEvent> = (1..=6)
+            .map(|id| {
+                let mut a = arrival(id, at, Some("db1"), Disposition::NoRoute);
+                a.alert_id = format!("alert_{id:06}");
+                a.record = Some(Record::id_for(id as u64));
+                a.task_id = None;
+                a
+            })
+            .collect();
+        let records: Vec<Record> = (1..=6u64)
+            .map(|seq| {
+                let mut r = rec(seq, event::DISPATCH, at, ("dispatcher", "nightwatch-serve"), "alert");
+                r.inputs = json!({ "disposition": "no_route", "arrival": seq, "alert_id": format!("alert_{seq:06}") });
+                r.context.alert_id = Some(format!("alert_{seq:06}"));
+                r
+            })
+            .collect();
+        let alert_lines = |html: &str| html.matches("class=\"entry kind-alert").count();
+        // The newest page read all six records but only arrivals 4 to 6 (cut at 4).
+        let mut newest = window();
+        newest.earlier = Some(PageCursor {
+            records: Some(0),
+            arrivals: Some(4),
+            tasks: Some(0),
+        });
+        let html = timeline_page(&newest, NOW, &records, &arrivals[3..], &[]);
+        assert_eq!(alert_lines(&html), 3, "{html}");
+        for id in 1..=3 {
+            assert!(
+                !html.contains(&format!("alert_{id:06}")),
+                "alert {id} belongs to the page before"
+            );
+        }
+        // The page before holds arrivals 1 to 3 and no record (all six were read already).
+        let mut before = window();
+        before.before = PageCursor {
+            records: Some(0),
+            arrivals: Some(4),
+            tasks: Some(0),
+        };
+        let html = timeline_page(&before, NOW, &[], &arrivals[..3], &[]);
+        assert_eq!(alert_lines(&html), 3, "{html}");
+        // A record read on a later page than its arrival is left to the arrival's page too.
+        let html = timeline_page(&before, NOW, &records[4..], &arrivals[..3], &[]);
+        assert_eq!(alert_lines(&html), 3, "{html}");
     }
 
     #[test]
