@@ -1,27 +1,42 @@
 //! Group commit: the requests that arrive while a batch is being written wait, and go
 //! together in the next one, so concurrent deliveries share each store's synced commit
-//! instead of paying one each. No thread of its own: the first caller that finds no batch
-//! being written writes the queue's next batch for everyone, then the callers read their
-//! answers.
+//! instead of paying one each.
+//!
+//! A request is queued with a one-shot channel for its answer, so a waiting request holds no
+//! thread: an async handler awaits it, a blocking caller blocks on it. The caller that finds
+//! nobody writing becomes the writer: it starts a loop (on a thread the caller chooses) that
+//! writes batches until the queue is empty. Under load the loop keeps running and requests
+//! only queue and wait; a written batch wakes exactly its own requests. (Before, every
+//! request held a blocking thread and every batch woke every waiter: under load, context
+//! switches were a third of the daemon's CPU.)
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
-/// A queue of requests, each a list of items, written in batches by its callers.
+use tokio::sync::oneshot;
+
+/// What a request gets back: its own answers, or why its batch failed.
+pub type Answer<O> = Result<Vec<O>, String>;
+
+/// A queue of requests, each a list of items, written in batches.
 pub struct GroupCommit<I, O> {
     state: Mutex<State<I, O>>,
-    turn: Condvar,
     /// A batch takes whole requests, in arrival order, until it holds this many items (one
     /// request larger than that is a batch of its own, never split).
     batch_items: usize,
 }
 
 struct State<I, O> {
-    queued: VecDeque<(u64, Vec<I>)>,
-    answers: HashMap<u64, Result<Vec<O>, String>>,
+    queued: VecDeque<(Vec<I>, oneshot::Sender<Answer<O>>)>,
+    /// A writer loop is running (or about to): new requests only queue.
     writing: bool,
-    next_ticket: u64,
+}
+
+/// A queued request: its answer to come, and whether the caller must start the writer.
+pub struct Queued<O> {
+    pub answer: oneshot::Receiver<Answer<O>>,
+    pub start_writer: bool,
 }
 
 impl<I, O> GroupCommit<I, O> {
@@ -29,85 +44,115 @@ impl<I, O> GroupCommit<I, O> {
         GroupCommit {
             state: Mutex::new(State {
                 queued: VecDeque::new(),
-                answers: HashMap::new(),
                 writing: false,
-                next_ticket: 0,
             }),
-            turn: Condvar::new(),
             batch_items: batch_items.max(1),
         }
     }
 
-    /// Queues `items` and returns their answers once the batch that holds them is written.
-    /// `write` gets a batch's requests and answers each, in order; its error (or its panic)
-    /// is every request's in that batch.
-    pub fn submit(
-        &self,
-        items: Vec<I>,
-        write: impl Fn(&[Vec<I>]) -> Result<Vec<Vec<O>>, String>,
-    ) -> Result<Vec<O>, String> {
+    /// Queues `items`. When nobody is writing, the caller is told to start the writer (run
+    /// [`GroupCommit::write_queued`] somewhere that may block); exactly one caller is told so
+    /// until that loop ends.
+    pub fn enqueue(&self, items: Vec<I>) -> Queued<O> {
+        let (tell, answer) = oneshot::channel();
         let mut state = self.lock();
-        let ticket = state.next_ticket;
-        state.next_ticket += 1;
-        state.queued.push_back((ticket, items));
+        state.queued.push_back((items, tell));
+        let start_writer = !state.writing;
+        state.writing = true;
+        Queued {
+            answer,
+            start_writer,
+        }
+    }
+
+    /// The writer's loop: writes the queue's batches, in order, until it is empty. `write`
+    /// gets a batch's requests and answers each, in order; its error (or its panic) is every
+    /// request's in that batch. `written` hears each batch's outcome (for readiness).
+    pub fn write_queued(
+        &self,
+        write: impl Fn(&[Vec<I>]) -> Result<Vec<Vec<O>>, String>,
+        written: impl Fn(Result<(), &str>),
+    ) {
+        // Whatever happens below, the next request finds nobody writing and starts a writer
+        // for what is still queued, rather than waiting for a loop that is gone.
+        struct Done<'a, I, O>(&'a GroupCommit<I, O>);
+        impl<I, O> Drop for Done<'_, I, O> {
+            fn drop(&mut self) {
+                self.0.lock().writing = false;
+            }
+        }
+        let _done = Done(self);
         loop {
-            if let Some(answer) = state.answers.remove(&ticket) {
-                return answer;
-            }
-            if state.writing {
-                state = self.turn.wait(state).unwrap_or_else(|p| p.into_inner());
-                continue;
-            }
-            let (tickets, requests) = self.next_batch(&mut state.queued);
-            state.writing = true;
-            drop(state);
-            let written = catch_unwind(AssertUnwindSafe(|| write(&requests)))
+            let batch = {
+                let mut state = self.lock();
+                if state.queued.is_empty() {
+                    state.writing = false;
+                    return;
+                }
+                self.next_batch(&mut state.queued)
+            };
+            let (requests, tells): (Vec<Vec<I>>, Vec<_>) = batch.into_iter().unzip();
+            let outcome = catch_unwind(AssertUnwindSafe(|| write(&requests)))
                 .unwrap_or_else(|_| Err("writing the batch failed unexpectedly (a panic)".into()));
-            state = self.lock();
-            match written {
-                Ok(answers) if answers.len() == tickets.len() => {
-                    state
-                        .answers
-                        .extend(tickets.into_iter().zip(answers.into_iter().map(Ok)));
+            let answers: Vec<Answer<O>> = match outcome {
+                Ok(answers) if answers.len() == tells.len() => {
+                    written(Ok(()));
+                    answers.into_iter().map(Ok).collect()
                 }
                 Ok(answers) => {
                     let why = format!(
                         "a batch of {} requests got {} answers",
-                        tickets.len(),
+                        tells.len(),
                         answers.len()
                     );
-                    state
-                        .answers
-                        .extend(tickets.into_iter().map(|t| (t, Err(why.clone()))));
+                    written(Err(&why));
+                    tells.iter().map(|_| Err(why.clone())).collect()
                 }
                 Err(why) => {
-                    state
-                        .answers
-                        .extend(tickets.into_iter().map(|t| (t, Err(why.clone()))));
+                    written(Err(&why));
+                    tells.iter().map(|_| Err(why.clone())).collect()
                 }
+            };
+            for (tell, answer) in tells.into_iter().zip(answers) {
+                // A request whose caller gave up waiting is written all the same.
+                let _ = tell.send(answer);
             }
-            state.writing = false;
-            self.turn.notify_all();
         }
     }
 
+    /// Queues `items`, writes them (with whatever queued meanwhile) on this thread if nobody
+    /// else is writing, and returns their answers: the blocking form, for callers outside an
+    /// async runtime. When another caller's loop is running, this waits for it.
+    pub fn submit(
+        &self,
+        items: Vec<I>,
+        write: impl Fn(&[Vec<I>]) -> Result<Vec<Vec<O>>, String>,
+    ) -> Answer<O> {
+        let queued = self.enqueue(items);
+        if queued.start_writer {
+            self.write_queued(write, |_| {});
+        }
+        queued
+            .answer
+            .blocking_recv()
+            .unwrap_or_else(|_| Err("the batch writer stopped before answering".into()))
+    }
+
     /// Takes whole requests off the front of `queued` up to the batch size (at least one).
-    fn next_batch(&self, queued: &mut VecDeque<(u64, Vec<I>)>) -> (Vec<u64>, Vec<Vec<I>>) {
-        let mut tickets = Vec::new();
-        let mut requests = Vec::new();
+    fn next_batch<T>(&self, queued: &mut VecDeque<(Vec<I>, T)>) -> Vec<(Vec<I>, T)> {
+        let mut batch = Vec::new();
         let mut items = 0;
-        while let Some((_, front)) = queued.front() {
-            if !requests.is_empty() && items + front.len() > self.batch_items {
+        while let Some((front, _)) = queued.front() {
+            if !batch.is_empty() && items + front.len() > self.batch_items {
                 break;
             }
-            let Some((ticket, request)) = queued.pop_front() else {
+            let Some(request) = queued.pop_front() else {
                 break;
             };
-            items += request.len();
-            tickets.push(ticket);
-            requests.push(request);
+            items += request.0.len();
+            batch.push(request);
         }
-        (tickets, requests)
+        batch
     }
 
     fn lock(&self) -> MutexGuard<'_, State<I, O>> {
@@ -120,6 +165,7 @@ impl<I, O> GroupCommit<I, O> {
 mod tests {
     use super::*;
     use std::sync::Arc;
+    use std::sync::Condvar;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::time::Duration;
 
@@ -185,24 +231,69 @@ mod tests {
         );
     }
 
+    /// Many callers at once, each submitting many times, with writes of uneven length: every
+    /// caller gets exactly its own answers, and nobody sleeps forever (the targeted wakes
+    /// never miss the next writer).
+    #[test]
+    fn many_concurrent_callers_each_get_their_own_answers_and_none_is_left_asleep() {
+        let group = Arc::new(GroupCommit::<u32, u32>::new(64));
+        let writes = Arc::new(AtomicUsize::new(0));
+        let (done, finished) = std::sync::mpsc::channel();
+        for caller in 0..32u32 {
+            let group = group.clone();
+            let writes = writes.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                for round in 0..200u32 {
+                    let n = caller * 1_000 + round;
+                    let answer = group.submit(vec![n; 1 + (round % 3) as usize], |batch| {
+                        let k = writes.fetch_add(1, Ordering::SeqCst);
+                        if k % 7 == 0 {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                        double(batch)
+                    });
+                    assert_eq!(answer, Ok(vec![n * 2; 1 + (round % 3) as usize]));
+                }
+                done.send(caller).unwrap();
+            });
+        }
+        drop(done);
+        let mut callers = 0;
+        while callers < 32 {
+            finished
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a caller is still waiting after 60 s: a wake was missed");
+            callers += 1;
+        }
+        assert!(
+            writes.load(Ordering::SeqCst) < 32 * 200,
+            "concurrent requests shared batches"
+        );
+    }
+
     #[test]
     fn a_batch_takes_whole_requests_up_to_its_size_and_never_splits_one() {
         let group = GroupCommit::<u32, u32>::new(5);
-        let mut queued: VecDeque<(u64, Vec<u32>)> = [
-            (0, vec![1, 2, 3]),
-            (1, vec![4, 5]),
-            (2, vec![6]),
-            (3, vec![0; 9]),
+        let mut queued: VecDeque<(Vec<u32>, u64)> = [
+            (vec![1, 2, 3], 0),
+            (vec![4, 5], 1),
+            (vec![6], 2),
+            (vec![0; 9], 3),
         ]
         .into();
-        let (tickets, _) = group.next_batch(&mut queued);
-        assert_eq!(tickets, [0, 1]);
-        let (tickets, _) = group.next_batch(&mut queued);
-        assert_eq!(tickets, [2], "the next request would pass the size");
-        let (tickets, requests) = group.next_batch(&mut queued);
+        let tags =
+            |batch: Vec<(Vec<u32>, u64)>| batch.into_iter().map(|(_, t)| t).collect::<Vec<_>>();
+        assert_eq!(tags(group.next_batch(&mut queued)), [0, 1]);
         assert_eq!(
-            (tickets, requests[0].len()),
-            (vec![3], 9),
+            tags(group.next_batch(&mut queued)),
+            [2],
+            "the next request would pass the size"
+        );
+        let large = group.next_batch(&mut queued);
+        assert_eq!(
+            (large.len(), large[0].0.len()),
+            (1, 9),
             "a large one goes whole"
         );
         assert!(queued.is_empty());

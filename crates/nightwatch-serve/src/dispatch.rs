@@ -23,6 +23,7 @@ use nightwatch_intake::{Alert, Status};
 use nightwatch_ledger::{Record, RecordContext};
 use nightwatch_store::{Answer, Offer, Offered, QueueOp, Resolved, Settlement};
 use serde_json::json;
+use std::sync::Arc;
 
 use crate::config::Route;
 use crate::inbox::{AlertEvent, Arrival, Disposition};
@@ -44,7 +45,14 @@ pub struct Dispatched {
 /// shares a few commits, small enough that one batch's commits stay short.
 pub const BATCH_ALERTS: usize = 2_000;
 
-/// What an alert is stored and recorded as, worked out by the request's own thread before it
+/// Requests with more alerts than this are prepared on the blocking pool.
+const PREPARE_INLINE: usize = 64;
+
+fn prepare(alerts: Vec<Alert>) -> Result<Vec<Prepared>, ServeError> {
+    alerts.into_iter().map(Prepared::new).collect()
+}
+
+/// What an alert is stored and recorded as, worked out by the request's own task before it
 /// joins a batch, so the batch writer (one thread for all) only writes.
 pub struct Prepared {
     alert: Alert,
@@ -130,20 +138,60 @@ enum Plan<'r> {
 
 impl Daemon {
     /// Stores, decides and records one request's alerts, in one batch with the requests that
-    /// arrived meanwhile; returns what became of each once all of it is durable.
-    pub fn dispatch(&self, alerts: Vec<Alert>) -> Result<Vec<Dispatched>, ServeError> {
-        let prepared = alerts
-            .into_iter()
-            .map(Prepared::new)
-            .collect::<Result<Vec<_>, _>>()?;
-        let written = self.intake.submit(prepared, |requests| {
-            self.dispatch_batch(requests).map_err(|e| e.to_string())
-        });
-        self.note_write(written.as_ref().map(|_| ()).map_err(Clone::clone));
-        written.map_err(|why| ServeError::Storage {
+    /// arrived meanwhile; returns what became of each once all of it is durable. The waiting
+    /// holds no thread: the batches are written by a loop on the blocking pool, started by the
+    /// request that found none running.
+    pub async fn dispatch_async(
+        self: &Arc<Self>,
+        alerts: Vec<Alert>,
+    ) -> Result<Vec<Dispatched>, ServeError> {
+        // Preparing is quick for a usual request; a large group is prepared off the async
+        // workers, so it cannot stall other connections.
+        let prepared = if alerts.len() > PREPARE_INLINE {
+            tokio::task::spawn_blocking(move || prepare(alerts))
+                .await
+                .map_err(|e| ServeError::Runtime(format!("preparing the alerts failed: {e}")))??
+        } else {
+            prepare(alerts)?
+        };
+        let queued = self.intake.enqueue(prepared);
+        if queued.start_writer {
+            let daemon = self.clone();
+            tokio::task::spawn_blocking(move || daemon.write_intake());
+        }
+        let answer = queued
+            .answer
+            .await
+            .unwrap_or_else(|_| Err("the intake writer stopped before answering".into()));
+        answer.map_err(|why| ServeError::Storage {
             what: "alert intake",
             why,
         })
+    }
+
+    /// [`Daemon::dispatch_async`] for callers outside the async runtime: when no writer is
+    /// running, this thread writes, until the queue is empty.
+    pub fn dispatch(&self, alerts: Vec<Alert>) -> Result<Vec<Dispatched>, ServeError> {
+        let queued = self.intake.enqueue(prepare(alerts)?);
+        if queued.start_writer {
+            self.write_intake();
+        }
+        let answer = queued
+            .answer
+            .blocking_recv()
+            .unwrap_or_else(|_| Err("the intake writer stopped before answering".into()));
+        answer.map_err(|why| ServeError::Storage {
+            what: "alert intake",
+            why,
+        })
+    }
+
+    /// The intake's writer loop: every queued request, a batch at a time.
+    fn write_intake(&self) {
+        self.intake.write_queued(
+            |requests| self.dispatch_batch(requests).map_err(|e| e.to_string()),
+            |outcome| self.note_write(outcome.map_err(str::to_owned)),
+        );
     }
 
     /// One batch of requests through the four steps, each one commit per store.

@@ -453,9 +453,7 @@ async fn intake(
             );
         }
     };
-    let d = daemon.clone();
-    let dispatching = tokio::task::spawn_blocking(move || d.dispatch(alerts));
-    let done = match tokio::time::timeout(STORE_DEADLINE, dispatching).await {
+    let done = match tokio::time::timeout(STORE_DEADLINE, daemon.dispatch_async(alerts)).await {
         Ok(done) => done,
         Err(_) => {
             daemon.metrics.reject(&source, "storage");
@@ -470,8 +468,8 @@ async fn intake(
         }
     };
     match done {
-        Ok(Ok(dispatched)) => Json(IntakeReply::of(&dispatched)).into_response(),
-        Ok(Err(e)) => {
+        Ok(dispatched) => Json(IntakeReply::of(&dispatched)).into_response(),
+        Err(e) => {
             daemon.metrics.reject(&source, "storage");
             tracing::error!("{source}: storage failed, replied 503: {e}");
             let mut response = refusal(
@@ -482,14 +480,6 @@ async fn intake(
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
             response
-        }
-        Err(e) => {
-            daemon.metrics.reject(&source, "storage");
-            tracing::error!("{source}: the dispatcher failed: {e}");
-            refusal(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the dispatcher failed; send it again",
-            )
         }
     }
 }
