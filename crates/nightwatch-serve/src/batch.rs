@@ -248,7 +248,7 @@ mod tests {
                     let n = caller * 1_000 + round;
                     let answer = group.submit(vec![n; 1 + (round % 3) as usize], |batch| {
                         let k = writes.fetch_add(1, Ordering::SeqCst);
-                        if k % 7 == 0 {
+                        if k.is_multiple_of(7) {
                             std::thread::sleep(Duration::from_micros(200));
                         }
                         double(batch)
