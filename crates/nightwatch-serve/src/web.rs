@@ -1545,7 +1545,7 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
         @if steps.is_empty() { p.empty { "No tool calls were recorded in this session." } }
         ol #steps {
             @for (n, (r, result)) in steps.iter().enumerate() {
-                (step_html(n + 1, r, *result, &mut step_day, now_ms))
+                (step_html(n + 1, r, *result, refused, &mut step_day, now_ms))
             }
         }
         @if !others.is_empty() {
@@ -1573,6 +1573,7 @@ fn step_html(
     n: usize,
     r: &Record,
     result: Option<&Record>,
+    refused: usize,
     day: &mut Option<String>,
     now_ms: i64,
 ) -> Markup {
@@ -1637,6 +1638,13 @@ fn step_html(
             @if let Some(res) = result {
                 div.output {
                     (exit_text(res))
+                    // A runbook's own exit 0 is not the session's success when the gate
+                    // refused some of its steps.
+                    @if r.tool == "runbook" && refused > 0
+                        && res.outputs.as_ref().and_then(|o| o.exit_code) == Some(0)
+                    {
+                        " " span.o-warn.refused-steps { "but the gate refused " (refused) " of its steps" }
+                    }
                     @if res.id != r.id { " " (record_link(&res.id)) }
                     @if !res.redacted.is_empty() {
                         " " span.muted { "redacted: " (Text(&res.redacted.join(", "))) }
@@ -3200,6 +3208,12 @@ mod tests {
             assert!(!o.contains("succeeded") || *word == "succeeded", "{o}");
             assert_eq!(html.contains("still running"), !ended, "{html}");
             assert_eq!(html.contains("<dd id=\"duration\">2 min"), *ended, "{html}");
+            // The runbook step's own exit 0 says the refusal beside it, as the outcome does.
+            assert_eq!(
+                html.contains("but the gate refused 1 of its steps"),
+                *class == "o-warn",
+                "{html}"
+            );
         }
         let html = session_page("s", &[runbook], NOW);
         assert!(
