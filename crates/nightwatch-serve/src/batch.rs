@@ -73,15 +73,19 @@ impl<I, O> GroupCommit<I, O> {
         write: impl Fn(&[Vec<I>]) -> Result<Vec<Vec<O>>, String>,
         written: impl Fn(Result<(), &str>),
     ) {
-        // Whatever happens below, the next request finds nobody writing and starts a writer
-        // for what is still queued, rather than waiting for a loop that is gone.
-        struct Done<'a, I, O>(&'a GroupCommit<I, O>);
-        impl<I, O> Drop for Done<'_, I, O> {
+        // If this loop dies by a panic outside `write` (say in `written`), the next request
+        // finds nobody writing and starts a writer for what is still queued, rather than
+        // waiting for a loop that is gone. Only then: on a normal return the loop has already
+        // said so under the lock, and a writer started since must not be disowned.
+        struct Unwinding<'a, I, O>(&'a GroupCommit<I, O>);
+        impl<I, O> Drop for Unwinding<'_, I, O> {
             fn drop(&mut self) {
-                self.0.lock().writing = false;
+                if std::thread::panicking() {
+                    self.0.lock().writing = false;
+                }
             }
         }
-        let _done = Done(self);
+        let _unwinding = Unwinding(self);
         loop {
             let batch = {
                 let mut state = self.lock();
@@ -127,10 +131,11 @@ impl<I, O> GroupCommit<I, O> {
         &self,
         items: Vec<I>,
         write: impl Fn(&[Vec<I>]) -> Result<Vec<Vec<O>>, String>,
+        written: impl Fn(Result<(), &str>),
     ) -> Answer<O> {
         let queued = self.enqueue(items);
         if queued.start_writer {
-            self.write_queued(write, |_| {});
+            self.write_queued(write, written);
         }
         queued
             .answer
@@ -208,7 +213,7 @@ mod tests {
         let submit = |n: u32| {
             let group = group.clone();
             let write = write.clone();
-            std::thread::spawn(move || group.submit(vec![n, n + 1], |b| write(b)))
+            std::thread::spawn(move || group.submit(vec![n, n + 1], |b| write(b), |_| {}))
         };
         let first = submit(0);
         let (lock, cvar) = &*first_started;
@@ -246,13 +251,17 @@ mod tests {
             std::thread::spawn(move || {
                 for round in 0..200u32 {
                     let n = caller * 1_000 + round;
-                    let answer = group.submit(vec![n; 1 + (round % 3) as usize], |batch| {
-                        let k = writes.fetch_add(1, Ordering::SeqCst);
-                        if k.is_multiple_of(7) {
-                            std::thread::sleep(Duration::from_micros(200));
-                        }
-                        double(batch)
-                    });
+                    let answer = group.submit(
+                        vec![n; 1 + (round % 3) as usize],
+                        |batch| {
+                            let k = writes.fetch_add(1, Ordering::SeqCst);
+                            if k.is_multiple_of(7) {
+                                std::thread::sleep(Duration::from_micros(200));
+                            }
+                            double(batch)
+                        },
+                        |_| {},
+                    );
                     assert_eq!(answer, Ok(vec![n * 2; 1 + (round % 3) as usize]));
                 }
                 done.send(caller).unwrap();
@@ -302,17 +311,46 @@ mod tests {
     #[test]
     fn a_failed_or_panicking_write_fails_its_batch_and_the_next_one_is_written() {
         let group = GroupCommit::<u32, u32>::new(10);
-        let failed = group.submit(vec![1], |_| Err("disk full".into()));
+        let heard = Mutex::new(Vec::<Result<(), String>>::new());
+        let hear = |outcome: Result<(), &str>| {
+            heard.lock().unwrap().push(outcome.map_err(str::to_owned));
+        };
+        let failed = group.submit(vec![1], |_| Err("disk full".into()), hear);
         assert_eq!(failed, Err("disk full".to_string()));
-        let panicked = group.submit(vec![1], |_| panic!("a bug"));
+        let panicked = group.submit(vec![1], |_| panic!("a bug"), hear);
         assert!(panicked.unwrap_err().contains("panic"));
-        let short = group.submit(vec![1], |_| Ok(Vec::new()));
+        let short = group.submit(vec![1], |_| Ok(Vec::new()), hear);
         assert!(short.unwrap_err().contains("got 0 answers"));
         let calls = AtomicUsize::new(0);
-        let ok = group.submit(vec![3], |b| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            double(b)
-        });
+        let ok = group.submit(
+            vec![3],
+            |b| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                double(b)
+            },
+            hear,
+        );
         assert_eq!((ok, calls.into_inner()), (Ok(vec![6]), 1));
+        // Each batch's outcome is heard (readiness follows it): three failures, then a success.
+        let heard = heard.into_inner().unwrap();
+        assert_eq!(heard.len(), 4, "{heard:?}");
+        assert!(heard[..3].iter().all(Result::is_err), "{heard:?}");
+        assert_eq!(heard[3], Ok(()));
+    }
+
+    /// A writer loop that dies outside the write (here in the outcome callback) leaves no
+    /// one stuck behind it: the next request starts a writer and is answered.
+    #[test]
+    fn a_writer_loop_that_dies_does_not_strand_the_next_request() {
+        let group = GroupCommit::<u32, u32>::new(10);
+        let died = catch_unwind(AssertUnwindSafe(|| {
+            group.submit(vec![1], double, |_| panic!("the outcome callback failed"))
+        }));
+        assert!(died.is_err());
+        assert!(
+            !group.lock().writing,
+            "nobody is writing after the loop died"
+        );
+        assert_eq!(group.submit(vec![2], double, |_| {}), Ok(vec![4]));
     }
 }

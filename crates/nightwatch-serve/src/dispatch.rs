@@ -48,6 +48,13 @@ pub const BATCH_ALERTS: usize = 2_000;
 /// Requests with more alerts than this are prepared on the blocking pool.
 const PREPARE_INLINE: usize = 64;
 
+fn intake_answer(answer: crate::batch::Answer<Dispatched>) -> Result<Vec<Dispatched>, ServeError> {
+    answer.map_err(|why| ServeError::Storage {
+        what: "alert intake",
+        why,
+    })
+}
+
 fn prepare(alerts: Vec<Alert>) -> Result<Vec<Prepared>, ServeError> {
     alerts.into_iter().map(Prepared::new).collect()
 }
@@ -163,35 +170,30 @@ impl Daemon {
             .answer
             .await
             .unwrap_or_else(|_| Err("the intake writer stopped before answering".into()));
-        answer.map_err(|why| ServeError::Storage {
-            what: "alert intake",
-            why,
-        })
+        intake_answer(answer)
     }
 
     /// [`Daemon::dispatch_async`] for callers outside the async runtime: when no writer is
     /// running, this thread writes, until the queue is empty.
     pub fn dispatch(&self, alerts: Vec<Alert>) -> Result<Vec<Dispatched>, ServeError> {
-        let queued = self.intake.enqueue(prepare(alerts)?);
-        if queued.start_writer {
-            self.write_intake();
-        }
-        let answer = queued
-            .answer
-            .blocking_recv()
-            .unwrap_or_else(|_| Err("the intake writer stopped before answering".into()));
-        answer.map_err(|why| ServeError::Storage {
-            what: "alert intake",
-            why,
-        })
+        let answer = self.intake.submit(
+            prepare(alerts)?,
+            |requests| self.write_batch(requests),
+            |outcome| self.note_write(outcome.map_err(str::to_owned)),
+        );
+        intake_answer(answer)
     }
 
     /// The intake's writer loop: every queued request, a batch at a time.
     fn write_intake(&self) {
         self.intake.write_queued(
-            |requests| self.dispatch_batch(requests).map_err(|e| e.to_string()),
+            |requests| self.write_batch(requests),
             |outcome| self.note_write(outcome.map_err(str::to_owned)),
         );
+    }
+
+    fn write_batch(&self, requests: &[Vec<Prepared>]) -> Result<Vec<Vec<Dispatched>>, String> {
+        self.dispatch_batch(requests).map_err(|e| e.to_string())
     }
 
     /// One batch of requests through the four steps, each one commit per store.
