@@ -6,6 +6,7 @@
 //! - [`TaskQueue`]: the daemon's durable queue; the pure lifecycle is `nightwatch-tasks`'.
 //! - [`AlertInbox`]: every alert that arrived, stored before its sender gets a reply.
 //! - [`JanitorStore`]: the janitor's memory (first sightings, activity, failures).
+//! - [`FleetLedger`]: every host's ledger held together, filled by [`ship`].
 //!
 //! Every call fails with one [`StoreError`] (or, for the queue, [`TaskError`], which wraps it),
 //! which names no backend: a backend turns its own errors into it. The embedded backend is
@@ -15,12 +16,14 @@
 //! Invariants: nothing here does I/O or names a database; every trait is object-safe and
 //! `Send + Sync`, so callers hold `Arc<dyn ...>` and never know which backend is in use.
 
+mod fleet;
 mod inbox;
 mod janitor;
 mod ledger;
 pub mod memory;
 mod tasks;
 
+pub use fleet::{FleetHost, FleetLedger, ShipError, Shipped, ship};
 pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
 pub use janitor::JanitorStore;
 pub use ledger::{Ledger, LedgerReader, verify};

@@ -1,10 +1,11 @@
-//! An in-memory [`Ledger`] for tests in process: no files, nothing kept after drop.
+//! An in-memory [`Ledger`] and [`FleetLedger`] for tests in process: no files, nothing kept
+//! after drop.
 //!
 //! It chains, redacts and caps exactly as every store must, through the ledger crate's
 //! [`PreparedEntry`] and canonical encoding, so [`crate::verify`] passes on it and a record it
 //! returns is the record a durable store would return for the same entry.
 
-use crate::{Ledger, LedgerReader, StoreError};
+use crate::{FleetHost, FleetLedger, Ledger, LedgerReader, StoreError};
 use nightwatch_ledger::{
     DEFAULT_OUTPUT_CAP, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, event,
 };
@@ -119,5 +120,161 @@ impl Ledger for MemoryLedger {
         let record = prepared.into_record(seq, id, prev_hash, hash);
         records.push(record.clone());
         Ok(record)
+    }
+}
+
+/// One host's chain as held by [`MemoryFleet`], read as a ledger whose head checkpoint is the
+/// head the host last reported.
+struct HeldChain {
+    records: Vec<Record>,
+    reported_head: Option<(u64, String)>,
+}
+
+impl LedgerReader for HeldChain {
+    fn get(&self, id_or_seq: &str) -> Result<Option<Record>, StoreError> {
+        let digits = id_or_seq.strip_prefix('r').unwrap_or(id_or_seq);
+        Ok(digits
+            .parse::<u64>()
+            .ok()
+            .and_then(|seq| self.records.iter().find(|r| r.seq == seq))
+            .cloned())
+    }
+
+    fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+        let mut found: Vec<Record> = self
+            .records
+            .iter()
+            .filter(|r| matches(r, filter))
+            .cloned()
+            .collect();
+        if let Some(limit) = filter.limit {
+            found.drain(..found.len().saturating_sub(limit));
+        }
+        Ok(found)
+    }
+
+    fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
+        Ok(self
+            .records
+            .iter()
+            .rev()
+            .find(|r| r.event == event::DECISION && r.call_id.as_deref() == Some(call_id))
+            .cloned())
+    }
+
+    fn scan(
+        &self,
+        visit: &mut dyn FnMut(&Record) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.records.iter().try_for_each(visit)
+    }
+
+    fn head_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
+        Ok(self.reported_head.clone())
+    }
+}
+
+/// An in-memory [`FleetLedger`] for tests in process: it keeps each host's records and checks
+/// what is shipped exactly as a durable fleet store must (in order, chained, once).
+#[derive(Default)]
+pub struct MemoryFleet {
+    hosts: Mutex<std::collections::BTreeMap<String, (HeldChain, Option<i64>)>>,
+}
+
+impl MemoryFleet {
+    pub fn new() -> MemoryFleet {
+        MemoryFleet::default()
+    }
+}
+
+impl FleetLedger for MemoryFleet {
+    fn shipped(&self, host: &str) -> Result<Option<(u64, String)>, StoreError> {
+        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(hosts
+            .get(host)
+            .and_then(|(chain, _)| chain.records.last())
+            .map(|r| (r.seq, r.hash.clone())))
+    }
+
+    fn ship(
+        &self,
+        host: &str,
+        records: &[Record],
+        local_head: Option<(u64, String)>,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        let (chain, reported) = hosts.entry(host.to_owned()).or_insert_with(|| {
+            (
+                HeldChain {
+                    records: Vec::new(),
+                    reported_head: None,
+                },
+                None,
+            )
+        });
+        let corrupt = |what: String| StoreError::Corrupt {
+            store: crate::store_name::LEDGER,
+            what,
+        };
+        // Checked whole before anything is kept: a bad batch writes nothing.
+        let mut held = chain.records.len() as u64;
+        let mut last_hash = chain.records.last().map(|r| r.hash.clone());
+        let mut new = Vec::new();
+        for record in records {
+            if record.seq <= held {
+                let ours = &chain.records[(record.seq - 1) as usize];
+                if ours.hash != record.hash {
+                    return Err(corrupt(format!(
+                        "host {host} record {} is held with another hash",
+                        record.seq
+                    )));
+                }
+                continue;
+            }
+            let follows = last_hash
+                .as_deref()
+                .unwrap_or(nightwatch_ledger::GENESIS_HASH);
+            if record.seq != held + 1 || record.prev_hash != follows {
+                return Err(corrupt(format!(
+                    "host {host} record {} does not follow record {held}",
+                    record.seq
+                )));
+            }
+            held = record.seq;
+            last_hash = Some(record.hash.clone());
+            new.push(record.clone());
+        }
+        let count = new.len();
+        chain.records.extend(new);
+        chain.reported_head = local_head;
+        *reported = Some(now_ms);
+        Ok(count)
+    }
+
+    fn hosts(&self) -> Result<Vec<FleetHost>, StoreError> {
+        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        Ok(hosts
+            .iter()
+            .map(|(host, (chain, reported_ms))| FleetHost {
+                host: host.clone(),
+                shipped: chain.records.last().map(|r| (r.seq, r.hash.clone())),
+                shipped_record_ms: chain.records.last().map(|r| r.timestamp_ms),
+                local_head: chain.reported_head.clone(),
+                reported_ms: *reported_ms,
+            })
+            .collect())
+    }
+
+    fn host_ledger(&self, host: &str) -> Result<std::sync::Arc<dyn LedgerReader>, StoreError> {
+        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        let (records, reported_head) = hosts
+            .get(host)
+            .map(|(chain, _)| (chain.records.clone(), chain.reported_head.clone()))
+            .unwrap_or_default();
+        Ok(std::sync::Arc::new(HeldChain {
+            records,
+            reported_head,
+        }))
     }
 }
