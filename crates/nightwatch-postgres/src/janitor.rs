@@ -108,9 +108,15 @@ impl JanitorStore for PgJanitorStore {
         let host = &self.host;
         self.db.write(|tx| {
             let forget = [
-                tx.prepare("DELETE FROM janitor_first_seen WHERE host = $1 AND kind = $2 AND id = $3")?,
-                tx.prepare("DELETE FROM janitor_activity WHERE host = $1 AND kind = $2 AND id = $3")?,
-                tx.prepare("DELETE FROM janitor_failures WHERE host = $1 AND kind = $2 AND id = $3")?,
+                tx.prepare(
+                    "DELETE FROM janitor_first_seen WHERE host = $1 AND kind = $2 AND id = $3",
+                )?,
+                tx.prepare(
+                    "DELETE FROM janitor_activity WHERE host = $1 AND kind = $2 AND id = $3",
+                )?,
+                tx.prepare(
+                    "DELETE FROM janitor_failures WHERE host = $1 AND kind = $2 AND id = $3",
+                )?,
             ];
             for (kind, id) in state.forgotten() {
                 for stmt in &forget {

@@ -548,7 +548,12 @@ impl Ledger for PgLedger {
                         self.host
                     ))));
                 }
-                let link = (seq, id, std::mem::replace(&mut prev_hash, hash.clone()), hash);
+                let link = (
+                    seq,
+                    id,
+                    std::mem::replace(&mut prev_hash, hash.clone()),
+                    hash,
+                );
                 last_seq = seq;
                 chained.push(link);
             }

@@ -151,6 +151,9 @@ impl PgStores {
 
     /// This host's janitor state.
     pub fn janitor(&self) -> Arc<PgJanitorStore> {
-        Arc::new(PgJanitorStore::new(self.db(store_name::JANITOR), &self.host))
+        Arc::new(PgJanitorStore::new(
+            self.db(store_name::JANITOR),
+            &self.host,
+        ))
     }
 }

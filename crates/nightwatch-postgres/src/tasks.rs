@@ -243,11 +243,7 @@ impl PgTaskQueue {
                             .query_one(
                                 "SELECT count(*) FROM (SELECT 1 FROM tasks
                                  WHERE route = $1 AND created_ms >= $2 LIMIT $3) AS recent",
-                                &[
-                                    &offer.route,
-                                    &(now - machine::HOUR_MS),
-                                    &i64::from(limit),
-                                ],
+                                &[&offer.route, &(now - machine::HOUR_MS), &i64::from(limit)],
                             )?
                             .get(0);
                         if let Some(why) = machine::throttle(offer.route, count_u32(started), limit)
@@ -558,9 +554,7 @@ impl TaskQueue for PgTaskQueue {
         let mut clauses = Vec::new();
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
         let status = filter.status.map(Status::as_str);
-        let limit = filter
-            .limit
-            .map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         if let Some(identity) = &filter.identity {
             params.push(identity);
             clauses.push(format!("identity = ${}", params.len()));
