@@ -19,7 +19,8 @@ fn arrival(alert_id: &str, at: i64) -> Arrival<'_> {
 }
 
 pub fn arrivals_are_stored_unsettled_then_settled_with_their_record(backend: &dyn Backend) {
-    let inbox = backend.place().inbox();
+    let place = backend.place();
+    let inbox = place.inbox();
     let ids = inbox
         .receive(&[arrival("alert_1", 10), arrival("alert_2", 11)])
         .unwrap();
@@ -135,7 +136,8 @@ pub fn the_after_cursor_reads_every_arrival_once_even_from_concurrent_receivers(
 }
 
 pub fn unrecorded_arrivals_come_oldest_first_up_to_the_limit(backend: &dyn Backend) {
-    let inbox = backend.place().inbox();
+    let place = backend.place();
+    let inbox = place.inbox();
     let ids = inbox
         .receive(&[
             arrival("a", 1),

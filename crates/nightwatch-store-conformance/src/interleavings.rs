@@ -61,7 +61,8 @@ pub fn queue_invariants_hold_under_any_interleaving(backend: &dyn Backend) {
 }
 
 fn run(backend: &dyn Backend, delay: i64, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let store = backend.place().queue(policy(delay));
+    let place = backend.place();
+    let store = place.queue(policy(delay));
     let mut now = 0i64;
     let mut created = 0usize;
     // Every claim ever handed out, newest last: (task id, attempt).

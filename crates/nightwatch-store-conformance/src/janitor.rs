@@ -75,7 +75,8 @@ pub fn a_watcher_and_a_sweep_do_not_overwrite_each_other(backend: &dyn Backend) 
 }
 
 pub fn removed_and_released_items_are_forgotten(backend: &dyn Backend) {
-    let store = backend.place().janitor();
+    let place = backend.place();
+    let store = place.janitor();
     let rules = FailureRules::default();
     let mut state = JanitorState::new();
     state.note_first_seen(Kind::Container, "gone", 1);

@@ -48,7 +48,8 @@ fn assert_event_chain(store: &dyn TaskQueue, id: i64) {
 }
 
 pub fn repeats_of_a_live_alert_attach_and_are_counted(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("disk/db1", "{\"n\":1}", "r", 0).unwrap());
     assert_eq!(
         store.offer("disk/db1", "{\"n\":2}", "r", 10).unwrap(),
@@ -68,7 +69,8 @@ pub fn repeats_of_a_live_alert_attach_and_are_counted(backend: &dyn Backend) {
 }
 
 pub fn cooldown_after_a_run_suppresses_with_the_reason(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("vm/7", "{}", "r", 0).unwrap());
     let c = store.claim("w", 0, MIN).unwrap().unwrap();
     store
@@ -88,7 +90,8 @@ pub fn cooldown_after_a_run_suppresses_with_the_reason(backend: &dyn Backend) {
 }
 
 pub fn resolve_before_start_cancels(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("a", "{}", "r", 0).unwrap());
     assert_eq!(
         store.resolve("a", 5).unwrap(),
@@ -105,7 +108,8 @@ pub fn resolve_before_start_cancels(backend: &dyn Backend) {
 }
 
 pub fn resolve_while_running_lets_it_finish(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("a", "{}", "r", 0).unwrap());
     let c = store.claim("w", 0, MIN).unwrap().unwrap();
     assert_eq!(store.resolve("a", 5).unwrap(), Resolved::TooLate(id));
@@ -121,7 +125,8 @@ pub fn resolve_while_running_lets_it_finish(backend: &dyn Backend) {
 }
 
 pub fn flap_that_resolves_within_the_delay_never_runs(backend: &dyn Backend) {
-    let store = backend.place().queue(Policy {
+    let place = backend.place();
+    let store = place.queue(Policy {
         resolve_delay_ms: 2 * MIN,
         ..policy()
     });
@@ -155,7 +160,8 @@ pub fn failures_back_off_exponentially_with_cap_and_jitter(backend: &dyn Backend
         max_attempts: 6,
         ..policy()
     };
-    let store = backend.place().queue(p.clone());
+    let place = backend.place();
+    let store = place.queue(p.clone());
     let id = created(store.offer("wedged-vm", "{}", "r", 0).unwrap());
     let mut now = 0;
     for attempt in 1..=5 {
@@ -220,7 +226,8 @@ pub fn gives_up_after_max_attempts_and_escalates_exactly_once(backend: &dyn Back
 }
 
 pub fn worker_that_vanishes_loses_its_lease_and_the_task_is_reclaimed(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("a", "{}", "r", 0).unwrap());
     let first = store.claim("crashed", 0, MIN).unwrap().unwrap();
     assert_eq!(
@@ -235,7 +242,8 @@ pub fn worker_that_vanishes_loses_its_lease_and_the_task_is_reclaimed(backend: &
 }
 
 pub fn heartbeat_keeps_the_lease(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     created(store.offer("a", "{}", "r", 0).unwrap());
     let c = store.claim("w", 0, MIN).unwrap().unwrap();
     store.heartbeat(c.task_id, c.attempt, MIN - 1, MIN).unwrap();
@@ -249,7 +257,8 @@ pub fn heartbeat_keeps_the_lease(backend: &dyn Backend) {
 }
 
 pub fn stale_completion_is_rejected_and_never_applied(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let id = created(store.offer("a", "{}", "r", 0).unwrap());
     let old = store.claim("slow", 0, MIN).unwrap().unwrap();
     let new = store.claim("w2", MIN, MIN).unwrap().unwrap();
@@ -283,7 +292,8 @@ pub fn stale_completion_is_rejected_and_never_applied(backend: &dyn Backend) {
 }
 
 pub fn last_attempt_lease_expiry_gives_up_instead_of_running_again(backend: &dyn Backend) {
-    let store = backend.place().queue(Policy {
+    let place = backend.place();
+    let store = place.queue(Policy {
         max_attempts: 1,
         ..policy()
     });
@@ -338,7 +348,8 @@ pub fn reopening_the_store_keeps_tasks_leases_and_events(backend: &dyn Backend) 
 }
 
 pub fn every_transition_has_an_event(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let a = created(store.offer("a", "{}", "r", 0).unwrap());
     let b = created(store.offer("b", "{}", "r", 0).unwrap());
     let c = created(store.offer("c", "{}", "r", 0).unwrap());
@@ -451,7 +462,8 @@ fn offer_of(identity: &str, max_per_hour: Option<u32>, arrival: i64, again: bool
 pub fn a_batch_of_ops_sees_its_own_earlier_ops_and_the_hourly_limit_counts_them(
     backend: &dyn Backend,
 ) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let ops = [
         offer_op("a", Some(2), 1),
         offer_op("a", Some(2), 2),
@@ -501,7 +513,8 @@ pub fn a_batch_of_ops_sees_its_own_earlier_ops_and_the_hourly_limit_counts_them(
 pub fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing(
     backend: &dyn Backend,
 ) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let first = store.apply(&[offer_op("a", None, 7)], 0).unwrap();
     let again = store.apply(&[offer_again("a", 7)], 1_000).unwrap();
     assert_eq!(first, again);
@@ -522,7 +535,8 @@ pub fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_not
 /// mixed run of offers, claims, results, resolves and escalations they equal a count of the
 /// tasks themselves.
 pub fn the_kept_counts_equal_a_count_of_the_tasks_after_any_run(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let mut seed = 7u64;
     let mut next = move |n: u64| {
         seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
@@ -574,7 +588,8 @@ pub fn the_kept_counts_equal_a_count_of_the_tasks_after_any_run(backend: &dyn Ba
 pub fn a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit(
     backend: &dyn Backend,
 ) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     // Ended before the window: created at 0, done at 10.
     let early = created(store.offer("early", "{}", "r", 0).unwrap());
     let claim = store.claim("w", 0, 5_000).unwrap().unwrap();
@@ -618,7 +633,8 @@ pub fn a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit(
 }
 
 pub fn tasks_page_by_cursor_and_filter(backend: &dyn Backend) {
-    let store = backend.place().queue(policy());
+    let place = backend.place();
+    let store = place.queue(policy());
     let made: Vec<i64> = (0..7)
         .map(|i| created(store.offer(&format!("page/{i}"), "{}", "r", i).unwrap()))
         .collect();
