@@ -100,40 +100,7 @@ pub(crate) fn encode_fields(f: &Fields<'_>, out: &mut Vec<u8>) {
 
 /// The canonical bytes of an owned record (the slow path, for stores without stored text).
 pub fn encode_record(r: &Record, out: &mut Vec<u8>) {
-    let inputs = json_bytes(&r.inputs);
-    let outputs = r.outputs.as_ref().map(outputs_bytes);
-    let reasons = strings_bytes(&r.reasons);
-    let redacted = strings_bytes(&r.redacted);
-    let duration = r.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
-    let safeguards = r.safeguards.as_ref().map(json_bytes);
-    encode_fields(
-        &Fields {
-            id: &r.id,
-            seq: r.seq,
-            event: &r.event,
-            timestamp_ms: r.timestamp_ms,
-            session_id: r.session_id.as_deref(),
-            actor_kind: &r.actor.kind,
-            actor_id: &r.actor.id,
-            tool: &r.tool,
-            inputs: &inputs,
-            outputs: outputs.as_deref(),
-            triggered_by: r.context.triggered_by.as_deref(),
-            alert_id: r.context.alert_id.as_deref(),
-            host: r.context.host.as_deref(),
-            task: r.context.task.as_deref(),
-            duration_ms: duration,
-            verdict: r.verdict.as_deref(),
-            rule: r.rule.as_deref(),
-            reasons: &reasons,
-            call_id: r.call_id.as_deref(),
-            redacted: &redacted,
-            cwd: r.cwd.as_deref(),
-            safeguards: safeguards.as_deref(),
-            prev_hash: &r.prev_hash,
-        },
-        out,
-    );
+    encode_fields(&crate::stored::StoredRecord::new(r).fields(), out);
 }
 
 /// Canonical JSON of any value: object keys sorted by their UTF-8 bytes, no whitespace.

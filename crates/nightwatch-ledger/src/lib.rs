@@ -72,7 +72,7 @@ pub use canonical::encode_record;
 pub use nightwatch_time::{parse_rfc3339, rfc3339};
 pub use record::{Entry, Filter, Outputs, Record, RecordActor, RecordContext, event};
 pub use schema::Safeguards;
-pub use stored::{DEFAULT_OUTPUT_CAP, PreparedEntry, StoredFields, Unreadable};
+pub use stored::{DEFAULT_OUTPUT_CAP, PreparedEntry, StoredFields, StoredRecord, Unreadable};
 pub use verify::{BadRecord, Checkpoint, VerifyReport, verify_chain};
 
 /// `prev_hash` of the first record.

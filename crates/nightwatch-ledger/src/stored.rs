@@ -125,6 +125,61 @@ impl PreparedEntry {
 /// A record's fields as a store keeps them (see [`Fields`]).
 pub type StoredFields<'a> = Fields<'a>;
 
+/// A record some store already chained, in the form a store keeps it: for copying chained
+/// records into another store as they are (one host's records shipped to the fleet's store),
+/// where nothing is redacted, capped or chained again.
+pub struct StoredRecord<'r> {
+    record: &'r Record,
+    inputs: Vec<u8>,
+    outputs: Option<Vec<u8>>,
+    reasons: Vec<u8>,
+    redacted: Vec<u8>,
+    safeguards: Option<Vec<u8>>,
+}
+
+impl<'r> StoredRecord<'r> {
+    pub fn new(record: &'r Record) -> StoredRecord<'r> {
+        StoredRecord {
+            record,
+            inputs: canonical::json_bytes(&record.inputs),
+            outputs: record.outputs.as_ref().map(canonical::outputs_bytes),
+            reasons: canonical::strings_bytes(&record.reasons),
+            redacted: canonical::strings_bytes(&record.redacted),
+            safeguards: record.safeguards.as_ref().map(canonical::json_bytes),
+        }
+    }
+
+    /// The fields to store; `fields().hash(..)` is the hash the record should carry.
+    pub fn fields(&self) -> StoredFields<'_> {
+        let r = self.record;
+        Fields {
+            id: &r.id,
+            seq: r.seq,
+            event: &r.event,
+            timestamp_ms: r.timestamp_ms,
+            session_id: r.session_id.as_deref(),
+            actor_kind: &r.actor.kind,
+            actor_id: &r.actor.id,
+            tool: &r.tool,
+            inputs: &self.inputs,
+            outputs: self.outputs.as_deref(),
+            triggered_by: r.context.triggered_by.as_deref(),
+            alert_id: r.context.alert_id.as_deref(),
+            host: r.context.host.as_deref(),
+            task: r.context.task.as_deref(),
+            duration_ms: r.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
+            verdict: r.verdict.as_deref(),
+            rule: r.rule.as_deref(),
+            reasons: &self.reasons,
+            call_id: r.call_id.as_deref(),
+            redacted: &self.redacted,
+            cwd: r.cwd.as_deref(),
+            safeguards: self.safeguards.as_deref(),
+            prev_hash: &r.prev_hash,
+        }
+    }
+}
+
 /// Stored fields that do not read back as a record: the store is damaged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("record {seq} cannot be read back: {what}")]

@@ -10,7 +10,8 @@
 //!
 //! Every call fails with one [`StoreError`] (or, for the queue, [`TaskError`], which wraps it),
 //! which names no backend: a backend turns its own errors into it. The embedded backend is
-//! `nightwatch-sqlite`; a PostgreSQL one would implement the same traits. [`memory`] holds an
+//! `nightwatch-sqlite`; the fleet one, in PostgreSQL, is `nightwatch-postgres`, and both pass
+//! `nightwatch-store-conformance`'s suite. [`memory`] holds an
 //! in-memory ledger for tests in process, chaining and redacting exactly as every store must.
 //!
 //! Invariants: nothing here does I/O or names a database; every trait is object-safe and

@@ -115,7 +115,12 @@ fn only_the_engine_appends_to_the_ledger() {
         "crates/nightwatch-gate/src/engine.rs",
         "crates/nightwatch-gate/src/lib.rs",
     ];
-    let stores = ["crates/nightwatch-store/", "crates/nightwatch-sqlite/"];
+    let stores = [
+        "crates/nightwatch-store/",
+        "crates/nightwatch-store-conformance/",
+        "crates/nightwatch-sqlite/",
+        "crates/nightwatch-postgres/",
+    ];
     let mut found = Vec::new();
     for (file, code) in &sources() {
         if writers.contains(&file.as_str()) || stores.iter().any(|s| file.starts_with(s)) {
@@ -142,7 +147,9 @@ fn only_the_engine_and_the_stores_hold_a_writable_ledger() {
     let allowed = [
         "crates/nightwatch-gate/src/",
         "crates/nightwatch-store/",
+        "crates/nightwatch-store-conformance/",
         "crates/nightwatch-sqlite/",
+        "crates/nightwatch-postgres/",
         "crates/nightwatch-host/src/stores.rs",
         "crates/nightwatch-host/src/host.rs",
         "crates/nightwatch-host/src/hook.rs",

@@ -1,0 +1,233 @@
+//! The alert inbox in PostgreSQL: each host's arrivals in `alert_events`, keyed by `(host,
+//! id)`. Ids count 1, 2, 3, ... per host from a counter row that each `receive` locks, so a
+//! host's arrivals commit in id order and a cursor over ids reads each exactly once.
+
+use nightwatch_store::{
+    AlertEvent, AlertInbox, Arrival, Disposition, Settlement, StoreError, store_name,
+};
+use postgres::Row;
+use postgres::types::ToSql;
+
+use crate::db::{Db, Failure, Schema};
+
+const SCHEMA_1: &str = "
+CREATE TABLE alert_event_ids (
+    host    TEXT PRIMARY KEY,
+    last_id BIGINT NOT NULL
+);
+CREATE TABLE alert_events (
+    host        TEXT NOT NULL,   -- the host whose daemon received it
+    id          BIGINT NOT NULL,
+    received_ms BIGINT NOT NULL,
+    source      TEXT NOT NULL,
+    alert_id    TEXT NOT NULL,
+    status      TEXT NOT NULL,
+    title       TEXT NOT NULL,
+    alert_host  TEXT,            -- the host the alert is about, when it names one
+    alert_json  TEXT NOT NULL,
+    disposition TEXT,
+    reason      TEXT,
+    route       TEXT,
+    task_id     BIGINT,
+    record      TEXT,
+    PRIMARY KEY (host, id)
+);
+CREATE INDEX alert_events_alert ON alert_events (host, alert_id, id);
+CREATE INDEX alert_events_time ON alert_events (host, received_ms);
+CREATE INDEX alert_events_unrecorded ON alert_events (host, id) WHERE record IS NULL;
+";
+
+pub(crate) const SCHEMA: Schema = Schema {
+    store: store_name::INBOX,
+    migrations: &[SCHEMA_1],
+};
+
+const COLUMNS: &str = "id, received_ms, source, alert_id, status, title, alert_host, alert_json, \
+     disposition, reason, route, task_id, record";
+
+/// One host's arrivals in the fleet's database.
+pub struct PgInbox {
+    db: Db,
+    host: String,
+}
+
+impl PgInbox {
+    pub(crate) fn new(db: Db, host: &str) -> PgInbox {
+        PgInbox {
+            db,
+            host: host.to_string(),
+        }
+    }
+
+    /// The host whose arrivals this handle keeps.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn select(
+        &self,
+        clause: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<AlertEvent>, StoreError> {
+        self.db.run(|client| {
+            let mut all: Vec<&(dyn ToSql + Sync)> = vec![&self.host];
+            all.extend_from_slice(params);
+            client
+                .query(
+                    &format!("SELECT {COLUMNS} FROM alert_events WHERE host = $1 {clause}"),
+                    &all,
+                )?
+                .iter()
+                .map(read_row)
+                .collect()
+        })
+    }
+}
+
+impl AlertInbox for PgInbox {
+    fn receive(&self, arrivals: &[Arrival<'_>]) -> Result<Vec<i64>, StoreError> {
+        if arrivals.is_empty() {
+            return Ok(Vec::new());
+        }
+        let n = i64::try_from(arrivals.len()).unwrap_or(i64::MAX);
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO alert_event_ids (host, last_id) VALUES ($1, 0)
+                 ON CONFLICT (host) DO NOTHING",
+                &[&self.host],
+            )?;
+            // Locks the host's counter until commit: the next receive numbers after these.
+            let last: i64 = tx
+                .query_one(
+                    "UPDATE alert_event_ids SET last_id = last_id + $2 WHERE host = $1
+                     RETURNING last_id",
+                    &[&self.host, &n],
+                )?
+                .get(0);
+            let insert = tx.prepare(
+                "INSERT INTO alert_events (host, id, received_ms, source, alert_id, status,
+                     title, alert_host, alert_json)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )?;
+            let mut ids = Vec::with_capacity(arrivals.len());
+            for (id, a) in (last - n + 1..).zip(arrivals) {
+                tx.execute(
+                    &insert,
+                    &[
+                        &self.host,
+                        &id,
+                        &a.received_ms,
+                        &a.source,
+                        &a.alert_id,
+                        &a.status,
+                        &a.title,
+                        &a.host,
+                        &a.alert_json,
+                    ],
+                )?;
+                ids.push(id);
+            }
+            Ok::<_, Failure<StoreError>>(ids)
+        })
+    }
+
+    fn settle(&self, settlements: &[Settlement<'_>]) -> Result<(), StoreError> {
+        if settlements.is_empty() {
+            return Ok(());
+        }
+        self.db.write_relaxed(|tx| {
+            let update = tx.prepare(
+                "UPDATE alert_events
+                     SET disposition = $3, reason = $4, route = $5, task_id = $6, record = $7
+                     WHERE host = $1 AND id = $2",
+            )?;
+            for s in settlements {
+                tx.execute(
+                    &update,
+                    &[
+                        &self.host,
+                        &s.arrival,
+                        &s.disposition.as_str(),
+                        &s.reason,
+                        &s.route,
+                        &s.task_id,
+                        &s.record,
+                    ],
+                )?;
+            }
+            Ok::<_, Failure<StoreError>>(())
+        })
+    }
+
+    fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.select("AND record IS NULL ORDER BY id LIMIT $2", &[&limit])
+    }
+
+    fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {
+        Ok(self.select("AND id = $2", &[&id])?.into_iter().next())
+    }
+
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError> {
+        self.select("AND alert_id = $2 ORDER BY id", &[&alert_id])
+    }
+
+    fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.select("AND id > $2 ORDER BY id LIMIT $3", &[&after_id, &limit])
+    }
+
+    fn between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AlertEvent>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let before = before.unwrap_or(i64::MAX);
+        let mut rows = self.select(
+            "AND received_ms >= $2 AND received_ms < $3 AND id < $5 ORDER BY id DESC LIMIT $4",
+            &[&since_ms, &until_ms, &limit, &before],
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn count(&self) -> Result<i64, StoreError> {
+        self.db.run(|client| {
+            Ok::<_, Failure<StoreError>>(
+                client
+                    .query_one(
+                        "SELECT count(*) FROM alert_events WHERE host = $1",
+                        &[&self.host],
+                    )?
+                    .get(0),
+            )
+        })
+    }
+}
+
+fn read_row(r: &Row) -> Result<AlertEvent, Failure<StoreError>> {
+    let id: i64 = r.try_get(0)?;
+    let alert_json: &str = r.try_get(7)?;
+    let disposition: Option<&str> = r.try_get(8)?;
+    Ok(AlertEvent {
+        id,
+        received_ms: r.try_get(1)?,
+        source: r.try_get(2)?,
+        alert_id: r.try_get(3)?,
+        status: r.try_get(4)?,
+        title: r.try_get(5)?,
+        host: r.try_get(6)?,
+        alert: serde_json::from_str(alert_json).map_err(|e| StoreError::Corrupt {
+            store: store_name::INBOX,
+            what: format!("the stored alert JSON of arrival {id} is unreadable: {e}"),
+        })?,
+        disposition: disposition.and_then(Disposition::parse),
+        reason: r.try_get(9)?,
+        route: r.try_get(10)?,
+        task_id: r.try_get(11)?,
+        record: r.try_get(12)?,
+    })
+}

@@ -1,0 +1,569 @@
+//! The ledger in PostgreSQL: each host's chain in `ledger_records`, keyed by `(host, seq)`,
+//! append-only by trigger; its head, and the lock its appends take, in `ledger_heads`.
+
+use crate::db::{Db, Failure, Schema, big};
+use nightwatch_ledger::{
+    ChainLink, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, StoredFields, StoredRecord,
+    event,
+};
+use nightwatch_store::{Ledger, LedgerReader, StoreError, store_name};
+use postgres::types::ToSql;
+use postgres::{Row, Transaction};
+
+const SCHEMA_1: &str = "
+CREATE OR REPLACE FUNCTION nightwatch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the nightwatch % is append-only: rows cannot be %',
+        TG_ARGV[0], lower(TG_OP) || 'd';
+END $$;
+
+CREATE TABLE ledger_records (
+    host         TEXT NOT NULL,   -- the host whose chain this is
+    seq          BIGINT NOT NULL,
+    id           TEXT NOT NULL,
+    event        TEXT NOT NULL,
+    timestamp_ms BIGINT NOT NULL,
+    session_id   TEXT,
+    actor_kind   TEXT NOT NULL,
+    actor_id     TEXT NOT NULL,
+    tool         TEXT NOT NULL,
+    inputs       TEXT NOT NULL,   -- canonical JSON
+    outputs      TEXT,            -- canonical JSON object, or NULL
+    triggered_by TEXT,
+    alert_id     TEXT,
+    context_host TEXT,            -- the record's own context.host
+    task         TEXT,
+    duration_ms  BIGINT,
+    verdict      TEXT,
+    rule         TEXT,
+    reasons      TEXT NOT NULL,   -- canonical JSON array of strings
+    call_id      TEXT,
+    redacted     TEXT NOT NULL,   -- canonical JSON array of strings
+    cwd          TEXT,
+    safeguards   TEXT,            -- canonical JSON object, or NULL
+    prev_hash    TEXT NOT NULL,
+    hash         TEXT NOT NULL,
+    PRIMARY KEY (host, seq),
+    UNIQUE (host, id)
+);
+CREATE INDEX ledger_records_timestamp ON ledger_records (host, timestamp_ms);
+CREATE INDEX ledger_records_session ON ledger_records (host, session_id)
+    WHERE session_id IS NOT NULL;
+CREATE INDEX ledger_records_call ON ledger_records (host, call_id) WHERE call_id IS NOT NULL;
+CREATE INDEX ledger_records_verdict ON ledger_records (host, verdict) WHERE verdict IS NOT NULL;
+CREATE INDEX ledger_records_trust ON ledger_records (host, actor_id) WHERE event = 'trust';
+CREATE INDEX ledger_records_approval ON ledger_records (host, seq) WHERE event = 'approval';
+CREATE TRIGGER ledger_records_append_only BEFORE UPDATE OR DELETE ON ledger_records
+    FOR EACH ROW EXECUTE FUNCTION nightwatch_append_only('ledger');
+CREATE TRIGGER ledger_records_no_truncate BEFORE TRUNCATE ON ledger_records
+    FOR EACH STATEMENT EXECUTE FUNCTION nightwatch_append_only('ledger');
+
+-- One row per host: the head checkpoint, and the row every append to that host's chain
+-- locks first, so two processes of one host never fork it. It only moves forward.
+CREATE TABLE ledger_heads (
+    host TEXT PRIMARY KEY,
+    seq  BIGINT NOT NULL,
+    hash TEXT NOT NULL
+);
+CREATE OR REPLACE FUNCTION nightwatch_head_forward() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'UPDATE' OR NEW.seq < OLD.seq OR NEW.host <> OLD.host THEN
+        RAISE EXCEPTION 'the nightwatch ledger head of % only moves forward', OLD.host;
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER ledger_heads_forward BEFORE UPDATE OR DELETE ON ledger_heads
+    FOR EACH ROW EXECUTE FUNCTION nightwatch_head_forward();
+CREATE TRIGGER ledger_heads_no_truncate BEFORE TRUNCATE ON ledger_heads
+    FOR EACH STATEMENT EXECUTE FUNCTION nightwatch_append_only('ledger head');
+";
+
+pub(crate) const SCHEMA: Schema = Schema {
+    store: store_name::LEDGER,
+    migrations: &[SCHEMA_1],
+};
+
+const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
+    inputs, outputs, triggered_by, alert_id, context_host, task, duration_ms, verdict, rule, \
+    reasons, call_id, redacted, cwd, safeguards, prev_hash, hash";
+
+const INSERT: &str = "INSERT INTO ledger_records (host, seq, id, event, timestamp_ms, session_id, \
+    actor_kind, actor_id, tool, inputs, outputs, triggered_by, alert_id, context_host, task, \
+    duration_ms, verdict, rule, reasons, call_id, redacted, cwd, safeguards, prev_hash, hash) \
+    VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,\
+    $24,$25) ON CONFLICT (host, seq) DO NOTHING";
+
+/// Rows a scan fetches at a time: memory stays bounded however long the chain is.
+const SCAN_BATCH: i32 = 500;
+
+/// One host's ledger in the fleet's database.
+///
+/// Appends to one host's chain lock that host's row of `ledger_heads` first, then read the
+/// tail and insert after it: handles in any number of processes keep seq 1, 2, 3, ... and one
+/// chain per host, and hosts never wait for each other.
+pub struct PgLedger {
+    db: Db,
+    host: String,
+    output_cap: usize,
+}
+
+impl PgLedger {
+    pub(crate) fn new(db: Db, host: &str, output_cap: usize) -> PgLedger {
+        PgLedger {
+            db,
+            host: host.to_string(),
+            output_cap,
+        }
+    }
+
+    /// The host whose chain this handle reads and appends to.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    /// The highest seq this host's chain holds here (0 when it holds none): where a shipper
+    /// resumes.
+    pub fn last_seq(&self) -> Result<u64, StoreError> {
+        self.db.run(|client| {
+            let row = client.query_opt(
+                "SELECT seq FROM ledger_records WHERE host = $1 ORDER BY seq DESC LIMIT 1",
+                &[&self.host],
+            )?;
+            Ok::<_, Failure<StoreError>>(row.map_or(0, |r| seq_of(r.get(0))))
+        })
+    }
+
+    /// Stores records this host already chained elsewhere (its own ledger), as they are:
+    /// idempotent by `(host, seq)`, so shipping a record again changes nothing. Returns how
+    /// many were new. A record whose hash is not the hash of its fields, a record already
+    /// held with another hash ([`StoreError::Corrupt`]: two different chains claim this
+    /// host), or a new record that does not follow the chain held here (a gap, or a
+    /// `prev_hash` that is not the tail's) refuses the whole call: nothing is stored.
+    pub fn ship(&self, records: &[Record]) -> Result<usize, StoreError> {
+        if records.is_empty() {
+            return Ok(0);
+        }
+        let stored: Vec<StoredRecord<'_>> = records.iter().map(StoredRecord::new).collect();
+        let mut buf = Vec::with_capacity(1024);
+        for (record, s) in records.iter().zip(&stored) {
+            if s.fields().hash(&mut buf) != record.hash {
+                return Err(self.corrupt(format!(
+                    "record {} shipped for host {} does not hash to the hash it carries",
+                    record.seq, self.host
+                )));
+            }
+        }
+        self.db.write(|tx| {
+            let (mut tail_seq, mut tail_hash) = self.lock_chain(tx)?;
+            let mut new = 0;
+            for (record, s) in records.iter().zip(&stored) {
+                let f = s.fields();
+                if f.seq <= tail_seq {
+                    let held: Option<String> = tx
+                        .query_opt(
+                            "SELECT hash FROM ledger_records WHERE host = $1 AND seq = $2",
+                            &[&self.host, &big(f.seq)],
+                        )?
+                        .map(|r| r.get(0));
+                    match held {
+                        Some(hash) if hash == record.hash => continue,
+                        Some(hash) => {
+                            return Err(Failure::Caller(self.corrupt(format!(
+                                "record {} of host {} is held here with hash {hash}, shipped \
+                                 with {}: two chains claim this host",
+                                f.seq, self.host, record.hash
+                            ))));
+                        }
+                        None => {
+                            return Err(Failure::Caller(self.corrupt(format!(
+                                "record {} of host {} is missing below the chain's tail {tail_seq}",
+                                f.seq, self.host
+                            ))));
+                        }
+                    }
+                }
+                if f.seq != tail_seq + 1 || f.prev_hash != tail_hash {
+                    return Err(Failure::Caller(StoreError::Backend {
+                        store: store_name::LEDGER,
+                        message: format!(
+                            "record {} shipped for host {} does not follow the chain held \
+                             here, which ends at {tail_seq}: records must be shipped in order, \
+                             from {}; nothing was stored",
+                            f.seq,
+                            self.host,
+                            tail_seq + 1
+                        ),
+                    }));
+                }
+                if insert(tx, &self.host, &f, &record.hash)? == 0 {
+                    // Only a row under the lock we hold could conflict: none can.
+                    return Err(Failure::Caller(self.corrupt(format!(
+                        "record {} of host {} appeared while its chain was locked",
+                        f.seq, self.host
+                    ))));
+                }
+                new += 1;
+                tail_seq = f.seq;
+                tail_hash.clone_from(&record.hash);
+            }
+            self.move_head(tx, tail_seq, &tail_hash)?;
+            Ok(new)
+        })
+    }
+
+    fn corrupt(&self, what: String) -> StoreError {
+        StoreError::Corrupt {
+            store: store_name::LEDGER,
+            what,
+        }
+    }
+
+    /// Locks this host's chain for the rest of `tx` and reads its tail (seq 0 and the genesis
+    /// hash when it is empty).
+    fn lock_chain(&self, tx: &mut Transaction<'_>) -> Result<(u64, String), Failure<StoreError>> {
+        tx.execute(
+            "INSERT INTO ledger_heads (host, seq, hash) VALUES ($1, 0, $2)
+             ON CONFLICT (host) DO NOTHING",
+            &[&self.host, &GENESIS_HASH],
+        )?;
+        tx.execute(
+            "SELECT 1 FROM ledger_heads WHERE host = $1 FOR UPDATE",
+            &[&self.host],
+        )?;
+        // The tail is read from the records themselves, as SQLite's ledger does.
+        let tail = tx.query_opt(
+            "SELECT seq, hash FROM ledger_records WHERE host = $1 ORDER BY seq DESC LIMIT 1",
+            &[&self.host],
+        )?;
+        Ok(match tail {
+            Some(row) => (seq_of(row.get(0)), row.get(1)),
+            None => (0, GENESIS_HASH.to_string()),
+        })
+    }
+
+    fn move_head(
+        &self,
+        tx: &mut Transaction<'_>,
+        seq: u64,
+        hash: &str,
+    ) -> Result<(), Failure<StoreError>> {
+        tx.execute(
+            "UPDATE ledger_heads SET seq = $2, hash = $3 WHERE host = $1 AND seq <= $2",
+            &[&self.host, &big(seq), &hash],
+        )?;
+        Ok(())
+    }
+
+    fn select(
+        &self,
+        sql_where: &str,
+        params: &[&(dyn ToSql + Sync)],
+        suffix: &str,
+    ) -> Result<Vec<Record>, StoreError> {
+        self.db.run(|client| {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM ledger_records WHERE host = $1 {sql_where} {suffix}"
+            );
+            let mut all: Vec<&(dyn ToSql + Sync)> = vec![&self.host];
+            all.extend_from_slice(params);
+            let rows = client.query(&sql, &all)?;
+            rows.iter().map(record_from_row).collect()
+        })
+    }
+
+    /// Visits this host's rows in seq order, a batch at a time, in one snapshot.
+    fn scan_rows(
+        &self,
+        mut visit: impl FnMut(&Row) -> Result<(), Failure<StoreError>>,
+    ) -> Result<(), StoreError> {
+        self.db.run(|client| {
+            let mut tx = client
+                .build_transaction()
+                .isolation_level(postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()?;
+            let portal = tx.bind(
+                &format!("SELECT {COLUMNS} FROM ledger_records WHERE host = $1 ORDER BY seq"),
+                &[&self.host],
+            )?;
+            loop {
+                let rows = tx.query_portal(&portal, SCAN_BATCH)?;
+                for row in &rows {
+                    visit(row)?;
+                }
+                if rows.len() < SCAN_BATCH as usize {
+                    break;
+                }
+            }
+            tx.commit()?;
+            Ok(())
+        })
+    }
+}
+
+fn seq_of(seq: i64) -> u64 {
+    u64::try_from(seq).unwrap_or(0)
+}
+
+fn text(bytes: &[u8]) -> &str {
+    // Canonical encodings are built from `str`s, so they are always UTF-8.
+    std::str::from_utf8(bytes).unwrap_or_default()
+}
+
+fn insert(
+    tx: &mut Transaction<'_>,
+    host: &str,
+    f: &StoredFields<'_>,
+    hash: &str,
+) -> Result<u64, postgres::Error> {
+    tx.execute(
+        INSERT,
+        &[
+            &host,
+            &big(f.seq),
+            &f.id,
+            &f.event,
+            &f.timestamp_ms,
+            &f.session_id,
+            &f.actor_kind,
+            &f.actor_id,
+            &f.tool,
+            &text(f.inputs),
+            &f.outputs.map(text),
+            &f.triggered_by,
+            &f.alert_id,
+            &f.host,
+            &f.task,
+            &f.duration_ms,
+            &f.verdict,
+            &f.rule,
+            &text(f.reasons),
+            &f.call_id,
+            &text(f.redacted),
+            &f.cwd,
+            &f.safeguards.map(text),
+            &f.prev_hash,
+            &hash,
+        ],
+    )
+}
+
+/// Runs `visit` on the stored fields of one row (columns in [`COLUMNS`] order).
+fn with_fields<T>(
+    row: &Row,
+    visit: impl FnOnce(&StoredFields<'_>, &str) -> Result<T, Failure<StoreError>>,
+) -> Result<T, Failure<StoreError>> {
+    let s = |i: usize| row.try_get::<_, &str>(i);
+    let o = |i: usize| row.try_get::<_, Option<&str>>(i);
+    let fields = StoredFields {
+        seq: seq_of(row.try_get(0)?),
+        id: s(1)?,
+        event: s(2)?,
+        timestamp_ms: row.try_get(3)?,
+        session_id: o(4)?,
+        actor_kind: s(5)?,
+        actor_id: s(6)?,
+        tool: s(7)?,
+        inputs: s(8)?.as_bytes(),
+        outputs: o(9)?.map(str::as_bytes),
+        triggered_by: o(10)?,
+        alert_id: o(11)?,
+        host: o(12)?,
+        task: o(13)?,
+        duration_ms: row.try_get(14)?,
+        verdict: o(15)?,
+        rule: o(16)?,
+        reasons: s(17)?.as_bytes(),
+        call_id: o(18)?,
+        redacted: s(19)?.as_bytes(),
+        cwd: o(20)?,
+        safeguards: o(21)?.map(str::as_bytes),
+        prev_hash: s(22)?,
+    };
+    visit(&fields, s(23)?)
+}
+
+fn record_from_row(row: &Row) -> Result<Record, Failure<StoreError>> {
+    with_fields(row, |f, hash| {
+        f.to_record(hash).map_err(|e| {
+            Failure::Caller(StoreError::Corrupt {
+                store: store_name::LEDGER,
+                what: e.to_string(),
+            })
+        })
+    })
+}
+
+impl LedgerReader for PgLedger {
+    fn get(&self, id_or_seq: &str) -> Result<Option<Record>, StoreError> {
+        let digits = id_or_seq.strip_prefix('r').unwrap_or(id_or_seq);
+        let found = match digits.parse::<i64>() {
+            Ok(seq) => self.select("AND seq = $2", &[&seq], "")?,
+            Err(_) => self.select("AND id = $2", &[&id_or_seq], "")?,
+        };
+        Ok(found.into_iter().next())
+    }
+
+    fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+        // Each clause with its values, `?` standing for each; `$1` is the host.
+        let mut wanted: Vec<(&str, Vec<&(dyn ToSql + Sync)>)> = Vec::new();
+        let as_sql = |seq: Option<u64>| seq.map(big);
+        let (after_seq, before_seq) = (as_sql(filter.after_seq), as_sql(filter.before_seq));
+        if let Some(v) = &after_seq {
+            wanted.push(("seq > ?", vec![v]));
+        }
+        if let Some(v) = &before_seq {
+            wanted.push(("seq < ?", vec![v]));
+        }
+        if let Some(v) = &filter.since_ms {
+            wanted.push(("timestamp_ms >= ?", vec![v]));
+        }
+        if let Some(v) = &filter.until_ms {
+            wanted.push(("timestamp_ms < ?", vec![v]));
+        }
+        if let Some(v) = &filter.session {
+            wanted.push(("session_id = ?", vec![v]));
+        }
+        if let Some(v) = &filter.actor {
+            wanted.push(("(actor_kind = ? OR actor_id = ?)", vec![v, v]));
+        }
+        if let Some(v) = &filter.verdict {
+            wanted.push(("verdict = ?", vec![v]));
+        }
+        if let Some(v) = &filter.tool {
+            wanted.push(("tool = ?", vec![v]));
+        }
+        if let Some(v) = &filter.alert {
+            wanted.push(("alert_id = ?", vec![v]));
+        }
+        if let Some(v) = &filter.event {
+            wanted.push(("event = ?", vec![v]));
+        }
+        let mut clauses: Vec<String> = Vec::new();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        for (clause, values) in wanted {
+            let mut clause = clause.to_string();
+            for v in values {
+                params.push(v);
+                clause = clause.replacen('?', &format!("${}", params.len() + 1), 1);
+            }
+            clauses.push(clause);
+        }
+        let sql_where: String = clauses.iter().map(|c| format!("AND {c} ")).collect();
+        match filter.limit {
+            Some(limit) => {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                let mut records = self.select(
+                    &sql_where,
+                    &params,
+                    &format!("ORDER BY seq DESC LIMIT {limit}"),
+                )?;
+                records.reverse();
+                Ok(records)
+            }
+            None => self.select(&sql_where, &params, "ORDER BY seq"),
+        }
+    }
+
+    fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
+        let found = self.select(
+            "AND call_id = $2 AND event = $3",
+            &[&call_id, &event::DECISION],
+            "ORDER BY seq DESC LIMIT 1",
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    fn scan(
+        &self,
+        visit: &mut dyn FnMut(&Record) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.scan_rows(|row| visit(&record_from_row(row)?).map_err(Failure::Caller))
+    }
+
+    fn scan_chain(
+        &self,
+        visit: &mut dyn FnMut(&ChainLink<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut buf = Vec::with_capacity(1024);
+        self.scan_rows(|row| {
+            with_fields(row, |f, hash| {
+                f.encode(&mut buf);
+                visit(&ChainLink {
+                    seq: f.seq,
+                    id: f.id,
+                    event: f.event,
+                    prev_hash: f.prev_hash,
+                    hash,
+                    canonical: &buf,
+                })
+                .map_err(Failure::Caller)
+            })
+        })
+    }
+
+    /// The head kept in `ledger_heads`: it moves with every commit and never back, so a tail
+    /// cut off the records (which takes disabling their trigger) shows against it.
+    fn head_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
+        self.db.run(|client| {
+            let row = client.query_opt(
+                "SELECT seq, hash FROM ledger_heads WHERE host = $1 AND seq > 0",
+                &[&self.host],
+            )?;
+            Ok::<_, Failure<StoreError>>(row.map(|r| (seq_of(r.get(0)), r.get(1))))
+        })
+    }
+}
+
+impl Ledger for PgLedger {
+    fn append(&self, entry: Entry) -> Result<Record, StoreError> {
+        let mut records = self.append_all(vec![entry])?;
+        records.pop().ok_or_else(|| StoreError::Backend {
+            store: store_name::LEDGER,
+            message: "an append stored no record".into(),
+        })
+    }
+
+    /// One transaction for all of `entries`: one commit however many there are.
+    fn append_all(&self, entries: Vec<Entry>) -> Result<Vec<Record>, StoreError> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let prepared: Vec<PreparedEntry> = entries
+            .into_iter()
+            .map(|entry| PreparedEntry::new(entry, self.output_cap))
+            .collect();
+        let mut buf = Vec::with_capacity(1024);
+        let chained = self.db.write(|tx| {
+            let (mut last_seq, mut prev_hash) = self.lock_chain(tx)?;
+            let mut chained = Vec::with_capacity(prepared.len());
+            for entry in &prepared {
+                let seq = last_seq + 1;
+                let id = Record::id_for(seq);
+                let f = entry.fields(seq, &id, &prev_hash);
+                let hash = f.hash(&mut buf);
+                if insert(tx, &self.host, &f, &hash)? == 0 {
+                    return Err(Failure::Caller(self.corrupt(format!(
+                        "record {seq} of host {} appeared while its chain was locked",
+                        self.host
+                    ))));
+                }
+                let link = (
+                    seq,
+                    id,
+                    std::mem::replace(&mut prev_hash, hash.clone()),
+                    hash,
+                );
+                last_seq = seq;
+                chained.push(link);
+            }
+            self.move_head(tx, last_seq, &prev_hash)?;
+            Ok(chained)
+        })?;
+        Ok(prepared
+            .into_iter()
+            .zip(chained)
+            .map(|(entry, (seq, id, prev_hash, hash))| entry.into_record(seq, id, prev_hash, hash))
+            .collect())
+    }
+}

@@ -1,0 +1,787 @@
+//! The task queue in PostgreSQL: one queue for the fleet.
+//!
+//! Every write is one transaction that locks the rows it decides on (`FOR UPDATE`), asks the
+//! [`machine`] what happens, and writes the new row and its event together. Claims take the
+//! oldest ready row with `FOR UPDATE SKIP LOCKED`, so workers on any host claim different
+//! tasks without waiting for each other; heartbeats and completions are fenced by attempt.
+
+use nightwatch_store::{
+    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, Resolved, RunbookProcess,
+    StoreError, Task, TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
+};
+use nightwatch_tasks::machine::{
+    self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
+};
+use postgres::types::ToSql;
+use postgres::{Row, Transaction};
+
+use crate::db::{Db, Failure, Schema, count_u32};
+
+type Fail = Failure<TaskError>;
+
+const SCHEMA_1: &str = "
+CREATE OR REPLACE FUNCTION nightwatch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'the nightwatch % is append-only: rows cannot be %',
+        TG_ARGV[0], lower(TG_OP) || 'd';
+END $$;
+
+CREATE TABLE tasks (
+    id                BIGSERIAL PRIMARY KEY,
+    host              TEXT NOT NULL,  -- the host whose daemon offered it
+    identity          TEXT NOT NULL,
+    alert_json        TEXT NOT NULL,
+    route             TEXT NOT NULL,
+    created_ms        BIGINT NOT NULL,
+    repeats           BIGINT NOT NULL DEFAULT 0,
+    last_seen_ms      BIGINT NOT NULL,
+    status            TEXT NOT NULL,
+    attempt           BIGINT NOT NULL,
+    ready_ms          BIGINT NOT NULL,
+    lease_until_ms    BIGINT,
+    worker            TEXT,
+    last_error        TEXT,
+    finished_ms       BIGINT,
+    -- 0 none, 1 waiting for take_escalations, 2 handed over
+    escalation        SMALLINT NOT NULL DEFAULT 0,
+    deferrals         BIGINT NOT NULL DEFAULT 0,
+    runbook           TEXT,           -- JSON of the running attempt's RunbookProcess
+    arrival           BIGINT,         -- the arrival (of `host`) that created it
+    last_arrival      BIGINT,         -- the last arrival counted on it ...
+    last_arrival_host TEXT            -- ... and the host it arrived at
+);
+-- The database itself refuses a second live task for one identity, whichever host offers it.
+CREATE UNIQUE INDEX tasks_one_live ON tasks (identity) WHERE status IN ('pending', 'running');
+CREATE INDEX tasks_ready ON tasks (ready_ms, id) WHERE status = 'pending';
+CREATE INDEX tasks_lease ON tasks (lease_until_ms, id) WHERE status = 'running';
+CREATE INDEX tasks_identity ON tasks (identity, finished_ms);
+CREATE INDEX tasks_route_created ON tasks (route, created_ms);
+CREATE INDEX tasks_escalation ON tasks (id) WHERE escalation = 1;
+CREATE INDEX tasks_created ON tasks (created_ms);
+CREATE INDEX tasks_finished ON tasks (finished_ms) WHERE finished_ms IS NOT NULL;
+
+CREATE TABLE task_events (
+    seq         BIGSERIAL PRIMARY KEY,
+    task_id     BIGINT NOT NULL REFERENCES tasks (id),
+    host        TEXT NOT NULL,        -- the host that made the change
+    at_ms       BIGINT NOT NULL,
+    from_status TEXT,
+    to_status   TEXT NOT NULL,
+    why         TEXT NOT NULL
+);
+CREATE INDEX task_events_task ON task_events (task_id, seq);
+CREATE TRIGGER task_events_append_only BEFORE UPDATE OR DELETE ON task_events
+    FOR EACH ROW EXECUTE FUNCTION nightwatch_append_only('task events');
+CREATE TRIGGER task_events_no_truncate BEFORE TRUNCATE ON task_events
+    FOR EACH STATEMENT EXECUTE FUNCTION nightwatch_append_only('task events');
+
+-- How many tasks are in each status, kept as tasks change: a change appends +1 and -1 rows
+-- rather than updating one counter row, so status changes on different hosts never wait
+-- for each other; `counts` sums them and folds them into one row per status now and then.
+CREATE TABLE task_counts (status TEXT NOT NULL, n BIGINT NOT NULL);
+CREATE OR REPLACE FUNCTION nightwatch_task_counts() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP = 'INSERT' THEN
+        INSERT INTO task_counts VALUES (NEW.status, 1);
+    ELSIF TG_OP = 'DELETE' THEN
+        INSERT INTO task_counts VALUES (OLD.status, -1);
+    ELSIF OLD.status IS DISTINCT FROM NEW.status THEN
+        INSERT INTO task_counts VALUES (OLD.status, -1), (NEW.status, 1);
+    END IF;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER tasks_counts AFTER INSERT OR UPDATE OF status OR DELETE ON tasks
+    FOR EACH ROW EXECUTE FUNCTION nightwatch_task_counts();
+";
+
+pub(crate) const SCHEMA: Schema = Schema {
+    store: store_name::TASKS,
+    migrations: &[SCHEMA_1],
+};
+
+/// The channel a `NOTIFY` goes to when a task becomes claimable (created, or back to pending):
+/// workers may `LISTEN` on it instead of polling as often.
+pub const TASKS_CHANNEL: &str = "nightwatch_tasks";
+
+/// Advisory lock classes (the first key of the two-key form).
+const ROUTE_LOCK: i32 = 0x6e77_0001;
+const FOLD_LOCK: i32 = 0x6e77_0002;
+
+/// Delta rows in `task_counts` above which `counts` folds them.
+const FOLD_AFTER: i64 = 1_000;
+
+const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
+     status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
+
+const READY_PENDING: &str = "FROM tasks WHERE status = 'pending' AND ready_ms <= $1
+     ORDER BY ready_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
+const LEASE_EXPIRED: &str = "FROM tasks WHERE status = 'running' AND lease_until_ms <= $1
+     ORDER BY lease_until_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
+
+/// The fleet's task queue. A handle is opened for one host: the tasks it creates and the
+/// events it writes name that host, and the arrivals it is offered are that host's; claims,
+/// reads and counts cover the whole fleet.
+pub struct PgTaskQueue {
+    db: Db,
+    host: String,
+    policy: Policy,
+}
+
+impl PgTaskQueue {
+    pub(crate) fn new(db: Db, host: &str, policy: Policy) -> PgTaskQueue {
+        PgTaskQueue {
+            db,
+            host: host.to_string(),
+            policy,
+        }
+    }
+
+    /// The host this handle offers and changes tasks as.
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    fn change(&self, task_id: i64, now: i64, input: &Input<'_>) -> Result<Status, TaskError> {
+        self.db.write(|tx| {
+            let task = load_task(tx, task_id)?;
+            let jitter = machine::jitter_for(task_id, task.lifecycle.attempt);
+            match machine::apply(&task.lifecycle, input, &self.policy, now, jitter) {
+                Ok(step) => {
+                    self.write_step(tx, task_id, now, &step)?;
+                    Ok(step.next.status)
+                }
+                Err(Refusal::Stale {
+                    attempt,
+                    current,
+                    status,
+                }) => Err(Failure::Caller(TaskError::Stale {
+                    task_id,
+                    attempt,
+                    current,
+                    status,
+                })),
+                // Heartbeat and complete only refuse as stale.
+                Err(_) => Err(Failure::Caller(TaskError::NotFound(task_id))),
+            }
+        })
+    }
+
+    /// An offer inside the caller's transaction (see [`TaskQueue::apply`]).
+    fn offer_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        offer: &Offer<'_>,
+        now: i64,
+    ) -> Result<Offered, Fail> {
+        // Offered again for an arrival whose first answer a crash cut short: the same answer,
+        // nothing changed twice.
+        if let Some(arrival) = offer.arrival.filter(|_| offer.again) {
+            let created = tx.query_opt(
+                "SELECT id FROM tasks WHERE identity = $1 AND host = $2 AND arrival = $3",
+                &[&offer.identity, &self.host, &arrival],
+            )?;
+            if let Some(row) = created {
+                return Ok(Offered::Created(row.get(0)));
+            }
+        }
+        // Twice at most: a second pass only after another host's daemon made the live task
+        // this one was about to make.
+        for _ in 0..2 {
+            let live = tx.query_opt(
+                "SELECT id, last_arrival, last_arrival_host FROM tasks
+                 WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE",
+                &[&offer.identity],
+            )?;
+            let live: Option<(i64, Option<i64>, Option<String>)> =
+                live.map(|r| (r.get(0), r.get(1), r.get(2)));
+            if let (Some((id, Some(counted), Some(at))), Some(arrival)) = (&live, offer.arrival)
+                && *at == self.host
+                && *counted >= arrival
+            {
+                return Ok(Offered::Attached(*id));
+            }
+            let last_run = tx.query_opt(
+                "SELECT id, status, finished_ms FROM tasks
+                 WHERE identity = $1 AND status IN ('done', 'gave_up')
+                 ORDER BY finished_ms DESC, id DESC LIMIT 1",
+                &[&offer.identity],
+            )?;
+            let last_run = match last_run {
+                Some(row) => {
+                    let task_id: i64 = row.get(0);
+                    Some(LastRun {
+                        task_id,
+                        status: parse_status(task_id, row.get(1))?,
+                        finished_at: row.get::<_, Option<i64>>(2).unwrap_or(0),
+                    })
+                }
+                None => None,
+            };
+            let live_id = live.as_ref().map(|(id, _, _)| *id);
+            match machine::decide_offer(live_id, last_run.as_ref(), &self.policy, now) {
+                OfferDecision::Attach(id) => {
+                    tx.execute(
+                        "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = $2,
+                             last_arrival = coalesce($3, last_arrival),
+                             last_arrival_host = CASE WHEN $3::BIGINT IS NULL
+                                 THEN last_arrival_host ELSE $4 END
+                         WHERE id = $1",
+                        &[&id, &now, &offer.arrival, &self.host],
+                    )?;
+                    return Ok(Offered::Attached(id));
+                }
+                OfferDecision::Suppress { why } => return Ok(Offered::Suppressed { why }),
+                OfferDecision::Create => {
+                    if let Some(limit) = offer.max_per_hour {
+                        // Hosts creating tasks for one route take turns until commit, so the
+                        // hour's count each reads includes the others' new tasks.
+                        tx.execute(
+                            "SELECT pg_advisory_xact_lock($1, hashtext($2))",
+                            &[&ROUTE_LOCK, &offer.route],
+                        )?;
+                        let started: i64 = tx
+                            .query_one(
+                                "SELECT count(*) FROM (SELECT 1 FROM tasks
+                                 WHERE route = $1 AND created_ms >= $2 LIMIT $3) AS recent",
+                                &[&offer.route, &(now - machine::HOUR_MS), &i64::from(limit)],
+                            )?
+                            .get(0);
+                        if let Some(why) = machine::throttle(offer.route, count_u32(started), limit)
+                        {
+                            return Ok(Offered::Throttled { why });
+                        }
+                    }
+                    let life = Lifecycle::new(&self.policy, now);
+                    // Another host's daemon may be inserting the same identity: the unique
+                    // index makes this wait for it, and if it committed, insert nothing.
+                    let inserted = tx.query_opt(
+                        "INSERT INTO tasks (host, identity, alert_json, route, created_ms,
+                             last_seen_ms, status, attempt, ready_ms, arrival, last_arrival,
+                             last_arrival_host)
+                         VALUES ($1, $2, $3, $4, $5, $5, $6, 0, $7, $8, $8,
+                             CASE WHEN $8::BIGINT IS NULL THEN NULL ELSE $1 END)
+                         ON CONFLICT (identity) WHERE status IN ('pending', 'running')
+                         DO NOTHING
+                         RETURNING id",
+                        &[
+                            &self.host,
+                            &offer.identity,
+                            &offer.alert_json,
+                            &offer.route,
+                            &now,
+                            &life.status.as_str(),
+                            &life.ready_at,
+                            &offer.arrival,
+                        ],
+                    )?;
+                    let Some(row) = inserted else {
+                        continue;
+                    };
+                    let id: i64 = row.get(0);
+                    let why = if life.ready_at > now {
+                        format!(
+                            "alert offered; claimable at {} unless it resolves first",
+                            life.ready_at
+                        )
+                    } else {
+                        "alert offered".to_string()
+                    };
+                    self.insert_event(tx, id, now, None, Status::Pending, &why)?;
+                    notify(tx)?;
+                    return Ok(Offered::Created(id));
+                }
+            }
+        }
+        Err(Failure::Caller(TaskError::Store(StoreError::Backend {
+            store: store_name::TASKS,
+            message: format!(
+                "identity {} had no live task to attach to, yet another host's held its place",
+                offer.identity
+            ),
+        })))
+    }
+
+    /// A resolve inside the caller's transaction (see [`TaskQueue::apply`]).
+    fn resolve_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        identity: &str,
+        now: i64,
+    ) -> Result<Resolved, Fail> {
+        let task = tx
+            .query_opt(
+                &format!(
+                    "SELECT {TASK_COLUMNS} FROM tasks
+                     WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE"
+                ),
+                &[&identity],
+            )?
+            .map(|r| read_task(&r))
+            .transpose()?;
+        let Some(task) = task else {
+            return Ok(Resolved::NoTask);
+        };
+        match machine::apply(&task.lifecycle, &Input::Resolve, &self.policy, now, 0) {
+            Ok(step) => {
+                self.write_step(tx, task.id, now, &step)?;
+                Ok(match step.next.status {
+                    Status::Cancelled => Resolved::CancelledBeforeStart(task.id),
+                    _ => Resolved::TooLate(task.id),
+                })
+            }
+            Err(_) => Ok(Resolved::NoTask),
+        }
+    }
+
+    fn write_step(
+        &self,
+        tx: &mut Transaction<'_>,
+        task_id: i64,
+        now: i64,
+        step: &machine::Step,
+    ) -> Result<(), Fail> {
+        let n = &step.next;
+        tx.execute(
+            "UPDATE tasks SET status = $2, attempt = $3, ready_ms = $4, lease_until_ms = $5,
+                 worker = $6, last_error = $7, finished_ms = $8,
+                 escalation = CASE WHEN $9 THEN 1 ELSE escalation END, deferrals = $10
+             WHERE id = $1",
+            &[
+                &task_id,
+                &n.status.as_str(),
+                &i64::from(n.attempt),
+                &n.ready_at,
+                &n.lease_until,
+                &n.worker,
+                &n.last_error,
+                &n.finished_at,
+                &step.escalate,
+                &i64::from(n.deferrals),
+            ],
+        )?;
+        if let Some(Change { from, to, why }) = &step.event {
+            self.insert_event(tx, task_id, now, Some(*from), *to, why)?;
+            if *to == Status::Pending {
+                notify(tx)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn insert_event(
+        &self,
+        tx: &mut Transaction<'_>,
+        task_id: i64,
+        now: i64,
+        from: Option<Status>,
+        to: Status,
+        why: &str,
+    ) -> Result<(), Fail> {
+        tx.execute(
+            "INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
+             VALUES ($1, $2, $3, $4, $5, $6)",
+            &[
+                &task_id,
+                &self.host,
+                &now,
+                &from.map(Status::as_str),
+                &to.as_str(),
+                &why,
+            ],
+        )?;
+        Ok(())
+    }
+
+    fn select_tasks(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<Task>, TaskError> {
+        self.db.run(|client| {
+            client
+                .query(sql, params)?
+                .iter()
+                .map(read_task)
+                .collect::<Result<Vec<_>, Fail>>()
+        })
+    }
+}
+
+/// Tells listeners on [`TASKS_CHANNEL`] that a task may be claimable; delivered at commit, once
+/// per transaction however many tasks it made ready.
+fn notify(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
+    tx.execute("SELECT pg_notify($1, '')", &[&TASKS_CHANNEL])?;
+    Ok(())
+}
+
+impl TaskQueue for PgTaskQueue {
+    fn policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    fn apply(&self, ops: &[QueueOp<'_>], now: i64) -> Result<Vec<Answer>, TaskError> {
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.db.write(|tx| {
+            ops.iter()
+                .map(|op| match op {
+                    QueueOp::Offer(offer) => self.offer_in(tx, offer, now).map(Answer::Offered),
+                    QueueOp::Resolve { identity } => {
+                        self.resolve_in(tx, identity, now).map(Answer::Resolved)
+                    }
+                })
+                .collect()
+        })
+    }
+
+    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+        self.db.write(|tx| {
+            loop {
+                // The pending task ready longest and the running one whose lease ran out
+                // longest ago, each skipping rows another worker holds; the earlier goes (the
+                // other stays locked until commit, which only makes others skip it a moment).
+                let mut first = |sql: &str| -> Result<Option<(i64, Task)>, Fail> {
+                    let row = tx.query_opt(&format!("SELECT {TASK_COLUMNS} {sql}"), &[&now])?;
+                    row.map(|r| {
+                        let task = read_task(&r)?;
+                        let key = match task.lifecycle.status {
+                            Status::Running => task.lifecycle.lease_until.unwrap_or(0),
+                            _ => task.lifecycle.ready_at,
+                        };
+                        Ok((key, task))
+                    })
+                    .transpose()
+                };
+                let pending = first(READY_PENDING)?;
+                let expired = first(LEASE_EXPIRED)?;
+                let task = match (pending, expired) {
+                    (Some((a, p)), Some((b, e))) => Some(if (b, e.id) < (a, p.id) { e } else { p }),
+                    (Some((_, t)), None) | (None, Some((_, t))) => Some(t),
+                    (None, None) => None,
+                };
+                let Some(task) = task else { return Ok(None) };
+                let input = Input::Claim { worker, lease_ms };
+                let step = match machine::apply(&task.lifecycle, &input, &self.policy, now, 0) {
+                    Ok(step) => step,
+                    // The query and the machine agree on readiness; if they ever did not,
+                    // refusing to hand the task out is the safe side.
+                    Err(_) => return Ok(None),
+                };
+                self.write_step(tx, task.id, now, &step)?;
+                // A new attempt: the last one's runbook note is the past.
+                tx.execute("UPDATE tasks SET runbook = NULL WHERE id = $1", &[&task.id])?;
+                if step.next.status == Status::Running {
+                    return Ok(Some(Claim {
+                        task_id: task.id,
+                        attempt: step.next.attempt,
+                        alert_json: task.alert_json,
+                        route: task.route,
+                    }));
+                }
+            }
+        })
+    }
+
+    fn heartbeat(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<(), TaskError> {
+        self.change(task_id, now, &Input::Heartbeat { attempt, lease_ms })
+            .map(|_| ())
+    }
+
+    fn complete(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        outcome: &Outcome,
+        now: i64,
+    ) -> Result<Status, TaskError> {
+        self.change(task_id, now, &Input::Complete { attempt, outcome })
+    }
+
+    fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
+        self.db.write(|tx| {
+            // Daemons on several hosts may ask at once: each task goes to one of them.
+            let taken: Vec<Escalation> = tx
+                .query(
+                    "SELECT id, identity, route, attempt, last_error FROM tasks
+                     WHERE escalation = 1 ORDER BY id FOR UPDATE SKIP LOCKED",
+                    &[],
+                )?
+                .iter()
+                .map(|r| Escalation {
+                    task_id: r.get(0),
+                    identity: r.get(1),
+                    route: r.get(2),
+                    attempts: count_u32(r.get(3)),
+                    last_error: r.get(4),
+                })
+                .collect();
+            for e in &taken {
+                tx.execute(
+                    "UPDATE tasks SET escalation = 2 WHERE id = $1",
+                    &[&e.task_id],
+                )?;
+                // The queue does not know who is told: the daemon's `escalated` record says.
+                let why = "taken for escalation; the escalated record says who was told";
+                self.insert_event(
+                    tx,
+                    e.task_id,
+                    now,
+                    Some(Status::GaveUp),
+                    Status::GaveUp,
+                    why,
+                )?;
+            }
+            Ok(taken)
+        })
+    }
+
+    fn task(&self, task_id: i64) -> Result<Option<Task>, TaskError> {
+        let found = self.select_tasks(
+            &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1"),
+            &[&task_id],
+        )?;
+        Ok(found.into_iter().next())
+    }
+
+    fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
+        let mut clauses = Vec::new();
+        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
+        let status = filter.status.map(Status::as_str);
+        let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
+        if let Some(identity) = &filter.identity {
+            params.push(identity);
+            clauses.push(format!("identity = ${}", params.len()));
+        }
+        if let Some(status) = &status {
+            params.push(status);
+            clauses.push(format!("status = ${}", params.len()));
+        }
+        if let Some(after) = &filter.after {
+            params.push(after);
+            clauses.push(format!("id > ${}", params.len()));
+        }
+        let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
+        if !clauses.is_empty() {
+            sql.push_str(" WHERE ");
+            sql.push_str(&clauses.join(" AND "));
+        }
+        sql.push_str(" ORDER BY id");
+        if let Some(limit) = &limit {
+            params.push(limit);
+            sql.push_str(&format!(" LIMIT ${}", params.len()));
+        }
+        self.select_tasks(&sql, &params)
+    }
+
+    fn counts(&self) -> Result<Vec<(Status, i64)>, TaskError> {
+        let rows = self.db.run(|client| {
+            let rows = client.query(
+                "SELECT status, sum(n)::BIGINT, count(*) FROM task_counts GROUP BY status",
+                &[],
+            )?;
+            Ok::<_, Fail>(rows)
+        })?;
+        let deltas: i64 = rows.iter().map(|r| r.get::<_, i64>(2)).sum();
+        if deltas > FOLD_AFTER {
+            self.fold_counts()?;
+        }
+        let mut out: Vec<(Status, i64)> = rows
+            .iter()
+            .filter_map(|r| {
+                let n: i64 = r.get(1);
+                Status::parse(r.get(0)).filter(|_| n > 0).map(|s| (s, n))
+            })
+            .collect();
+        out.sort_by_key(|(status, _)| status.as_str());
+        Ok(out)
+    }
+
+    fn oldest_ready(&self, now: i64) -> Result<Option<i64>, TaskError> {
+        self.db.run(|client| {
+            Ok(client
+                .query_one(
+                    "SELECT min(ready_ms) FROM tasks WHERE status = 'pending' AND ready_ms <= $1",
+                    &[&now],
+                )?
+                .get(0))
+        })
+    }
+
+    fn active_between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<Task>, TaskError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let before = before.unwrap_or(i64::MAX);
+        let mut tasks = self.select_tasks(
+            &format!(
+                "SELECT {TASK_COLUMNS} FROM tasks
+                 WHERE ((created_ms >= $1 AND created_ms < $2)
+                    OR (finished_ms >= $1 AND finished_ms < $2)
+                    OR (status IN ('pending', 'running') AND created_ms < $2)
+                 ) AND id < $4
+                 ORDER BY id DESC LIMIT $3"
+            ),
+            &[&since_ms, &until_ms, &limit, &before],
+        )?;
+        tasks.reverse();
+        Ok(tasks)
+    }
+
+    fn events(&self, task_id: i64) -> Result<Vec<TaskEvent>, TaskError> {
+        self.db.run(|client| {
+            client
+                .query(
+                    "SELECT seq, task_id, at_ms, from_status, to_status, why FROM task_events
+                     WHERE task_id = $1 ORDER BY seq",
+                    &[&task_id],
+                )?
+                .iter()
+                .map(|r| {
+                    let task_id: i64 = r.get(1);
+                    Ok(TaskEvent {
+                        seq: r.get(0),
+                        task_id,
+                        at: r.get(2),
+                        from: r
+                            .get::<_, Option<&str>>(3)
+                            .map(|f| parse_status(task_id, f))
+                            .transpose()?,
+                        to: parse_status(task_id, r.get(4))?,
+                        why: r.get(5),
+                    })
+                })
+                .collect()
+        })
+    }
+
+    fn note_runbook(
+        &self,
+        task_id: i64,
+        attempt: u32,
+        process: &RunbookProcess,
+    ) -> Result<(), TaskError> {
+        let noted = serde_json::to_string(process).map_err(|e| {
+            TaskError::Store(StoreError::Backend {
+                store: store_name::TASKS,
+                message: format!("cannot encode the runbook's process: {e}"),
+            })
+        })?;
+        self.db.write(|tx| {
+            let changed = tx.execute(
+                "UPDATE tasks SET runbook = $3
+                 WHERE id = $1 AND attempt = $2 AND status = 'running'",
+                &[&task_id, &i64::from(attempt), &noted],
+            )?;
+            if changed == 1 {
+                return Ok(());
+            }
+            let task = load_task(tx, task_id)?;
+            Err(Failure::Caller(TaskError::Stale {
+                task_id,
+                attempt,
+                current: task.lifecycle.attempt,
+                status: task.lifecycle.status,
+            }))
+        })
+    }
+
+    fn noted_runbooks(&self) -> Result<Vec<NotedRunbook>, TaskError> {
+        self.db.run(|client| {
+            let rows = client.query(
+                "SELECT id, attempt, route, identity, runbook FROM tasks
+                 WHERE status = 'running' AND runbook IS NOT NULL ORDER BY id",
+                &[],
+            )?;
+            Ok::<_, Fail>(
+                rows.iter()
+                    .filter_map(|r| {
+                        // A note this version cannot read names no process it could safely stop.
+                        let process = serde_json::from_str(r.get(4)).ok()?;
+                        Some(NotedRunbook {
+                            task_id: r.get(0),
+                            attempt: count_u32(r.get(1)),
+                            route: r.get(2),
+                            identity: r.get(3),
+                            process,
+                        })
+                    })
+                    .collect(),
+            )
+        })
+    }
+}
+
+impl PgTaskQueue {
+    /// Folds the count deltas into one row per status. One folder at a time (others skip);
+    /// deltas committed meanwhile are not visible to the delete, so they stay and count.
+    fn fold_counts(&self) -> Result<(), TaskError> {
+        self.db.write(|tx| {
+            let mine: bool = tx
+                .query_one("SELECT pg_try_advisory_xact_lock($1, 0)", &[&FOLD_LOCK])?
+                .get(0);
+            if mine {
+                tx.batch_execute(
+                    "WITH gone AS (DELETE FROM task_counts RETURNING status, n)
+                     INSERT INTO task_counts (status, n)
+                         SELECT status, sum(n) FROM gone GROUP BY status",
+                )?;
+            }
+            Ok::<_, Fail>(())
+        })
+    }
+}
+
+fn load_task(tx: &mut Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
+    tx.query_opt(
+        &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE"),
+        &[&task_id],
+    )?
+    .map(|r| read_task(&r))
+    .transpose()?
+    .ok_or(Failure::Caller(TaskError::NotFound(task_id)))
+}
+
+fn parse_status(task_id: i64, s: &str) -> Result<Status, Fail> {
+    Status::parse(s).ok_or_else(|| {
+        Failure::Caller(TaskError::Store(StoreError::Corrupt {
+            store: store_name::TASKS,
+            what: format!(
+                "task {task_id} has status {s:?} in the database, which this version does not know"
+            ),
+        }))
+    })
+}
+
+fn read_task(r: &Row) -> Result<Task, Fail> {
+    let id: i64 = r.try_get(0)?;
+    Ok(Task {
+        id,
+        identity: r.try_get(1)?,
+        alert_json: r.try_get(2)?,
+        route: r.try_get(3)?,
+        created_at: r.try_get(4)?,
+        repeats: count_u32(r.try_get(5)?),
+        last_seen: r.try_get(6)?,
+        lifecycle: Lifecycle {
+            status: parse_status(id, r.try_get(7)?)?,
+            attempt: count_u32(r.try_get(8)?),
+            ready_at: r.try_get(9)?,
+            lease_until: r.try_get(10)?,
+            worker: r.try_get(11)?,
+            last_error: r.try_get(12)?,
+            finished_at: r.try_get(13)?,
+            deferrals: count_u32(r.try_get(14)?),
+        },
+    })
+}

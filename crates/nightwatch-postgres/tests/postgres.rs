@@ -1,0 +1,430 @@
+//! What only the PostgreSQL stores have: connecting and migrating, hosts sharing one
+//! database, shipping a host's chain, the database's own refusals, and notifications.
+
+mod support;
+
+use nightwatch_ledger::{Entry, Filter, RecordActor, event};
+use nightwatch_postgres::{PgStores, TASKS_CHANNEL};
+use nightwatch_store::memory::MemoryLedger;
+use nightwatch_store::{
+    AlertInbox, Arrival, JanitorStore, Ledger, LedgerReader, Offered, StoreError, TaskFilter,
+    TaskQueue, verify,
+};
+use nightwatch_tasks::{Outcome, Policy, Status};
+use postgres::fallible_iterator::FallibleIterator;
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+fn entry(n: i64, session: &str) -> Entry {
+    let mut e = Entry::new(
+        event::DECISION,
+        1_771_039_042_000 + n,
+        RecordActor {
+            kind: "agent".into(),
+            id: "claude-code".into(),
+        },
+        "exec",
+    );
+    e.session_id = Some(session.into());
+    e.verdict = Some("allow".into());
+    e.call_id = Some(format!("toolu_{n}"));
+    e
+}
+
+#[test]
+fn a_server_that_is_not_there_is_an_error_that_says_where() {
+    let port = support::free_port();
+    let url = format!("postgres://nightwatch@127.0.0.1:{port}/fleet?connect_timeout=5");
+    let error = PgStores::connect(&url, "db1")
+        .err()
+        .expect("nothing listens");
+    let text = error.to_string();
+    assert!(matches!(error, StoreError::Backend { .. }), "{error:?}");
+    assert!(
+        text.contains(&format!(
+            "cannot connect to PostgreSQL at 127.0.0.1 port {port}"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("database fleet, user nightwatch"), "{text}");
+
+    let error = PgStores::connect("postgres://[::1", "db1").err().unwrap();
+    assert!(
+        error
+            .to_string()
+            .contains("not a PostgreSQL connection string"),
+        "{error}"
+    );
+    let db = support::database();
+    let error = PgStores::connect(&db.url, "").err().unwrap();
+    assert!(error.to_string().contains("host name"), "{error}");
+}
+
+#[test]
+fn a_password_in_the_url_never_reaches_an_error() {
+    let port = support::free_port();
+    let url = format!("postgres://nightwatch:hunter2@127.0.0.1:{port}/fleet?connect_timeout=5");
+    let text = PgStores::connect(&url, "db1").err().unwrap().to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+/// Hosts starting at once against a new database: every one opens, and each migration is
+/// applied exactly once.
+#[test]
+fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
+    const HOSTS: usize = 8;
+    let db = support::database();
+    let start = Arc::new(Barrier::new(HOSTS));
+    let threads: Vec<_> = (0..HOSTS)
+        .map(|h| {
+            let (url, start) = (db.url.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                PgStores::connect(&url, &format!("host{h}")).map(|_| ())
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap().unwrap();
+    }
+    let mut client = support::server().client(&db);
+    let rows = client
+        .query(
+            "SELECT store, version FROM schema_migrations ORDER BY store, version",
+            &[],
+        )
+        .unwrap();
+    let applied: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let want: Vec<(String, i64)> = ["alert inbox", "janitor state", "ledger", "task queue"]
+        .into_iter()
+        .map(|s| (s.to_string(), 1))
+        .collect();
+    assert_eq!(applied, want);
+}
+
+#[test]
+fn a_database_from_a_newer_nightwatch_is_refused() {
+    let db = support::database();
+    drop(PgStores::connect(&db.url, "db1").unwrap());
+    support::server()
+        .client(&db)
+        .execute(
+            "INSERT INTO schema_migrations (store, version) VALUES ('janitor state', 99)",
+            &[],
+        )
+        .unwrap();
+    match PgStores::connect(&db.url, "db1") {
+        Err(StoreError::SchemaTooNew {
+            store,
+            found,
+            known,
+        }) => assert_eq!((store, found, known), ("janitor state", 99, 1)),
+        Err(other) => panic!("expected SchemaTooNew, got {other:?}"),
+        Ok(_) => panic!("a newer schema was opened"),
+    }
+}
+
+/// Hosts share the database, not their chains: each host's records are its own 1, 2, 3, ...
+/// and verify on their own, and a host's reader sees no other host's records.
+#[test]
+fn each_host_keeps_its_own_chain() {
+    let db = support::database();
+    let a = PgStores::connect(&db.url, "web-1").unwrap().ledger();
+    let b = PgStores::connect(&db.url, "web-2").unwrap().ledger();
+    for n in 0..5 {
+        a.append(entry(n, "a")).unwrap();
+        b.append(entry(n, "b")).unwrap();
+        b.append(entry(n + 100, "b")).unwrap();
+    }
+    assert_eq!((a.last_seq().unwrap(), b.last_seq().unwrap()), (5, 10));
+    for (ledger, session, n) in [(&a, "a", 5), (&b, "b", 10)] {
+        let records = ledger.query(&Filter::default()).unwrap();
+        assert_eq!(records.len(), n);
+        assert!(
+            records
+                .iter()
+                .all(|r| r.session_id.as_deref() == Some(session))
+        );
+        let report = verify(&**ledger).unwrap();
+        assert!(report.is_intact(), "{report:?}");
+        assert_eq!(report.head_checkpoint.map(|c| c.0), Some(n as u64));
+    }
+    assert_eq!(a.get("r7").unwrap(), None, "web-2's r7 is not web-1's");
+    assert_eq!(
+        a.decision_for_call("toolu_100").unwrap(),
+        None,
+        "nor is its call"
+    );
+    assert_eq!(a.host(), "web-1");
+}
+
+/// A host's own records reach the fleet's store as they are, once: shipping again changes
+/// nothing, and the copy is the same chain.
+#[test]
+fn shipping_a_hosts_records_is_idempotent_and_keeps_its_chain() {
+    let db = support::database();
+    let local = MemoryLedger::new();
+    let records: Vec<_> = (0..6)
+        .map(|n| local.append(entry(n, "s")).unwrap())
+        .collect();
+    let fleet = PgStores::connect(&db.url, "collector")
+        .unwrap()
+        .ledger_of("web-1");
+    assert_eq!(fleet.last_seq().unwrap(), 0);
+    assert_eq!(fleet.ship(&records[..3]).unwrap(), 3);
+    assert_eq!(fleet.last_seq().unwrap(), 3);
+    assert_eq!(fleet.ship(&records[..5]).unwrap(), 2, "only the new ones");
+    assert_eq!(fleet.ship(&records).unwrap(), 1);
+    assert_eq!(
+        fleet.ship(&records).unwrap(),
+        0,
+        "shipping again changes nothing"
+    );
+    assert_eq!(fleet.ship(&[]).unwrap(), 0);
+    assert_eq!(fleet.query(&Filter::default()).unwrap(), records);
+    let report = verify(&*fleet).unwrap();
+    assert!(report.is_intact(), "{report:?}");
+    assert_eq!(report.head_checkpoint.map(|c| c.0), Some(6));
+    // The host itself, opened on the fleet's store, goes on from the shipped tail.
+    let own = PgStores::connect(&db.url, "web-1").unwrap().ledger();
+    let next = own.append(entry(6, "s")).unwrap();
+    assert_eq!((next.seq, &next.prev_hash), (7, &records[5].hash));
+}
+
+#[test]
+fn a_shipped_record_that_differs_from_the_one_held_is_refused_as_corrupt() {
+    let db = support::database();
+    let fleet = PgStores::connect(&db.url, "collector")
+        .unwrap()
+        .ledger_of("web-1");
+    let first = MemoryLedger::new();
+    let ours: Vec<_> = (0..3)
+        .map(|n| first.append(entry(n, "s")).unwrap())
+        .collect();
+    fleet.ship(&ours).unwrap();
+
+    // Another chain claiming the same host: its record 2 is not the one held.
+    let second = MemoryLedger::new();
+    let theirs: Vec<_> = (0..4)
+        .map(|n| second.append(entry(n * 7, "t")).unwrap())
+        .collect();
+    let error = fleet.ship(&theirs).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+    assert!(error.to_string().contains("two chains claim"), "{error}");
+
+    // A record edited after it was chained does not hash to its hash.
+    let mut edited = ours[2].clone();
+    edited.verdict = Some("deny".into());
+    let error = fleet.ship(&[edited]).unwrap_err();
+    assert!(matches!(error, StoreError::Corrupt { .. }), "{error:?}");
+
+    // A gap: records after one the store never got. Nothing of the call is stored.
+    let more: Vec<_> = (3..6)
+        .map(|n| first.append(entry(n, "s")).unwrap())
+        .collect();
+    let error = fleet.ship(&more[1..]).unwrap_err();
+    assert!(error.to_string().contains("in order, from 4"), "{error}");
+    assert_eq!(fleet.last_seq().unwrap(), 3);
+    assert_eq!(fleet.ship(&more).unwrap(), 3);
+    assert!(verify(&*fleet).unwrap().is_intact());
+}
+
+/// The database itself refuses to change or remove records and task events, and a second
+/// live task for one identity.
+#[test]
+fn the_database_refuses_edits_of_records_and_events_and_a_second_live_task() {
+    let db = support::database();
+    let stores = PgStores::connect(&db.url, "db1").unwrap();
+    stores.ledger().append(entry(1, "s")).unwrap();
+    stores
+        .task_queue(Policy::default())
+        .offer("disk/db1", "{}", "r", 0)
+        .unwrap();
+    let mut client = support::server().client(&db);
+    for sql in [
+        "UPDATE ledger_records SET verdict = 'deny'",
+        "DELETE FROM ledger_records",
+        "TRUNCATE ledger_records",
+        "UPDATE task_events SET why = 'x'",
+        "DELETE FROM task_events",
+        "UPDATE ledger_heads SET seq = 0",
+        "DELETE FROM ledger_heads",
+    ] {
+        let error = client.batch_execute(sql).unwrap_err();
+        let text = error.as_db_error().map(|e| e.message().to_string());
+        let text = text.unwrap_or_default();
+        assert!(
+            text.contains("append-only") || text.contains("only moves forward"),
+            "{sql}: {text}"
+        );
+    }
+    let dup = client.batch_execute(
+        "INSERT INTO tasks (host, identity, alert_json, route, created_ms, last_seen_ms,
+             status, attempt, ready_ms)
+         VALUES ('db2', 'disk/db1', '{}', 'r', 0, 0, 'pending', 0, 0)",
+    );
+    assert!(dup.is_err(), "a second live task was stored");
+}
+
+/// A tail cut off the records (which takes switching their trigger off) shows against the
+/// head kept beside them.
+#[test]
+fn a_tail_cut_off_the_records_shows_against_the_head() {
+    let db = support::database();
+    let ledger = PgStores::connect(&db.url, "db1").unwrap().ledger();
+    for n in 0..4 {
+        ledger.append(entry(n, "s")).unwrap();
+    }
+    support::server()
+        .client(&db)
+        .batch_execute(
+            "ALTER TABLE ledger_records DISABLE TRIGGER ledger_records_append_only;
+             DELETE FROM ledger_records WHERE seq > 2;",
+        )
+        .unwrap();
+    let report = verify(&*ledger).unwrap();
+    assert!(!report.is_intact(), "{report:?}");
+    assert_eq!(report.records, 2);
+    assert_eq!(report.head_checkpoint.map(|c| c.0), Some(4));
+}
+
+/// Workers may LISTEN rather than poll: a task that becomes claimable (offered, or back to
+/// pending to retry) is announced when its transaction commits.
+#[test]
+fn a_task_becoming_claimable_is_notified() {
+    let db = support::database();
+    let queue = PgStores::connect(&db.url, "db1")
+        .unwrap()
+        .task_queue(Policy::default());
+    let mut listener = support::server().client(&db);
+    listener
+        .batch_execute(&format!("LISTEN {TASKS_CHANNEL}"))
+        .unwrap();
+    let mut heard = |what: &str| {
+        let mut notes = listener.notifications();
+        let mut waiting = notes.timeout_iter(Duration::from_secs(10));
+        let note = waiting.next().unwrap();
+        assert!(note.is_some(), "no notification after {what}");
+        assert_eq!(note.unwrap().channel(), TASKS_CHANNEL);
+    };
+    let Offered::Created(id) = queue.offer("disk/db1", "{}", "r", 0).unwrap() else {
+        panic!("expected a new task");
+    };
+    heard("an offer");
+    let claim = queue.claim("w", 0, 60_000).unwrap().unwrap();
+    let failed = Outcome::Failed {
+        error: "boom".into(),
+    };
+    assert_eq!(
+        queue.complete(id, claim.attempt, &failed, 10).unwrap(),
+        Status::Pending
+    );
+    heard("a failed attempt");
+}
+
+/// Daemons on different hosts offering one alert at once: one task for the fleet, made by
+/// one of them, the others' offers counted on it, each event naming the host that wrote it.
+#[test]
+fn daemons_on_several_hosts_offering_one_alert_make_one_task() {
+    const DAEMONS: usize = 6;
+    let db = support::database();
+    let start = Arc::new(Barrier::new(DAEMONS));
+    let threads: Vec<_> = (0..DAEMONS)
+        .map(|d| {
+            let (url, start) = (db.url.clone(), Arc::clone(&start));
+            std::thread::spawn(move || {
+                let queue = PgStores::connect(&url, &format!("host{d}"))
+                    .unwrap()
+                    .task_queue(Policy::default());
+                start.wait();
+                queue.offer("kuma/42", "{}", "r", 0).unwrap()
+            })
+        })
+        .collect();
+    let answers: Vec<Offered> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let made = answers
+        .iter()
+        .filter(|a| matches!(a, Offered::Created(_)))
+        .count();
+    assert_eq!(made, 1, "{answers:?}");
+    let queue = PgStores::connect(&db.url, "host9")
+        .unwrap()
+        .task_queue(Policy::default());
+    let tasks = queue.tasks(&TaskFilter::default()).unwrap();
+    assert_eq!(tasks.len(), 1);
+    assert_eq!(tasks[0].repeats, DAEMONS as u32 - 1);
+    let creator: String = support::server()
+        .client(&db)
+        .query_one("SELECT e.host FROM task_events e", &[])
+        .unwrap()
+        .get(0);
+    assert!(creator.starts_with("host"), "{creator}");
+    // A worker on another host claims it.
+    let claim = queue.claim("host9/w1", 0, 60_000).unwrap().unwrap();
+    assert_eq!(claim.task_id, tasks[0].id);
+}
+
+/// The counts are kept as +1/-1 rows; past a thousand of them, reading the counts folds
+/// them into one row per status, and they stay exact.
+#[test]
+fn the_counts_fold_their_changes_and_stay_exact() {
+    let db = support::database();
+    let queue = PgStores::connect(&db.url, "db1")
+        .unwrap()
+        .task_queue(Policy::default());
+    for n in 0..450 {
+        let identity = format!("flap/{n}");
+        queue.offer(&identity, "{}", "r", n).unwrap();
+        if n % 3 != 0 {
+            queue.resolve(&identity, n).unwrap();
+        }
+    }
+    let want = vec![(Status::Cancelled, 300), (Status::Pending, 150)];
+    assert_eq!(queue.counts().unwrap(), want);
+    let rows: i64 = support::server()
+        .client(&db)
+        .query_one("SELECT count(*) FROM task_counts", &[])
+        .unwrap()
+        .get(0);
+    assert!(rows <= 5, "{rows} count rows after folding");
+    assert_eq!(queue.counts().unwrap(), want);
+}
+
+/// Each host's inbox and janitor state are its own, in the one database: ids count from 1
+/// per host, and nothing of one host shows in another's.
+#[test]
+fn hosts_keep_their_own_arrivals_and_janitor_state() {
+    let db = support::database();
+    let a = PgStores::connect(&db.url, "web-1").unwrap();
+    let b = PgStores::connect(&db.url, "web-2").unwrap();
+    let arrival = |alert_id| Arrival {
+        received_ms: 10,
+        source: "uptime-kuma",
+        alert_id,
+        status: "firing",
+        title: "Down",
+        host: Some("web-1"),
+        alert_json: "{}",
+    };
+    assert_eq!(
+        a.inbox().receive(&[arrival("x"), arrival("y")]).unwrap(),
+        [1, 2]
+    );
+    assert_eq!(b.inbox().receive(&[arrival("z")]).unwrap(), [1]);
+    assert_eq!(a.inbox().count().unwrap(), 2);
+    assert_eq!(b.inbox().get(1).unwrap().unwrap().alert_id, "z");
+    assert!(b.inbox().for_alert("x").unwrap().is_empty());
+    assert_eq!(b.inbox().unrecorded(10).unwrap().len(), 1);
+
+    use nightwatch_janitor::Kind;
+    a.janitor().note_activity(Kind::Container, "c1", 5).unwrap();
+    assert_eq!(b.janitor().activity(Kind::Container, "c1").unwrap(), None);
+    assert_eq!(
+        a.janitor().activity(Kind::Container, "c1").unwrap(),
+        Some(5)
+    );
+    assert_eq!(
+        b.janitor().load().unwrap(),
+        nightwatch_janitor::JanitorState::new()
+    );
+}
