@@ -6,6 +6,7 @@
 //! | ledger | `ledger_records`, `ledger_heads` | `(host, seq)`; `host` | [`PgLedger`] |
 //! | task queue | `tasks`, `task_events`, `task_counts` | `id` (one queue for the fleet) | [`PgTaskQueue`] |
 //! | alert inbox | `alert_events`, `alert_event_ids` | `(host, id)`; `host` | [`PgInbox`] |
+//! | fleet hosts | `fleet_hosts` (+ the ledger's tables) | `host` | [`PgFleet`] |
 //! | janitor state | `janitor_first_seen`, `janitor_activity`, `janitor_failures` | `(host, kind, id)` | [`PgJanitorStore`] |
 //!
 //! Every table that holds a host's data has `host TEXT NOT NULL`, and a handle is opened for
@@ -50,12 +51,14 @@
 //! carries the driver's types (they become `StoreError`).
 
 mod db;
+mod fleet;
 mod inbox;
 mod janitor;
 mod ledger;
 mod tasks;
 
 pub use db::PgOptions;
+pub use fleet::PgFleet;
 pub use inbox::PgInbox;
 pub use janitor::PgJanitorStore;
 pub use ledger::PgLedger;
@@ -97,6 +100,7 @@ impl PgStores {
             &tasks::SCHEMA,
             &inbox::SCHEMA,
             &janitor::SCHEMA,
+            &fleet::SCHEMA,
         ] {
             db::migrate(&mut client, schema)?;
         }
@@ -147,6 +151,15 @@ impl PgStores {
     /// This host's alert inbox.
     pub fn inbox(&self) -> Arc<PgInbox> {
         Arc::new(PgInbox::new(self.db(store_name::INBOX), &self.host))
+    }
+
+    /// Every host's chain, as the fleet holds it.
+    pub fn fleet(&self) -> Arc<PgFleet> {
+        let stores = self.clone();
+        Arc::new(PgFleet {
+            db: self.db(store_name::FLEET),
+            ledger_of: Box::new(move |host| stores.ledger_of(host)),
+        })
     }
 
     /// This host's janitor state.

@@ -428,3 +428,55 @@ fn hosts_keep_their_own_arrivals_and_janitor_state() {
         nightwatch_janitor::JanitorState::new()
     );
 }
+
+/// The fleet's view: each host's records shipped from its own ledger, in batches; the hosts
+/// with their lag; a chain the fleet holds only part of does not verify whole; another chain
+/// under a host's name is refused and nothing of it is kept.
+#[test]
+fn the_fleet_holds_every_hosts_chain_and_knows_what_it_lacks() {
+    use nightwatch_store::{FleetLedger, ShipError, ship};
+    let db = support::database();
+    let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
+    let web = MemoryLedger::new();
+    let batch = MemoryLedger::new();
+    for n in 0..30 {
+        web.append(entry(n, "web")).unwrap();
+    }
+    for n in 0..12 {
+        batch.append(entry(n, "batch")).unwrap();
+    }
+    loop {
+        let shipped = ship(&web, &*fleet, "web-1", 7, 10_000).unwrap();
+        if shipped.behind == 0 {
+            assert_eq!(shipped.through, 30);
+            break;
+        }
+    }
+    let first = ship(&batch, &*fleet, "batch-1", 5, 11_000).unwrap();
+    assert_eq!((first.records, first.through, first.behind), (5, 5, 7));
+
+    let hosts = fleet.hosts().unwrap();
+    let names: Vec<_> = hosts.iter().map(|h| h.host.as_str()).collect();
+    assert_eq!(names, ["batch-1", "web-1"]);
+    assert_eq!(hosts[0].lag(), 7, "batch-1 reported 12, the fleet holds 5");
+    assert_eq!((hosts[1].lag(), hosts[1].reported_ms), (0, Some(10_000)));
+    assert_eq!(hosts[1].shipped.as_ref().map(|s| s.0), Some(30));
+
+    let whole = verify(&*fleet.host_ledger("web-1").unwrap()).unwrap();
+    assert!(whole.is_intact(), "{whole:?}");
+    assert_eq!(whole.records, 30);
+    let partial = verify(&*fleet.host_ledger("batch-1").unwrap()).unwrap();
+    assert!(
+        !partial.is_intact(),
+        "the fleet lacks batch-1's last 7 records"
+    );
+
+    // Another machine shipping under web-1's name with a chain of its own.
+    let impostor = MemoryLedger::new();
+    for n in 0..31 {
+        impostor.append(entry(n + 100, "other")).unwrap();
+    }
+    let err = ship(&impostor, &*fleet, "web-1", 100, 12_000).unwrap_err();
+    assert!(matches!(err, ShipError::Diverged { .. }), "{err}");
+    assert_eq!(fleet.shipped("web-1").unwrap().map(|s| s.0), Some(30));
+}

@@ -82,4 +82,5 @@ pub mod store_name {
     pub const TASKS: &str = "task queue";
     pub const INBOX: &str = "alert inbox";
     pub const JANITOR: &str = "janitor state";
+    pub const FLEET: &str = "fleet ledger";
 }

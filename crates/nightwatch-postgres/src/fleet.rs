@@ -1,0 +1,148 @@
+//! The fleet's view of every host's ledger: the chains of `ledger_records` (shipped there by
+//! each host, see [`nightwatch_store::ship`]) and, in `fleet_hosts`, each host's own head as
+//! it last reported it, so the fleet can say whether it holds all of a host's chain.
+
+use crate::db::{Db, Failure, Schema, big};
+use crate::ledger::PgLedger;
+use nightwatch_ledger::{ChainLink, Filter, Record};
+use nightwatch_store::{FleetHost, FleetLedger, LedgerReader, StoreError, store_name};
+use std::sync::Arc;
+
+const SCHEMA_1: &str = "
+CREATE TABLE fleet_hosts (
+    host        TEXT PRIMARY KEY,
+    local_seq   BIGINT,   -- the host's own ledger head when it last shipped
+    local_hash  TEXT,
+    reported_ms BIGINT NOT NULL
+);
+";
+
+pub(crate) const SCHEMA: Schema = Schema {
+    store: store_name::FLEET,
+    migrations: &[SCHEMA_1],
+};
+
+/// Every host's chain in the fleet's database.
+pub struct PgFleet {
+    pub(crate) db: Db,
+    pub(crate) ledger_of: Box<dyn Fn(&str) -> Arc<PgLedger> + Send + Sync>,
+}
+
+impl FleetLedger for PgFleet {
+    fn shipped(&self, host: &str) -> Result<Option<(u64, String)>, StoreError> {
+        self.db.run(|client| {
+            let row = client.query_opt(
+                "SELECT seq, hash FROM ledger_records WHERE host = $1 ORDER BY seq DESC LIMIT 1",
+                &[&host],
+            )?;
+            Ok::<_, Failure<StoreError>>(row.map(|r| (seq(r.get(0)), r.get(1))))
+        })
+    }
+
+    fn ship(
+        &self,
+        host: &str,
+        records: &[Record],
+        local_head: Option<(u64, String)>,
+        now_ms: i64,
+    ) -> Result<usize, StoreError> {
+        let new = (self.ledger_of)(host).ship(records)?;
+        let (local_seq, local_hash) = match local_head {
+            Some((seq, hash)) => (Some(big(seq)), Some(hash)),
+            None => (None, None),
+        };
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO fleet_hosts (host, local_seq, local_hash, reported_ms)
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (host) DO UPDATE SET local_seq = excluded.local_seq,
+                     local_hash = excluded.local_hash, reported_ms = excluded.reported_ms",
+                &[&host, &local_seq, &local_hash, &now_ms],
+            )?;
+            Ok::<_, Failure<StoreError>>(())
+        })?;
+        Ok(new)
+    }
+
+    fn hosts(&self) -> Result<Vec<FleetHost>, StoreError> {
+        self.db.run(|client| {
+            let rows = client.query(
+                "SELECT coalesce(h.host, f.host), h.seq, h.hash,
+                        (SELECT r.timestamp_ms FROM ledger_records r
+                          WHERE r.host = h.host AND r.seq = h.seq),
+                        f.local_seq, f.local_hash, f.reported_ms
+                   FROM (SELECT host, seq, hash FROM ledger_heads WHERE seq > 0) h
+                   FULL JOIN fleet_hosts f ON f.host = h.host
+                  ORDER BY 1",
+                &[],
+            )?;
+            Ok::<_, Failure<StoreError>>(
+                rows.iter()
+                    .map(|r| FleetHost {
+                        host: r.get(0),
+                        shipped: pair(r.get(1), r.get(2)),
+                        shipped_record_ms: r.get(3),
+                        local_head: pair(r.get(4), r.get(5)),
+                        reported_ms: r.get(6),
+                    })
+                    .collect(),
+            )
+        })
+    }
+
+    fn host_ledger(&self, host: &str) -> Result<Arc<dyn LedgerReader>, StoreError> {
+        let reported = self.db.run(|client| {
+            let row = client.query_opt(
+                "SELECT local_seq, local_hash FROM fleet_hosts WHERE host = $1",
+                &[&host],
+            )?;
+            Ok::<_, Failure<StoreError>>(row.and_then(|r| pair(r.get(0), r.get(1))))
+        })?;
+        Ok(Arc::new(ReportedChain {
+            chain: (self.ledger_of)(host),
+            reported,
+        }))
+    }
+}
+
+/// A host's chain as the fleet holds it, whose head checkpoint is the head the host reported:
+/// `verify` on it finds a chain the fleet holds only part of.
+struct ReportedChain {
+    chain: Arc<PgLedger>,
+    reported: Option<(u64, String)>,
+}
+
+impl LedgerReader for ReportedChain {
+    fn get(&self, id_or_seq: &str) -> Result<Option<Record>, StoreError> {
+        self.chain.get(id_or_seq)
+    }
+    fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
+        self.chain.query(filter)
+    }
+    fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
+        self.chain.decision_for_call(call_id)
+    }
+    fn scan(
+        &self,
+        visit: &mut dyn FnMut(&Record) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.chain.scan(visit)
+    }
+    fn scan_chain(
+        &self,
+        visit: &mut dyn FnMut(&ChainLink<'_>) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.chain.scan_chain(visit)
+    }
+    fn head_checkpoint(&self) -> Result<Option<(u64, String)>, StoreError> {
+        Ok(self.reported.clone())
+    }
+}
+
+fn seq(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+fn pair(seq_of: Option<i64>, hash: Option<String>) -> Option<(u64, String)> {
+    Some((seq(seq_of?), hash?))
+}
