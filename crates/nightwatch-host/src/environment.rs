@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 /// Every variable that changes what a hook call decides or records (the agents' config-dir
 /// variables say where their hook settings live, which policy protects).
-const READ: [&str; 20] = [
+const READ: [&str; 21] = [
     "NIGHTWATCH_HOME",
+    "NIGHTWATCH_DATABASE_URL",
     "NIGHTWATCH_POLICY",
     "NIGHTWATCH_NOW",
     "NIGHTWATCH_SESSION",

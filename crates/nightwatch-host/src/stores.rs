@@ -1,12 +1,20 @@
 //! The one place that chooses where nightwatch's data is kept: every store is opened here,
-//! from the data directory, and handed on as a `nightwatch-store` trait object. Nothing else in
-//! the binary (or above the traits) names the backend.
+//! from the data directory (and, for a host in a fleet, the fleet's PostgreSQL database), and
+//! handed on as a `nightwatch-store` trait object. Nothing else in the binary (or above the
+//! traits) names the backend.
+//!
+//! A host's own ledger is always its SQLite file: a decision is durable on the host before
+//! its verdict leaves, whether or not the fleet database answers. In a fleet
+//! (`NIGHTWATCH_DATABASE_URL` set), the daemon's queue and inbox are the fleet's, shared by
+//! every host's daemon, and the daemon ships the host's ledger to the fleet store.
 
-use nightwatch_serve::Stores;
+use crate::environment::Environment;
+use nightwatch_postgres::{PgOptions, PgStores};
+use nightwatch_serve::{FleetStore, Stores};
 use nightwatch_sqlite::{
     LedgerOptions, SqliteInbox, SqliteJanitorStore, SqliteLedger, SqliteTaskQueue,
 };
-use nightwatch_store::{JanitorStore, Ledger, StoreError};
+use nightwatch_store::{AlertInbox, FleetLedger, JanitorStore, Ledger, StoreError, TaskQueue};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,12 +29,84 @@ pub fn janitor_state(dir: &Path) -> Result<Arc<dyn JanitorStore>, StoreError> {
     Ok(Arc::new(SqliteJanitorStore::open(dir)?))
 }
 
-/// Everything `nightwatch serve` keeps in data directory `dir`; its queue applies `policy`.
-pub fn daemon(dir: &Path, policy: nightwatch_tasks::Policy) -> Result<Stores, StoreError> {
-    Ok(Stores {
+/// Where a fleet's shared stores are, and the name this host goes by there.
+#[derive(Clone, Debug)]
+pub struct Fleet {
+    /// A PostgreSQL connection string (`postgres://user@host/db`, or `host=... dbname=...`).
+    pub url: String,
+    pub host: String,
+}
+
+/// The fleet this host is in: `NIGHTWATCH_DATABASE_URL` names its database, and the host goes
+/// by its record name (`NIGHTWATCH_HOST`, else the machine's name). None: the host is alone.
+pub fn fleet(env: &Environment) -> anyhow::Result<Option<Fleet>> {
+    let Some(url) = env.var("NIGHTWATCH_DATABASE_URL") else {
+        return Ok(None);
+    };
+    let host = crate::context::from_env(env).host.ok_or_else(|| {
+        anyhow::anyhow!(
+            "NIGHTWATCH_DATABASE_URL is set but this host has no name to use in the fleet: set NIGHTWATCH_HOST"
+        )
+    })?;
+    Ok(Some(Fleet {
+        url: url.to_owned(),
+        host,
+    }))
+}
+
+/// The fleet's stores, as `fleet.host`. A call waits a few seconds for the database, not a
+/// minute: on the daemon's intake a database that is away is a 503 the sender retries, and
+/// shipping waits for the next round.
+fn fleet_stores(fleet: &Fleet) -> Result<PgStores, StoreError> {
+    let options = PgOptions {
+        patience: Duration::from_secs(5),
+        connect_timeout: Duration::from_secs(3),
+        ..PgOptions::default()
+    };
+    PgStores::connect_with(&fleet.url, &fleet.host, options)
+}
+
+/// What the fleet holds, for reading (`verify --fleet`, `fleet status`).
+pub struct FleetView {
+    pub ledger: Arc<dyn FleetLedger>,
+    pub tasks: Arc<dyn TaskQueue>,
+}
+
+pub fn fleet_view(fleet: &Fleet) -> Result<FleetView, StoreError> {
+    let stores = fleet_stores(fleet)?;
+    Ok(FleetView {
+        ledger: stores.fleet(),
+        tasks: stores.task_queue(nightwatch_tasks::Policy::default()),
+    })
+}
+
+/// Everything `nightwatch serve` keeps: in data directory `dir`, and in the fleet's database
+/// when the host is in one; its queue applies `policy`.
+pub fn daemon(
+    dir: &Path,
+    policy: nightwatch_tasks::Policy,
+    fleet: Option<&Fleet>,
+) -> Result<Stores, StoreError> {
+    let (inbox, tasks, fleet): (Arc<dyn AlertInbox>, Arc<dyn TaskQueue>, _) = match fleet {
+        Some(at) => {
+            let shared = fleet_stores(at)?;
+            let fleet = FleetStore {
+                host: at.host.clone(),
+                ledger: shared.fleet(),
+            };
+            (shared.inbox(), shared.task_queue(policy), Some(fleet))
+        }
         // The daemon's commits are on its senders' path; the WAL checkpoints happen beside them.
-        inbox: Arc::new(SqliteInbox::open(dir)?.checkpoint_apart()?),
-        tasks: Arc::new(SqliteTaskQueue::open(dir, policy)?.checkpoint_apart()?),
+        None => (
+            Arc::new(SqliteInbox::open(dir)?.checkpoint_apart()?),
+            Arc::new(SqliteTaskQueue::open(dir, policy)?.checkpoint_apart()?),
+            None,
+        ),
+    };
+    Ok(Stores {
+        inbox,
+        tasks,
+        fleet,
         // Appends on the intake path give up after a few seconds: a 503 the sender retries.
         intake_ledger: Arc::new(SqliteLedger::open_with(
             dir,

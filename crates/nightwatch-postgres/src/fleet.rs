@@ -25,7 +25,13 @@ pub(crate) const SCHEMA: Schema = Schema {
 /// Every host's chain in the fleet's database.
 pub struct PgFleet {
     pub(crate) db: Db,
-    pub(crate) ledger_of: Box<dyn Fn(&str) -> Arc<PgLedger> + Send + Sync>,
+    pub(crate) stores: crate::PgStores,
+}
+
+impl PgFleet {
+    fn ledger_of(&self, host: &str) -> Arc<PgLedger> {
+        self.stores.ledger_of(host)
+    }
 }
 
 impl FleetLedger for PgFleet {
@@ -46,7 +52,7 @@ impl FleetLedger for PgFleet {
         local_head: Option<(u64, String)>,
         now_ms: i64,
     ) -> Result<usize, StoreError> {
-        let new = (self.ledger_of)(host).ship(records)?;
+        let new = self.ledger_of(host).ship(records)?;
         let (local_seq, local_hash) = match local_head {
             Some((seq, hash)) => (Some(big(seq)), Some(hash)),
             None => (None, None),
@@ -99,7 +105,7 @@ impl FleetLedger for PgFleet {
             Ok::<_, Failure<StoreError>>(row.and_then(|r| pair(r.get(0), r.get(1))))
         })?;
         Ok(Arc::new(ReportedChain {
-            chain: (self.ledger_of)(host),
+            chain: self.ledger_of(host),
             reported,
         }))
     }

@@ -155,10 +155,9 @@ impl PgStores {
 
     /// Every host's chain, as the fleet holds it.
     pub fn fleet(&self) -> Arc<PgFleet> {
-        let stores = self.clone();
         Arc::new(PgFleet {
             db: self.db(store_name::FLEET),
-            ledger_of: Box::new(move |host| stores.ledger_of(host)),
+            stores: self.clone(),
         })
     }
 

@@ -25,6 +25,7 @@ pub mod api;
 pub mod batch;
 pub mod config;
 pub mod dispatch;
+pub mod fleet;
 pub mod http;
 pub mod inbox;
 pub mod metrics;
@@ -98,6 +99,15 @@ pub struct Stores {
     pub intake_ledger: Arc<dyn Ledger>,
     /// The workers' and readers' handle, with the ledger's usual patience.
     pub ledger: Arc<dyn Ledger>,
+    /// The fleet store this host's ledger is shipped to, when the host is in a fleet.
+    pub fleet: Option<FleetStore>,
+}
+
+/// Where this host's records go to be held with the fleet's, and the name they go under.
+#[derive(Clone)]
+pub struct FleetStore {
+    pub host: String,
+    pub ledger: Arc<dyn nightwatch_store::FleetLedger>,
 }
 
 /// The daemon's shared state.
@@ -110,6 +120,8 @@ pub struct Daemon {
     /// read through [`Daemon::reader`]. See [`Stores::intake_ledger`].
     intake_ledger: Arc<dyn Ledger>,
     ledger: Arc<dyn Ledger>,
+    /// See [`Stores::fleet`].
+    pub fleet: Option<FleetStore>,
     pub edges: Arc<dyn Edges>,
     pub metrics: metrics::Metrics,
     shutting_down: AtomicBool,
@@ -135,6 +147,7 @@ impl Daemon {
             tasks: stores.tasks,
             intake_ledger: stores.intake_ledger,
             ledger: stores.ledger,
+            fleet: stores.fleet,
             edges,
             metrics: metrics::Metrics::new(),
             shutting_down: AtomicBool::new(false),
@@ -271,12 +284,19 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ready: impl FnOnce(),
 ) -> Result<(), ServeError> {
-    // Arrivals a crash left unrecorded are recorded before new ones come in.
-    let recovered = daemon.record_unrecorded(0)?;
-    if recovered > 0 {
-        tracing::info!("recorded {recovered} arrival(s) a previous run left unrecorded");
-    }
-    let threads = runner::start(&daemon);
+    // Arrivals a crash left unrecorded are recorded before new ones come in; then the workers
+    // start (after stopping what a dead daemon left running). On the blocking pool, as every
+    // store call is: a store may block on a runtime of its own, as PostgreSQL's driver does.
+    let starting = daemon.clone();
+    let threads = tokio::task::spawn_blocking(move || {
+        let recovered = starting.record_unrecorded(0)?;
+        if recovered > 0 {
+            tracing::info!("recorded {recovered} arrival(s) a previous run left unrecorded");
+        }
+        Ok::<_, ServeError>(runner::start(&starting))
+    })
+    .await
+    .map_err(|e| ServeError::Runtime(format!("starting the daemon failed: {e}")))??;
     ready();
 
     let app = http::router(daemon.clone());

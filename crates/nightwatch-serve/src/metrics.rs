@@ -55,6 +55,9 @@ pub struct Metrics {
     sweeps: Family<OutcomeLabel, Counter>,
     tasks: Family<StateLabel, Gauge>,
     queue_age: Gauge<f64, AtomicU64>,
+    shipped: Counter,
+    ship_failures: Counter,
+    ship_behind: Gauge,
 }
 
 impl Default for Metrics {
@@ -122,6 +125,24 @@ impl Metrics {
             "How long the longest-waiting claimable task has waited (0 when none waits)",
             queue_age.clone(),
         );
+        let shipped = Counter::default();
+        registry.register(
+            "fleet_shipped_records",
+            "Records of this host's ledger shipped to the fleet store",
+            shipped.clone(),
+        );
+        let ship_failures = Counter::default();
+        registry.register(
+            "fleet_ship_failures",
+            "Rounds of shipping to the fleet store that failed (the records wait here)",
+            ship_failures.clone(),
+        );
+        let ship_behind = Gauge::default();
+        registry.register(
+            "fleet_ship_behind_records",
+            "Records of this host's ledger the fleet store did not hold after the last round",
+            ship_behind.clone(),
+        );
         // Every series an alert rule may watch exists from the start, at zero: `rate()` over a
         // series that appears only on its first event misses that event.
         for d in crate::inbox::Disposition::ALL {
@@ -165,6 +186,9 @@ impl Metrics {
             sweeps,
             tasks,
             queue_age,
+            shipped,
+            ship_failures,
+            ship_behind,
         }
     }
 
@@ -217,6 +241,17 @@ impl Metrics {
 
     pub fn escalated(&self) {
         self.escalations.inc();
+    }
+
+    /// A round of shipping to the fleet store: records shipped, and how many still wait.
+    pub fn shipped(&self, records: usize, behind: u64) {
+        self.shipped.inc_by(records as u64);
+        self.ship_behind
+            .set(i64::try_from(behind).unwrap_or(i64::MAX));
+    }
+
+    pub fn ship_failed(&self) {
+        self.ship_failures.inc();
     }
 
     pub fn sweep(&self, ok: bool) {

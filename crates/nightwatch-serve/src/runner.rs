@@ -1,5 +1,6 @@
 //! Workers: claim a task, put its runbook through the gate, run it with the alert, and record
-//! how it went. Plus the housekeeping thread (escalations, unrecorded arrivals, the janitor).
+//! how it went. Plus the housekeeping thread (escalations, unrecorded arrivals, the janitor)
+//! and, in a fleet, the thread that ships the ledger to the fleet store.
 //!
 //! A runbook is an action like any other: the dispatcher proposes `runbook` with the route
 //! and the command, policy decides, and the decision is in the ledger before anything runs.
@@ -65,6 +66,17 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
             .spawn(move || housekeeping(&d))
             .expect("the housekeeping thread starts"),
     );
+    if daemon.fleet.is_some() {
+        // Apart from housekeeping, whose queue work waits on the fleet's database too:
+        // shipping goes on whatever else is slow.
+        let d = daemon.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("ship".into())
+                .spawn(move || crate::fleet::ship_while_running(&d))
+                .expect("the shipping thread starts"),
+        );
+    }
     let d = daemon.clone();
     threads.push(
         std::thread::Builder::new()

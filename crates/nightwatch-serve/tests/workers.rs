@@ -20,6 +20,7 @@ fn daemon(config: Config, dir: &std::path::Path, edges: PanicsOnce) -> Arc<Daemo
         tasks: Arc::new(SqliteTaskQueue::open(dir, config.queue.policy.clone()).expect("queue")),
         intake_ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
         ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
+        fleet: None,
     };
     Arc::new(Daemon::new(config, dir, stores, Arc::new(edges)).expect("daemon"))
 }

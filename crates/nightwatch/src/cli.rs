@@ -129,11 +129,37 @@ pub enum Command {
     ///
     /// Exit status: 0 intact, 1 tampered or truncated (the first bad record is named),
     /// 2 unguarded (the chain is intact, but results ran with no recorded decision; the
-    /// output starts with UNGUARDED and names them).
-    Verify,
+    /// output starts with UNGUARDED and names them), 3 with --fleet: every chain is intact but
+    /// the fleet store does not hold all of some host's (it has not shipped yet).
+    Verify(VerifyArgs),
+    /// The fleet this host is in (NIGHTWATCH_DATABASE_URL names its PostgreSQL database).
+    #[command(subcommand)]
+    Fleet(FleetCommand),
     /// Trust tiers: place an agent in one, and see whether its record has earned the next.
     #[command(subcommand)]
     Trust(TrustCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct VerifyArgs {
+    /// Check every host's chain as the fleet store holds it, and that it holds all of each
+    /// (up to the head the host last reported, and for this host up to its own ledger's end).
+    #[arg(long)]
+    pub fleet: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum FleetCommand {
+    /// The hosts, what of each one's ledger the fleet holds and how far behind it is, and
+    /// the fleet's queue.
+    Status(FleetStatusArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FleetStatusArgs {
+    /// One JSON object instead of the table.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]

@@ -5,6 +5,7 @@ mod backups;
 mod check;
 mod escalate;
 mod exec;
+mod fleet;
 mod hook;
 mod init;
 mod install;
@@ -19,7 +20,8 @@ mod trust;
 mod undo;
 
 use crate::cli::{
-    BackupsCommand, Cli, Command, PolicyCommand, PolicySource, SweepCommand, TrustCommand,
+    BackupsCommand, Cli, Command, FleetCommand, PolicyCommand, PolicySource, SweepCommand,
+    TrustCommand,
 };
 use crate::home;
 use anyhow::Context;
@@ -56,7 +58,9 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Sweep(SweepCommand::Plan(args)) => sweep::plan_command(args),
         Command::Sweep(SweepCommand::Apply(args)) => sweep::apply_command(args),
         Command::Why(args) => sweep::why(args),
-        Command::Verify => ledger::verify(),
+        Command::Verify(args) if args.fleet => fleet::verify(),
+        Command::Verify(_) => ledger::verify(),
+        Command::Fleet(FleetCommand::Status(args)) => fleet::status(args),
     }
 }
 

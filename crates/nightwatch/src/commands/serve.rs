@@ -39,6 +39,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
+    let fleet = nightwatch_host::stores::fleet(&env)?;
     let edges = HostEdges::new(env, args.source.policy)?;
     // The policy must load now: a daemon that would refuse every runbook should not start.
     let (_, origin) = nightwatch_host::policies::load(edges.policy_file().as_deref())?;
@@ -67,8 +68,20 @@ pub fn run(args: ServeArgs) -> anyhow::Result<u8> {
         println!("configuration and policy are valid; every runbook's program and directory exist");
         return Ok(0);
     }
-    let stores = crate::stores::daemon(&data_dir, config.queue.policy.clone())
-        .with_context(|| format!("cannot open the daemon's stores in {}", data_dir.display()))?;
+    if let Some(fleet) = &fleet {
+        eprintln!(
+            "nightwatch serve: in a fleet as host {}: the queue and the inbox are the fleet's; this host's ledger is shipped there",
+            fleet.host
+        );
+    }
+    let stores = crate::stores::daemon(&data_dir, config.queue.policy.clone(), fleet.as_ref())
+        .with_context(|| match &fleet {
+            Some(_) => format!(
+                "cannot open the daemon's stores (in {} and the fleet's database)",
+                data_dir.display()
+            ),
+            None => format!("cannot open the daemon's stores in {}", data_dir.display()),
+        })?;
     nightwatch_serve::run(config, &data_dir, stores, Arc::new(edges), &|addr| {
         // One line on stdout, for whoever started the daemon (tests read the port from it).
         println!("nightwatch serve: listening on http://{addr}");

@@ -6,6 +6,7 @@ pub mod docker;
 pub mod gate;
 pub mod history;
 pub mod openapi;
+pub mod postgres;
 pub mod sandbox;
 
 use std::path::PathBuf;

@@ -1,0 +1,196 @@
+//! A real PostgreSQL cluster for the fleet's end-to-end tests, which stop and start it: Debian's
+//! binaries, `initdb` into a scratch directory, the server on 127.0.0.1 only (a free port, its
+//! socket in that directory), run as Debian's `postgres` user when the tests run as root
+//! (`initdb` refuses root). Stopped (immediately) and removed when dropped. Missing binaries
+//! fail the test, saying what to install.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub struct Cluster {
+    bindir: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    owner: Option<(u32, u32)>,
+}
+
+impl Cluster {
+    /// A new cluster with a database `fleet`, running.
+    pub fn start(name: &str) -> Cluster {
+        let bindir = bindir().expect(
+            "PostgreSQL's server binaries were not found (/usr/lib/postgresql/*/bin): install \
+             Debian's `postgresql` package (scripts/test does)",
+        );
+        let owner = if unsafe { libc::geteuid() } == 0 {
+            Some(postgres_user().expect(
+                "running as root, the cluster must run as Debian's `postgres` user, which does \
+                 not exist: install the `postgresql` package",
+            ))
+        } else {
+            None
+        };
+        let dir = super::scratch("pg", name);
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let cluster = Cluster {
+            bindir,
+            dir,
+            port,
+            owner,
+        };
+        let init = cluster
+            .command("initdb")
+            .arg("-D")
+            .arg(cluster.dir.join("data"))
+            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"])
+            .args(["--no-sync", "--no-instructions"])
+            .output()
+            .expect("initdb runs");
+        assert!(
+            init.status.success(),
+            "initdb: {}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        cluster.up();
+        let made = cluster
+            .command("createdb")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &port.to_string(),
+                "-U",
+                "postgres",
+                "fleet",
+            ])
+            .output()
+            .expect("createdb runs");
+        assert!(
+            made.status.success(),
+            "createdb: {}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+        cluster
+    }
+
+    /// The fleet database's connection string.
+    pub fn url(&self) -> String {
+        format!(
+            "postgres://postgres@127.0.0.1:{}/fleet?connect_timeout=3",
+            self.port
+        )
+    }
+
+    /// Starts the server and waits until it takes connections.
+    pub fn up(&self) {
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
+            self.port,
+            self.dir.display()
+        );
+        let started = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-o", &options, "-l"])
+            .arg(self.dir.join("server.log"))
+            .args(["-w", "-t", "60", "start"])
+            .output()
+            .expect("pg_ctl runs");
+        assert!(
+            started.status.success(),
+            "pg_ctl start: {}{}",
+            String::from_utf8_lossy(&started.stderr),
+            std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the cluster did not take connections");
+    }
+
+    /// Stops the server at once, as a crash or an outage would.
+    pub fn down(&self) {
+        let _ = self
+            .command("pg_ctl")
+            .arg("-D")
+            .arg(self.dir.join("data"))
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+
+    /// Runs one query with `psql` and returns its unaligned output.
+    pub fn query(&self, sql: &str) -> String {
+        let out = self
+            .command("psql")
+            .args([
+                "-h",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-U",
+                "postgres",
+            ])
+            .args(["-d", "fleet", "-At", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .expect("psql runs");
+        assert!(
+            out.status.success(),
+            "psql {sql}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let path = match program {
+            "psql" | "createdb" if !self.bindir.join(program).exists() => PathBuf::from(program),
+            _ => self.bindir.join(program),
+        };
+        let mut command = Command::new(path);
+        command.current_dir(&self.dir);
+        if let Some((uid, gid)) = self.owner {
+            command.uid(uid).gid(gid);
+        }
+        command
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.down();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn bindir() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin): &(u32, PathBuf)| Path::new(bin).join("initdb").is_file())
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+fn postgres_user() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.first() == Some(&"postgres") && fields.len() > 3)
+            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
+            .flatten()
+    })
+}
