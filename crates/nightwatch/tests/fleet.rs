@@ -146,3 +146,212 @@ fn hook_calls_are_decided_with_the_fleet_database_down_and_reach_it_after() {
     assert_eq!(status["hosts"][0]["host"], "web-1");
     drop(daemon);
 }
+
+/// An Alertmanager notification of `alerts` (fingerprints), firing.
+fn group(name: &str, fingerprints: &[String]) -> Vec<u8> {
+    let alerts: Vec<_> = fingerprints
+        .iter()
+        .map(|fp| {
+            serde_json::json!({
+                "status": "firing",
+                "labels": { "alertname": name, "instance": format!("{fp}:9100") },
+                "annotations": { "summary": "disk above 90%" },
+                "startsAt": "2026-02-14T03:16:30Z",
+                "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": "http://prometheus:9090",
+                "fingerprint": fp,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "version": "4",
+        "groupKey": format!("{{}}:{{alertname=\"{name}\"}}"),
+        "status": "firing",
+        "receiver": "nightwatch",
+        "groupLabels": { "alertname": name },
+        "commonLabels": { "alertname": name },
+        "commonAnnotations": {},
+        "externalURL": "http://alertmanager:9093",
+        "alerts": alerts,
+    })
+    .to_string()
+    .into_bytes()
+}
+
+/// Seed 004: three hosts behind one webhook, one queue. A burst of 1,000 distinct alerts
+/// spread over the three daemons, and 50 deliveries of one group sent to all three at once,
+/// become exactly one task per alert fleet-wide, and every task's runbook runs exactly once,
+/// on whichever host claimed it.
+#[test]
+fn three_daemons_on_one_database_make_one_task_per_alert_and_run_each_runbook_once() {
+    let pg = Cluster::start("three");
+    let url = pg.url();
+    let work = scratch("fleet", "three-work");
+    let runs = work.join("runs");
+    let runbook = work.join("runbook.sh");
+    std::fs::write(
+        &runbook,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {}\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let hosts = ["host-a", "host-b", "host-c"];
+    let daemons: Vec<Daemon> = hosts
+        .iter()
+        .map(|host| {
+            let yaml = format!(
+                "queue: {{ workers: 4, lease: 30s }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
+                runbook.display()
+            );
+            Daemon::start(
+                &scratch("fleet", &format!("three-{host}")),
+                Some(&yaml),
+                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
+            )
+        })
+        .collect();
+
+    let duplicate: Vec<String> = (0..5).map(|i| format!("dup-{i}")).collect();
+    let all = &daemons;
+    std::thread::scope(|scope| {
+        for (t, daemon) in daemons.iter().enumerate() {
+            let duplicate = &duplicate;
+            scope.spawn(move || {
+                // This thread's share of the 1,000: 20 groups of 50 (the last shorter), in turn
+                // to each daemon, as a load balancer would.
+                for g in (t..20).step_by(3) {
+                    let fps: Vec<String> = (0..50).map(|i| format!("burst-{g}-{i}")).collect();
+                    let reply = all[g % 3].post(
+                        "/hooks/alertmanager",
+                        "application/json",
+                        &group("DiskFull", &fps),
+                    );
+                    assert_eq!(reply.status, 200, "{}", reply.text());
+                }
+                for _ in 0..17 {
+                    let reply = daemon.post(
+                        "/hooks/alertmanager",
+                        "application/json",
+                        &group("DiskFull", duplicate),
+                    );
+                    assert_eq!(reply.status, 200, "{}", reply.text());
+                }
+            });
+        }
+    });
+
+    let deadline = Instant::now() + Duration::from_secs(180);
+    loop {
+        let open = pg.query("SELECT count(*) FROM tasks WHERE status IN ('pending', 'running')");
+        let total = pg.query("SELECT count(*) FROM tasks");
+        if open == "0" && total != "0" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "tasks still open after 3 minutes: {open} of {total}\n{}",
+            daemons[0].log()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let tasks = pg.query(
+        "SELECT count(*) || ' ' || count(DISTINCT identity) || ' ' || \
+         count(*) FILTER (WHERE status = 'done') FROM tasks",
+    );
+    assert_eq!(
+        tasks, "1005 1005 1005",
+        "one task per alert fleet-wide, all done (tasks, identities, done)"
+    );
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    let mut ran: Vec<&str> = lines
+        .lines()
+        .map(|l| l.split(' ').next().unwrap())
+        .collect();
+    assert_eq!(ran.len(), 1005, "one run per task");
+    ran.sort();
+    ran.dedup();
+    assert_eq!(ran.len(), 1005, "no task's runbook ran twice");
+    let by_host = |host: &str| lines.lines().filter(|l| l.ends_with(host)).count();
+    assert!(
+        hosts.iter().filter(|h| by_host(h) > 0).count() >= 2,
+        "the hosts shared the work: {:?}",
+        hosts.map(by_host)
+    );
+    let arrivals = pg.query("SELECT count(*) FROM alert_events");
+    assert_eq!(
+        arrivals, "1255",
+        "every delivery stored, on the host that took it"
+    );
+}
+
+/// A host that dies mid-runbook loses its task: its runbook dies with it, and another host
+/// claims the task once the lease has run out and runs it to the end, once.
+#[test]
+fn a_host_killed_mid_runbook_hands_its_task_to_another_after_the_lease() {
+    let pg = Cluster::start("handoff");
+    let url = pg.url();
+    let work = scratch("fleet", "handoff-work");
+    let runs = work.join("runs");
+    let runbook = work.join("runbook.sh");
+    std::fs::write(
+        &runbook,
+        format!(
+            "#!/bin/sh\nprintf 'started %s\\n' \"$1\" >> {runs}\nsleep 4\nprintf 'finished %s\\n' \"$1\" >> {runs}\n",
+            runs = runs.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let start = |host: &str| {
+        let yaml = format!(
+            "queue: {{ workers: 1, lease: 2s, backoff_base: 100ms }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
+            runbook.display()
+        );
+        Daemon::start(
+            &scratch("fleet", &format!("handoff-{host}")),
+            Some(&yaml),
+            &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
+        )
+    };
+    let first = start("host-a");
+    let reply = first.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &group("DiskFull", &["handoff-1".to_owned()]),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&runs).is_ok_and(|t| t.contains("started host-a")) {
+        assert!(
+            Instant::now() < deadline,
+            "host-a never started the runbook"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    first.crash();
+    let second = start("host-b");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pg.query("SELECT status FROM tasks") != "done" {
+        assert!(
+            Instant::now() < deadline,
+            "host-b never finished the task: {}\n{}",
+            pg.query("SELECT status || ' ' || coalesce(worker, '-') FROM tasks"),
+            second.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(5));
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(
+        lines, "started host-a\nstarted host-b\nfinished host-b\n",
+        "host-a's runbook died with it; host-b ran the task to its end, once"
+    );
+    let worker = pg.query("SELECT worker FROM tasks");
+    assert!(worker.starts_with("host-b"), "{worker}");
+    drop(second);
+}
