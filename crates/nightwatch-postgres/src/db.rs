@@ -8,6 +8,7 @@ use r2d2_postgres::PostgresConnectionManager;
 use std::time::{Duration, Instant};
 
 pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
+pub(crate) type Pooled = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
 
 /// Settings of a connection to the database (see [`crate::PgStores::connect_with`]).
 #[derive(Clone, Debug)]
@@ -217,9 +218,7 @@ impl Db {
         }
     }
 
-    fn client<E: From<StoreError>>(
-        &self,
-    ) -> Result<r2d2::PooledConnection<PostgresConnectionManager<NoTls>>, E> {
+    pub(crate) fn client<E: From<StoreError>>(&self) -> Result<Pooled, E> {
         self.pool.get().map_err(|e| {
             E::from(StoreError::Backend {
                 store: self.store,

@@ -6,8 +6,8 @@
 //! tasks without waiting for each other; heartbeats and completions are fenced by attempt.
 
 use nightwatch_store::{
-    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, Resolved, RunbookProcess,
-    StoreError, Task, TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
+    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, ReadySignal, Resolved,
+    RunbookProcess, StoreError, Task, TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
 };
 use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
@@ -719,6 +719,43 @@ impl TaskQueue for PgTaskQueue {
                     .collect(),
             )
         })
+    }
+
+    /// `LISTEN` on [`TASKS_CHANNEL`], on a pooled connection held while listening.
+    fn ready_signal(&self) -> Result<Option<Box<dyn ReadySignal>>, TaskError> {
+        let mut client = self.db.client::<StoreError>()?;
+        client
+            .batch_execute(&format!("LISTEN {TASKS_CHANNEL}"))
+            .map_err(|e| crate::db::backend(store_name::TASKS, e))?;
+        Ok(Some(Box::new(Listening { client })))
+    }
+}
+
+/// A connection listening for [`TASKS_CHANNEL`].
+struct Listening {
+    client: crate::db::Pooled,
+}
+
+impl ReadySignal for Listening {
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let fail = |e| crate::db::backend(store_name::TASKS, e);
+        let mut notifications = self.client.notifications();
+        let came = notifications.timeout_iter(timeout).next().map_err(fail)?;
+        if came.is_none() {
+            return Ok(false);
+        }
+        // Take what else arrived with it: one wake for a burst.
+        let mut buffered = notifications.iter();
+        while buffered.next().map_err(fail)?.is_some() {}
+        Ok(true)
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        // The connection goes back to the pool: it must stop listening first.
+        let _ = self.client.batch_execute("UNLISTEN *");
     }
 }
 

@@ -480,3 +480,44 @@ fn the_fleet_holds_every_hosts_chain_and_knows_what_it_lacks() {
     assert!(matches!(err, ShipError::Diverged { .. }), "{err}");
     assert_eq!(fleet.shipped("web-1").unwrap().map(|s| s.0), Some(30));
 }
+
+/// A daemon's idle workers hear at once that another host made a task claimable: the word
+/// comes through `ready_signal`, a burst of offers is one wake, and silence is a timeout.
+#[test]
+fn the_word_of_a_claimable_task_reaches_a_listener_on_another_host() {
+    let db = support::database();
+    let listener = PgStores::connect(&db.url, "host-a")
+        .unwrap()
+        .task_queue(Policy::default());
+    let other = PgStores::connect(&db.url, "host-b")
+        .unwrap()
+        .task_queue(Policy::default());
+    let mut signal = listener
+        .ready_signal()
+        .unwrap()
+        .expect("PostgreSQL's queue has word");
+    assert!(
+        !signal.wait(Duration::from_millis(200)).unwrap(),
+        "no word while nothing happens"
+    );
+    for n in 0..5 {
+        other
+            .offer(&format!("disk/{n}"), "{}", "disk", 1_000)
+            .unwrap();
+    }
+    let started = std::time::Instant::now();
+    assert!(
+        signal.wait(Duration::from_secs(10)).unwrap(),
+        "the offers were heard"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "at once, not at a poll"
+    );
+    // The burst was taken whole, or nearly: no backlog of five wakes.
+    let mut more = 0;
+    while signal.wait(Duration::from_millis(100)).unwrap() {
+        more += 1;
+    }
+    assert!(more < 5, "{more} further wakes for one burst");
+}

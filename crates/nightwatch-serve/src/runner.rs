@@ -66,6 +66,21 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
             .spawn(move || housekeeping(&d))
             .expect("the housekeeping thread starts"),
     );
+    match daemon.tasks.ready_signal() {
+        Ok(Some(signal)) => {
+            let d = daemon.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name("listen".into())
+                    .spawn(move || listen_for_ready(&d, signal))
+                    .expect("the listening thread starts"),
+            );
+        }
+        Ok(None) => {}
+        Err(e) => tracing::warn!(
+            "cannot hear other hosts' word of new tasks (the workers poll instead): {e}"
+        ),
+    }
     if daemon.fleet.is_some() {
         // Apart from housekeeping, whose queue work waits on the fleet's database too:
         // shipping goes on whatever else is slow.
@@ -85,6 +100,33 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
             .expect("the activity thread starts"),
     );
     threads
+}
+
+/// Wakes the idle workers whenever another process sharing the queue (another host's daemon)
+/// says tasks became claimable, instead of leaving them to their next poll. A lost connection
+/// is logged once and listened for again; the workers poll meanwhile.
+fn listen_for_ready(daemon: &Daemon, mut signal: Box<dyn nightwatch_store::ReadySignal>) {
+    let mut failing = false;
+    while !daemon.is_shutting_down() {
+        match signal.wait(Duration::from_secs(1)) {
+            Ok(true) => daemon.wake_workers(),
+            Ok(false) => {}
+            Err(e) => {
+                if !failing {
+                    tracing::warn!(
+                        "lost the word of new tasks from other hosts (the workers poll meanwhile): {e}"
+                    );
+                    failing = true;
+                }
+                std::thread::sleep(Duration::from_secs(2));
+                if let Ok(Some(again)) = daemon.tasks.ready_signal() {
+                    tracing::info!("hearing other hosts' word of new tasks again");
+                    signal = again;
+                    failing = false;
+                }
+            }
+        }
+    }
 }
 
 /// Follows container activity for the janitor while the daemon runs, in short spans so a

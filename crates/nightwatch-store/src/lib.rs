@@ -29,8 +29,8 @@ pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
 pub use janitor::JanitorStore;
 pub use ledger::{Ledger, LedgerReader, verify};
 pub use tasks::{
-    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, Resolved, RunbookProcess,
-    Task, TaskError, TaskEvent, TaskFilter, TaskQueue,
+    Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, ReadySignal, Resolved,
+    RunbookProcess, Task, TaskError, TaskEvent, TaskFilter, TaskQueue,
 };
 
 use std::path::PathBuf;

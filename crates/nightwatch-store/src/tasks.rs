@@ -250,6 +250,19 @@ pub trait TaskQueue: Send + Sync {
 
     /// The runbooks noted for running tasks, oldest task first.
     fn noted_runbooks(&self) -> Result<Vec<NotedRunbook>, TaskError>;
+
+    /// Word from other processes sharing this queue (other hosts' daemons) that tasks became
+    /// claimable, so idle workers need not wait for their next poll. None: this queue has no
+    /// such word (one host's queue, whose daemon wakes its own workers), and callers poll.
+    fn ready_signal(&self) -> Result<Option<Box<dyn ReadySignal>>, TaskError> {
+        Ok(None)
+    }
+}
+
+/// See [`TaskQueue::ready_signal`].
+pub trait ReadySignal: Send {
+    /// Waits at most `timeout` for word; true when some came (all that came is taken).
+    fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError>;
 }
 
 /// Where a runbook runs: its process group, its leader's start time, and the daemon that
