@@ -113,9 +113,12 @@ const FOLD_AFTER: i64 = 1_000;
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
 
+/// `$2`: the routes a claim may take, or NULL for any.
 const READY_PENDING: &str = "FROM tasks WHERE status = 'pending' AND ready_ms <= $1
+     AND ($2::text[] IS NULL OR route = ANY($2))
      ORDER BY ready_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
 const LEASE_EXPIRED: &str = "FROM tasks WHERE status = 'running' AND lease_until_ms <= $1
+     AND ($2::text[] IS NULL OR route = ANY($2))
      ORDER BY lease_until_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
 
 /// The fleet's task queue. A handle is opened for one host: the tasks it creates and the
@@ -435,14 +438,22 @@ impl TaskQueue for PgTaskQueue {
         })
     }
 
-    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+    fn claim_for(
+        &self,
+        worker: &str,
+        routes: Option<&[String]>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>, TaskError> {
+        let routes: Option<Vec<&str>> = routes.map(|r| r.iter().map(String::as_str).collect());
         self.db.write(|tx| {
             loop {
                 // The pending task ready longest and the running one whose lease ran out
                 // longest ago, each skipping rows another worker holds; the earlier goes (the
                 // other stays locked until commit, which only makes others skip it a moment).
                 let mut first = |sql: &str| -> Result<Option<(i64, Task)>, Fail> {
-                    let row = tx.query_opt(&format!("SELECT {TASK_COLUMNS} {sql}"), &[&now])?;
+                    let row =
+                        tx.query_opt(&format!("SELECT {TASK_COLUMNS} {sql}"), &[&now, &routes])?;
                     row.map(|r| {
                         let task = read_task(&r)?;
                         let key = match task.lifecycle.status {

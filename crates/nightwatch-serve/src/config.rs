@@ -165,6 +165,16 @@ pub struct Route {
     pub max_per_hour: Option<u32>,
     /// Notifiers (declared in the policy) told when a task gives up or needs approval.
     pub notify: Vec<String>,
+    /// In a fleet, the hosts (name globs) whose daemons may run this route's tasks; empty:
+    /// any host.
+    pub hosts: Vec<GlobMatcher>,
+}
+
+impl Route {
+    /// Whether a daemon on `host` may run this route's tasks.
+    pub fn runs_on(&self, host: &str) -> bool {
+        self.hosts.is_empty() || self.hosts.iter().any(|h| h.is_match(host))
+    }
 }
 
 /// A route's conditions; all set ones must hold.
@@ -263,6 +273,8 @@ struct FileRoute {
     max_per_hour: Option<u32>,
     #[serde(default)]
     notify: Vec<String>,
+    #[serde(default)]
+    hosts: Vec<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -551,6 +563,15 @@ impl Config {
                 )?,
                 max_per_hour: r.max_per_hour,
                 notify: r.notify,
+                hosts: r
+                    .hosts
+                    .iter()
+                    .map(|p| {
+                        Glob::new(p)
+                            .map(|g| g.compile_matcher())
+                            .map_err(|e| invalid(format!("{field}.hosts: {e}")))
+                    })
+                    .collect::<Result<_, _>>()?,
                 id: r.id,
             });
         }

@@ -167,8 +167,23 @@ fn follow_activity(daemon: &Daemon) {
 
 fn work(daemon: &Daemon, worker: &str) {
     let lease_ms = ms(daemon.config.queue.lease);
+    // In a fleet the queue holds every host's tasks: this host claims only the routes it has
+    // and may run here. Alone, it claims everything (a route since removed still runs, or fails
+    // with its reason, rather than waiting silently).
+    let routes: Option<Vec<String>> = daemon.fleet.as_ref().map(|fleet| {
+        daemon
+            .config
+            .routes
+            .iter()
+            .filter(|route| route.runs_on(&fleet.host))
+            .map(|route| route.id.clone())
+            .collect()
+    });
     while !daemon.is_shutting_down() {
-        match daemon.tasks.claim(worker, daemon.now_ms(), lease_ms) {
+        match daemon
+            .tasks
+            .claim_for(worker, routes.as_deref(), daemon.now_ms(), lease_ms)
+        {
             Ok(Some(claim)) => {
                 daemon.metrics.claimed();
                 run_claim_surviving_panics(daemon, worker, claim);

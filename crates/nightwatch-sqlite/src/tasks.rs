@@ -274,13 +274,37 @@ impl TaskQueue for SqliteTaskQueue {
     /// Claims the oldest ready task (pending past its ready time, or running with an expired
     /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
     /// expired gives up on the way (and is escalated) instead of being handed out.
-    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+    fn claim_for(
+        &self,
+        worker: &str,
+        routes: Option<&[String]>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>, TaskError> {
+        // Only these routes' tasks, when the caller names them (as a JSON array, one statement
+        // whatever their number).
+        let only = routes.map(|r| serde_json::to_string(r).unwrap_or_else(|_| "[]".into()));
+        let with_routes = |sql: &str| match only {
+            None => sql.to_owned(),
+            Some(_) => sql.replacen(
+                " ORDER BY",
+                " AND route IN (SELECT value FROM json_each(?2)) ORDER BY",
+                1,
+            ),
+        };
+        let args = |now: i64| -> Vec<rusqlite::types::Value> {
+            let mut args = vec![rusqlite::types::Value::Integer(now)];
+            if let Some(json) = &only {
+                args.push(rusqlite::types::Value::Text(json.clone()));
+            }
+            args
+        };
         // Asked by every worker on every wake-up: a look through the indexes, without the
         // write lock intake needs, first.
         let ready = self.db.run::<bool, TaskError>(|conn| {
             let any = |sql: &str| {
-                conn.prepare_cached(&format!("SELECT 1, {sql} LIMIT 1"))?
-                    .exists([now])
+                conn.prepare_cached(&format!("SELECT 1, {} LIMIT 1", with_routes(sql)))?
+                    .exists(rusqlite::params_from_iter(args(now)))
             };
             Ok(any(READY_PENDING)? || any(LEASE_EXPIRED)?)
         })?;
@@ -292,12 +316,14 @@ impl TaskQueue for SqliteTaskQueue {
                 // The pending task ready longest, and the running one whose lease ran out
                 // longest ago, each found through its index; the earlier of the two goes.
                 let first = |sql: &str| {
-                    tx.prepare_cached(&format!("SELECT {TASK_COLUMNS}, {sql} LIMIT 1"))?
-                        .query_row(
-                            [now],
-                            |r| Ok(read_task(r).map(|t| (r.get::<_, i64>(15), t))),
-                        )
-                        .optional()
+                    tx.prepare_cached(&format!(
+                        "SELECT {TASK_COLUMNS}, {} LIMIT 1",
+                        with_routes(sql)
+                    ))?
+                    .query_row(rusqlite::params_from_iter(args(now)), |r| {
+                        Ok(read_task(r).map(|t| (r.get::<_, i64>(15), t)))
+                    })
+                    .optional()
                 };
                 let pending = first(READY_PENDING)?.transpose()?;
                 let expired = first(LEASE_EXPIRED)?.transpose()?;

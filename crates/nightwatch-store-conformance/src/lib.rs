@@ -71,6 +71,7 @@ macro_rules! conformance_tests {
             }
             tasks {
                 repeats_of_a_live_alert_attach_and_are_counted,
+                a_claim_for_some_routes_takes_only_their_tasks,
                 cooldown_after_a_run_suppresses_with_the_reason,
                 resolve_before_start_cancels,
                 resolve_while_running_lets_it_finish,

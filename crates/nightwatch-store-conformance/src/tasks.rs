@@ -68,6 +68,44 @@ pub fn repeats_of_a_live_alert_attach_and_are_counted(backend: &dyn Backend) {
     assert_eq!(claim.alert_json, "{\"n\":1}");
 }
 
+/// A host claims only the routes it may run: another route's task waits for a host that can,
+/// ready or reclaimable after its lease ran out; no filter claims anything.
+pub fn a_claim_for_some_routes_takes_only_their_tasks(backend: &dyn Backend) {
+    let place = backend.place();
+    let store = place.queue(policy());
+    let db = created(store.offer("backup/db1", "{}", "db-backup", 0).unwrap());
+    let disk = created(store.offer("disk/web1", "{}", "disk", 10).unwrap());
+    let mine = ["disk".to_owned()];
+    let claim = store
+        .claim_for("web-1", Some(&mine), 20, MIN)
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.task_id, disk, "the older task is another route's");
+    assert_eq!(
+        store.claim_for("web-1", Some(&mine), 20, MIN).unwrap(),
+        None
+    );
+    assert_eq!(store.claim_for("web-1", Some(&[]), 20, MIN).unwrap(), None);
+    // The disk task's lease runs out: it is reclaimable by its route's hosts only.
+    let later = 20 + MIN + 1;
+    let theirs = ["db-backup".to_owned()];
+    let other = store
+        .claim_for("db-1", Some(&theirs), later, MIN)
+        .unwrap()
+        .unwrap();
+    assert_eq!(other.task_id, db);
+    assert_eq!(
+        store.claim_for("db-1", Some(&theirs), later, MIN).unwrap(),
+        None
+    );
+    let again = store.claim_for("web-2", None, later, MIN).unwrap().unwrap();
+    assert_eq!(
+        (again.task_id, again.attempt),
+        (disk, 2),
+        "no filter takes any route"
+    );
+}
+
 pub fn cooldown_after_a_run_suppresses_with_the_reason(backend: &dyn Backend) {
     let place = backend.place();
     let store = place.queue(policy());

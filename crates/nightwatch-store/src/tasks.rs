@@ -189,7 +189,20 @@ pub trait TaskQueue: Send + Sync {
     /// Claims the oldest ready task (pending past its ready time, or running with an expired
     /// lease) for `worker`, leased for `lease_ms`. A task whose last allowed attempt's lease
     /// expired gives up on the way (and is escalated) instead of being handed out.
-    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError>;
+    fn claim(&self, worker: &str, now: i64, lease_ms: i64) -> Result<Option<Claim>, TaskError> {
+        self.claim_for(worker, None, now, lease_ms)
+    }
+
+    /// As [`TaskQueue::claim`], taking only tasks of `routes` when given: a host claims only
+    /// what it may run (a route pinned to other hosts, or one it does not know, is left to the
+    /// hosts that can).
+    fn claim_for(
+        &self,
+        worker: &str,
+        routes: Option<&[String]>,
+        now: i64,
+        lease_ms: i64,
+    ) -> Result<Option<Claim>, TaskError>;
 
     /// Extends the lease of `attempt` to `now + lease_ms`; fenced like `complete`.
     fn heartbeat(

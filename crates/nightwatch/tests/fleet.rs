@@ -355,3 +355,61 @@ fn a_host_killed_mid_runbook_hands_its_task_to_another_after_the_lease() {
     assert!(worker.starts_with("host-b"), "{worker}");
     drop(second);
 }
+
+/// Seed 001's "jobs that must run in one place", for runbooks: a route pinned to `db-*` hosts
+/// has its tasks run there only, whichever host the alerts reached.
+#[test]
+fn a_route_pinned_to_some_hosts_runs_only_there() {
+    let pg = Cluster::start("pinned");
+    let url = pg.url();
+    let work = scratch("fleet", "pinned-work");
+    let runs = work.join("runs");
+    let runbook = work.join("runbook.sh");
+    std::fs::write(
+        &runbook,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {}\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let daemons: Vec<Daemon> = ["web-1", "db-1"]
+        .iter()
+        .map(|host| {
+            let yaml = format!(
+                "queue: {{ workers: 2 }}\nroutes:\n  - id: backup\n    hosts: [\"db-*\"]\n    run: [\"{}\", \"{host}\"]\n",
+                runbook.display()
+            );
+            Daemon::start(
+                &scratch("fleet", &format!("pinned-{host}")),
+                Some(&yaml),
+                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
+            )
+        })
+        .collect();
+    let fps: Vec<String> = (0..20).map(|i| format!("backup-{i}")).collect();
+    let reply = daemons[0].post(
+        "/hooks/alertmanager",
+        "application/json",
+        &group("BackupDue", &fps),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pg.query("SELECT count(*) FROM tasks WHERE status = 'done'") != "20" {
+        assert!(
+            Instant::now() < deadline,
+            "the pinned tasks did not all run: {}\n{}",
+            pg.query("SELECT status || ' ' || coalesce(worker, '-') FROM tasks"),
+            daemons[1].log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(lines.lines().count(), 20);
+    assert!(
+        lines.lines().all(|l| l.ends_with(" db-1")),
+        "every run on db-1:\n{lines}"
+    );
+}
