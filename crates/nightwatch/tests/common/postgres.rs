@@ -14,11 +14,18 @@ pub struct Cluster {
     dir: PathBuf,
     port: u16,
     owner: Option<(u32, u32)>,
+    durable: bool,
 }
 
 impl Cluster {
-    /// A new cluster with a database `fleet`, running.
+    /// A new cluster with a database `fleet`, running, with `fsync` off (nothing a test checks
+    /// needs to survive a power cut).
     pub fn start(name: &str) -> Cluster {
+        Cluster::start_with(name, false)
+    }
+
+    /// As [`Cluster::start`]; `durable` keeps PostgreSQL's own `fsync` on (for benchmarks).
+    pub fn start_with(name: &str, durable: bool) -> Cluster {
         let bindir = bindir().expect(
             "PostgreSQL's server binaries were not found (/usr/lib/postgresql/*/bin): install \
              Debian's `postgresql` package (scripts/test does)",
@@ -44,6 +51,7 @@ impl Cluster {
             dir,
             port,
             owner,
+            durable,
         };
         let init = cluster
             .command("initdb")
@@ -91,9 +99,10 @@ impl Cluster {
     /// Starts the server and waits until it takes connections.
     pub fn up(&self) {
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync=off -c max_connections=200",
+            "-c listen_addresses=127.0.0.1 -p {} -k {} -c fsync={} -c max_connections=200",
             self.port,
-            self.dir.display()
+            self.dir.display(),
+            if self.durable { "on" } else { "off" }
         );
         let started = self
             .command("pg_ctl")
