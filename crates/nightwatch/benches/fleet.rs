@@ -11,6 +11,7 @@
 //!    posted in groups, and the time until every task is done across the hosts;
 //! 4. the hook: `nightwatch hook claude` medians over distinct calls, alone and with the
 //!    fleet configured (the hook never touches the fleet's database).
+//!
 //! Beside them, the disk's own limit: one-row durable SQLite commits per second.
 
 use std::io::{BufRead, BufReader};
