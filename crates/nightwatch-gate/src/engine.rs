@@ -441,6 +441,7 @@ impl<'a> Engine<'a> {
             } => {
                 let mut entry = Entry::new(event::STOOD_DOWN, written, dispatcher(), job.clone());
                 entry.inputs = json!({ "job": job, "holder": holder, "until_ms": until_ms });
+                entry.context.host = self.host.clone();
                 entry.reasons = vec![why];
                 entry
             }
@@ -455,6 +456,7 @@ impl<'a> Engine<'a> {
                 entry.inputs = json!({
                     "job": job, "holder": holder, "token": token, "until_ms": until_ms,
                 });
+                entry.context.host = self.host.clone();
                 entry.reasons = vec![format!(
                     "{holder} holds the lease on {job} (token {token}); it runs here"
                 )];
@@ -469,6 +471,7 @@ impl<'a> Engine<'a> {
                 let mut entry =
                     Entry::new(event::SINGLETON_END, written, dispatcher(), job.clone());
                 entry.inputs = json!({ "job": job, "holder": holder, "token": token });
+                entry.context.host = self.host.clone();
                 entry.reasons = vec![why];
                 entry
             }
