@@ -74,6 +74,8 @@ fn fleet_stores(fleet: &Fleet) -> Result<PgStores, StoreError> {
 pub struct FleetView {
     pub ledger: Arc<dyn FleetLedger>,
     pub tasks: Arc<dyn TaskQueue>,
+    /// The fleet's leases and their last holders.
+    pub leases: Arc<dyn Leases>,
 }
 
 pub fn fleet_view(fleet: &Fleet) -> Result<FleetView, StoreError> {
@@ -81,6 +83,7 @@ pub fn fleet_view(fleet: &Fleet) -> Result<FleetView, StoreError> {
     Ok(FleetView {
         ledger: stores.fleet(),
         tasks: stores.task_queue(nightwatch_tasks::Policy::default()),
+        leases: stores.leases(),
     })
 }
 

@@ -691,8 +691,12 @@ janitor: { every: 1h }
         assert_eq!(c.routes[0].timeout, Duration::from_secs(300));
         assert_eq!(c.janitor_every, Some(Duration::from_secs(3600)));
         assert!(!c.janitor_singleton, "per host unless asked");
-        let c = Config::from_text("janitor: { every: 1h, singleton: true }", "serve.yaml", &no_env)
-            .unwrap();
+        let c = Config::from_text(
+            "janitor: { every: 1h, singleton: true }",
+            "serve.yaml",
+            &no_env,
+        )
+        .unwrap();
         assert!(c.janitor_singleton);
     }
 

@@ -205,10 +205,12 @@ fn housekeeping(daemon: &Daemon) {
             next_sweep = Some(Instant::now() + every);
             if daemon.config.janitor_singleton {
                 let term = crate::singleton::Term::scheduled(every);
-                let outcome =
-                    crate::singleton::run_once(daemon, crate::singleton::JANITOR_SWEEP, term, |_| {
-                        scheduled_sweep(daemon)
-                    });
+                let outcome = crate::singleton::run_once(
+                    daemon,
+                    crate::singleton::JANITOR_SWEEP,
+                    term,
+                    |_| scheduled_sweep(daemon),
+                );
                 // Standing down until another host's lease ends: try again as it does, so a
                 // host that died mid-sweep is taken over then, not a whole period later.
                 if let crate::singleton::Outcome::StoodDown {
@@ -227,7 +229,9 @@ fn housekeeping(daemon: &Daemon) {
         // Up to a second, or until the sweep is due (schedules shorter than a second, in tests).
         let wait = next_sweep
             .map(|at| at.saturating_duration_since(Instant::now()))
-            .map_or(Duration::from_secs(1), |due| due.min(Duration::from_secs(1)));
+            .map_or(Duration::from_secs(1), |due| {
+                due.min(Duration::from_secs(1))
+            });
         daemon.wait_for_work(wait);
     }
 }
@@ -236,10 +240,9 @@ fn housekeeping(daemon: &Daemon) {
 /// all is recorded, so a silent schedule is impossible.
 fn scheduled_sweep(daemon: &Daemon) {
     let engine = daemon.engine();
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        daemon.edges.sweep(&engine)
-    }))
-    .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| daemon.edges.sweep(&engine)))
+            .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));
     daemon.metrics.sweep(outcome.is_ok());
     if let Err(e) = outcome {
         // The sweep records its own decisions.
@@ -249,7 +252,6 @@ fn scheduled_sweep(daemon: &Daemon) {
         }
     }
 }
-
 
 /// Counts every decision the ledger gets while the daemon runs (the hooks', `exec`'s, the
 /// janitor's and the runbooks'), by verdict, for `/metrics`: the daemon shares the ledger with

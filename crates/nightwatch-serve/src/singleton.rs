@@ -75,7 +75,12 @@ pub fn holder(daemon: &Daemon) -> String {
 /// Runs `job` here if this daemon gets its lease, holding it as `term` says; otherwise
 /// records that it stood down and why. `f` is given the lease it runs under (its token fences
 /// whatever it writes elsewhere).
-pub fn run_once<T>(daemon: &Daemon, job: &str, term: Term, f: impl FnOnce(&Lease) -> T) -> Outcome<T> {
+pub fn run_once<T>(
+    daemon: &Daemon,
+    job: &str,
+    term: Term,
+    f: impl FnOnce(&Lease) -> T,
+) -> Outcome<T> {
     let me = holder(daemon);
     let engine = daemon.engine();
     let stand_down = |holder: Option<String>, until_ms: Option<i64>, why: String| {
@@ -233,7 +238,5 @@ fn ms(d: Duration) -> i64 {
 
 /// A time as people read it in a reason (RFC 3339, UTC).
 fn instant(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map(|t| t.to_string())
-        .unwrap_or_else(|_| format!("{ms} ms"))
+    nightwatch_time::rfc3339(ms)
 }

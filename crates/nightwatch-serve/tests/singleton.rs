@@ -171,7 +171,12 @@ fn two_daemons_sweeping_every_100ms_never_sweep_at_once_and_the_other_stands_dow
             .unwrap_or_else(|| panic!("no end for {start:?}"));
         assert!(end.seq > start.seq);
         assert_eq!(start.context.host, end.context.host);
-        runs.push((start.timestamp_ms, end.timestamp_ms, token(start), start.seq));
+        runs.push((
+            start.timestamp_ms,
+            end.timestamp_ms,
+            token(start),
+            start.seq,
+        ));
     }
     runs.sort_by_key(|r| r.3);
     for pair in runs.windows(2) {
@@ -185,7 +190,10 @@ fn two_daemons_sweeping_every_100ms_never_sweep_at_once_and_the_other_stands_dow
     // Once a period of all the hosts: a run keeps the lease for the rest of its period.
     for pair in runs.windows(2) {
         let gap = pair[1].0 - pair[0].0;
-        assert!(gap >= 50, "two runs {gap} ms apart in one 100 ms period: {pair:?}");
+        assert!(
+            gap >= 50,
+            "two runs {gap} ms apart in one 100 ms period: {pair:?}"
+        );
     }
 
     // Each host's sweeps are the runs the ledger puts on that host.
@@ -242,7 +250,10 @@ fn a_lease_left_by_a_host_that_died_is_taken_over_once_it_expires() {
     }
     let starts = records(&b, event::SINGLETON_START);
     assert_eq!(starts[0].inputs["holder"], "host-b");
-    assert!(token(&starts[0]) > dead.token, "a higher token fences host-a");
+    assert!(
+        token(&starts[0]) > dead.token,
+        "a higher token fences host-a"
+    );
     // host-a, were it to wake now, could neither renew nor release.
     assert_eq!(leases.renew(&dead, 1_000, wall_ms()).unwrap(), None);
     assert!(!leases.release(&dead, wall_ms()).unwrap());

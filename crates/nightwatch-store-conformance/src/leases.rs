@@ -31,11 +31,22 @@ pub fn one_holder_at_a_time_and_the_others_are_told_who_and_until_when(backend: 
         (JOB, "host-a", 61_000)
     );
     // Another handle, as another host's daemon.
-    let other = held_by(place.leases().acquire(JOB, "host-b", 60_000, 30_000).unwrap());
-    assert_eq!(other, a, "the one standing down is told who holds it, until when");
+    let other = held_by(
+        place
+            .leases()
+            .acquire(JOB, "host-b", 60_000, 30_000)
+            .unwrap(),
+    );
+    assert_eq!(
+        other, a,
+        "the one standing down is told who holds it, until when"
+    );
     assert!(other.held_at(60_999) && !other.held_at(61_000));
     // Another name is another lease.
-    let report = got(place.leases().acquire("report", "host-b", 1_000, 30_000).unwrap());
+    let report = got(place
+        .leases()
+        .acquire("report", "host-b", 1_000, 30_000)
+        .unwrap());
     assert_eq!(report.holder, "host-b");
 }
 
@@ -45,7 +56,10 @@ pub fn an_expired_lease_is_taken_over_with_a_higher_token(backend: &dyn Backend)
     let dead = got(leases.acquire(JOB, "host-a", 10_000, 0).unwrap());
     // Still held one millisecond before it ends.
     held_by(leases.acquire(JOB, "host-b", 10_000, 9_999).unwrap());
-    let taken = got(place.leases().acquire(JOB, "host-b", 10_000, 10_000).unwrap());
+    let taken = got(place
+        .leases()
+        .acquire(JOB, "host-b", 10_000, 10_000)
+        .unwrap());
     assert_eq!(taken.holder, "host-b");
     assert_eq!(taken.until_ms, 20_000);
     assert!(taken.token > dead.token, "{taken:?} after {dead:?}");
@@ -60,7 +74,11 @@ pub fn a_stale_holder_cannot_renew_or_release(backend: &dyn Backend) {
     // host-a wakes up late and tries to go on as if it still held the lease.
     assert_eq!(leases.renew(&stale, 10_000, 16_000).unwrap(), None);
     assert!(!leases.release(&stale, 16_000).unwrap());
-    assert_eq!(leases.list().unwrap(), vec![fresh.clone()], "nothing changed");
+    assert_eq!(
+        leases.list().unwrap(),
+        vec![fresh.clone()],
+        "nothing changed"
+    );
     // The same holder with an old token is refused too (a restarted process's late finisher).
     let again = got(leases.acquire(JOB, "host-b", 10_000, 16_000).unwrap());
     assert!(again.token > fresh.token);
@@ -74,12 +92,23 @@ pub fn renew_extends_and_release_frees_the_lease_at_once(backend: &dyn Backend) 
     let place = backend.place();
     let leases = place.leases();
     let a = got(leases.acquire(JOB, "host-a", 10_000, 0).unwrap());
-    let renewed = leases.renew(&a, 10_000, 8_000).unwrap().expect("still held");
+    let renewed = leases
+        .renew(&a, 10_000, 8_000)
+        .unwrap()
+        .expect("still held");
     assert_eq!((renewed.token, renewed.until_ms), (a.token, 18_000));
-    let other = held_by(place.leases().acquire(JOB, "host-b", 10_000, 15_000).unwrap());
+    let other = held_by(
+        place
+            .leases()
+            .acquire(JOB, "host-b", 10_000, 15_000)
+            .unwrap(),
+    );
     assert_eq!(other.until_ms, 18_000);
     assert!(leases.release(&renewed, 16_000).unwrap());
-    let b = got(place.leases().acquire(JOB, "host-b", 10_000, 16_000).unwrap());
+    let b = got(place
+        .leases()
+        .acquire(JOB, "host-b", 10_000, 16_000)
+        .unwrap());
     assert!(b.token > a.token);
 }
 
@@ -90,7 +119,11 @@ pub fn tokens_only_grow_across_holders_releases_and_reopening(backend: &dyn Back
     for round in 0..20 {
         let holder = ["host-a", "host-b", "host-c"][round % 3];
         let lease = got(place.leases().acquire(JOB, holder, 1_000, now).unwrap());
-        assert!(lease.token > last, "round {round}: {} after {last}", lease.token);
+        assert!(
+            lease.token > last,
+            "round {round}: {} after {last}",
+            lease.token
+        );
         last = lease.token;
         if round % 2 == 0 {
             assert!(place.leases().release(&lease, now + 10).unwrap());
