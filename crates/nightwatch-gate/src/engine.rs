@@ -121,6 +121,29 @@ pub enum Event {
     },
     /// A scheduled sweep could not run at all.
     SweepFailed { why: String },
+    /// This host declined a job that runs in one place only (`stood-down`): who holds its
+    /// lease and until when, when known, and why, so no host declines silently.
+    StoodDown {
+        job: String,
+        holder: Option<String>,
+        until_ms: Option<i64>,
+        why: String,
+    },
+    /// A job that runs in one place only starts here, under lease `token` held by `holder`
+    /// until `until_ms` (`singleton-start`).
+    SingletonStarted {
+        job: String,
+        holder: String,
+        token: u64,
+        until_ms: i64,
+    },
+    /// That job ended (`singleton-end`): how it went and what became of its lease.
+    SingletonFinished {
+        job: String,
+        holder: String,
+        token: u64,
+        why: String,
+    },
     /// A person's undo of a record's changes, done or not.
     Undo {
         by: Actor,
@@ -407,6 +430,48 @@ impl<'a> Engine<'a> {
             }
             Event::SweepFailed { why } => {
                 let mut entry = Entry::new(event::SWEEP_FAILED, written, dispatcher(), "sweep");
+                entry.reasons = vec![why];
+                entry
+            }
+            Event::StoodDown {
+                job,
+                holder,
+                until_ms,
+                why,
+            } => {
+                let mut entry = Entry::new(event::STOOD_DOWN, written, dispatcher(), job.clone());
+                entry.inputs = json!({ "job": job, "holder": holder, "until_ms": until_ms });
+                entry.context.host = self.host.clone();
+                entry.reasons = vec![why];
+                entry
+            }
+            Event::SingletonStarted {
+                job,
+                holder,
+                token,
+                until_ms,
+            } => {
+                let mut entry =
+                    Entry::new(event::SINGLETON_START, written, dispatcher(), job.clone());
+                entry.inputs = json!({
+                    "job": job, "holder": holder, "token": token, "until_ms": until_ms,
+                });
+                entry.context.host = self.host.clone();
+                entry.reasons = vec![format!(
+                    "{holder} holds the lease on {job} (token {token}); it runs here"
+                )];
+                entry
+            }
+            Event::SingletonFinished {
+                job,
+                holder,
+                token,
+                why,
+            } => {
+                let mut entry =
+                    Entry::new(event::SINGLETON_END, written, dispatcher(), job.clone());
+                entry.inputs = json!({ "job": job, "holder": holder, "token": token });
+                entry.context.host = self.host.clone();
                 entry.reasons = vec![why];
                 entry
             }

@@ -6,15 +6,19 @@
 //! A host's own ledger is always its SQLite file: a decision is durable on the host before
 //! its verdict leaves, whether or not the fleet database answers. In a fleet
 //! (`NIGHTWATCH_DATABASE_URL` set), the daemon's queue and inbox are the fleet's, shared by
-//! every host's daemon, and the daemon ships the host's ledger to the fleet store.
+//! every host's daemon, and the daemon ships the host's ledger to the fleet store. So are the
+//! leases of jobs that run in one place only: the fleet's, so one host of the fleet runs them;
+//! for a host alone, its data directory's `leases.db`.
 
 use crate::environment::Environment;
 use nightwatch_postgres::{PgOptions, PgStores};
 use nightwatch_serve::{FleetStore, Stores};
 use nightwatch_sqlite::{
-    LedgerOptions, SqliteInbox, SqliteJanitorStore, SqliteLedger, SqliteTaskQueue,
+    LedgerOptions, SqliteInbox, SqliteJanitorStore, SqliteLeases, SqliteLedger, SqliteTaskQueue,
 };
-use nightwatch_store::{AlertInbox, FleetLedger, JanitorStore, Ledger, StoreError, TaskQueue};
+use nightwatch_store::{
+    AlertInbox, FleetLedger, JanitorStore, Leases, Ledger, StoreError, TaskQueue,
+};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +74,8 @@ fn fleet_stores(fleet: &Fleet) -> Result<PgStores, StoreError> {
 pub struct FleetView {
     pub ledger: Arc<dyn FleetLedger>,
     pub tasks: Arc<dyn TaskQueue>,
+    /// The fleet's leases and their last holders.
+    pub leases: Arc<dyn Leases>,
 }
 
 pub fn fleet_view(fleet: &Fleet) -> Result<FleetView, StoreError> {
@@ -77,6 +83,7 @@ pub fn fleet_view(fleet: &Fleet) -> Result<FleetView, StoreError> {
     Ok(FleetView {
         ledger: stores.fleet(),
         tasks: stores.task_queue(nightwatch_tasks::Policy::default()),
+        leases: stores.leases(),
     })
 }
 
@@ -87,19 +94,26 @@ pub fn daemon(
     policy: nightwatch_tasks::Policy,
     fleet: Option<&Fleet>,
 ) -> Result<Stores, StoreError> {
-    let (inbox, tasks, fleet): (Arc<dyn AlertInbox>, Arc<dyn TaskQueue>, _) = match fleet {
+    type Shared = (Arc<dyn AlertInbox>, Arc<dyn TaskQueue>, Arc<dyn Leases>);
+    let ((inbox, tasks, leases), fleet): (Shared, _) = match fleet {
         Some(at) => {
             let shared = fleet_stores(at)?;
             let fleet = FleetStore {
                 host: at.host.clone(),
                 ledger: shared.fleet(),
             };
-            (shared.inbox(), shared.task_queue(policy), Some(fleet))
+            (
+                (shared.inbox(), shared.task_queue(policy), shared.leases()),
+                Some(fleet),
+            )
         }
         // The daemon's commits are on its senders' path; the WAL checkpoints happen beside them.
         None => (
-            Arc::new(SqliteInbox::open(dir)?.checkpoint_apart()?),
-            Arc::new(SqliteTaskQueue::open(dir, policy)?.checkpoint_apart()?),
+            (
+                Arc::new(SqliteInbox::open(dir)?.checkpoint_apart()?),
+                Arc::new(SqliteTaskQueue::open(dir, policy)?.checkpoint_apart()?),
+                Arc::new(SqliteLeases::open(dir)?),
+            ),
             None,
         ),
     };
@@ -107,6 +121,7 @@ pub fn daemon(
         inbox,
         tasks,
         fleet,
+        leases,
         // Appends on the intake path give up after a few seconds: a 503 the sender retries.
         intake_ledger: Arc::new(SqliteLedger::open_with(
             dir,

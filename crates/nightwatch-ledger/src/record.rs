@@ -40,6 +40,15 @@ pub mod event {
     pub const SWEEP_FAILED: &str = "sweep-failed";
     /// A worker caught a panic while handling a task; the task is retried or given up.
     pub const INTERNAL_ERROR: &str = "internal-error";
+    /// A host declined a job that runs in one place only: inputs `{job, holder, until_ms}`
+    /// (who holds its lease, until when, when known), why in `reasons`.
+    pub const STOOD_DOWN: &str = "stood-down";
+    /// A job that runs in one place only started here: inputs `{job, holder, token,
+    /// until_ms}` (its lease).
+    pub const SINGLETON_START: &str = "singleton-start";
+    /// That job ended: inputs `{job, holder, token}`, how it went and what became of its
+    /// lease in `reasons`.
+    pub const SINGLETON_END: &str = "singleton-end";
 
     /// Every name this version writes, so a reader can tell a known event from a later one.
     pub const ALL: &[&str] = &[
@@ -61,6 +70,9 @@ pub mod event {
         SWEEP_FAILED,
         INTERNAL_ERROR,
         DISPATCH,
+        STOOD_DOWN,
+        SINGLETON_START,
+        SINGLETON_END,
     ];
     /// What `nightwatch serve` did with an alert or its task: inputs `{disposition, alert_id,
     /// route, task, ...}`, why in `reasons` (routed, deduplicated, no route, ran, failed, ...).

@@ -8,6 +8,7 @@
 //! | alert inbox | `alert_events`, `alert_event_ids` | `(host, id)`; `host` | [`PgInbox`] |
 //! | fleet hosts | `fleet_hosts` (+ the ledger's tables) | `host` | [`PgFleet`] |
 //! | janitor state | `janitor_first_seen`, `janitor_activity`, `janitor_failures` | `(host, kind, id)` | [`PgJanitorStore`] |
+//! | leases | `leases` | `name` (one per job, for the fleet) | [`PgLeases`] |
 //!
 //! Every table that holds a host's data has `host TEXT NOT NULL`, and a handle is opened for
 //! one host: [`PgStores::connect`]`(url, host)`. Where a record or an alert names a host of
@@ -34,6 +35,10 @@
 //! - **Inbox and janitor state**: a host's rows, as in SQLite. Inbox ids count 1, 2, 3, ...
 //!   per host from a counter row each `receive` locks, so ids commit in order and the
 //!   `after` cursor reads every arrival once.
+//! - **Leases**: one row per name for the whole fleet (the holder is a column, not the key).
+//!   Acquiring is one `INSERT ... ON CONFLICT (name) DO UPDATE ... WHERE` the lease expired
+//!   or is already the holder's, so hosts acquiring at once get exactly one holder; every
+//!   acquisition's token is the last one plus one, and renew and release are fenced by it.
 //!
 //! Transactions run at READ COMMITTED with explicit row locks; one aborted by a deadlock or a
 //! serialization failure is run again, with backoff, for the handle's patience, then
@@ -54,6 +59,7 @@ mod db;
 mod fleet;
 mod inbox;
 mod janitor;
+mod leases;
 mod ledger;
 mod tasks;
 
@@ -61,6 +67,7 @@ pub use db::PgOptions;
 pub use fleet::PgFleet;
 pub use inbox::PgInbox;
 pub use janitor::PgJanitorStore;
+pub use leases::PgLeases;
 pub use ledger::PgLedger;
 pub use tasks::{PgTaskQueue, TASKS_CHANNEL};
 
@@ -101,6 +108,7 @@ impl PgStores {
             &inbox::SCHEMA,
             &janitor::SCHEMA,
             &fleet::SCHEMA,
+            &leases::SCHEMA,
         ] {
             db::migrate(&mut client, schema)?;
         }
@@ -159,6 +167,11 @@ impl PgStores {
             db: self.db(store_name::FLEET),
             stores: self.clone(),
         })
+    }
+
+    /// The fleet's leases (shared by every host: the holder is named when acquiring).
+    pub fn leases(&self) -> Arc<PgLeases> {
+        Arc::new(PgLeases::new(self.db(store_name::LEASES)))
     }
 
     /// This host's janitor state.

@@ -5,7 +5,7 @@
 mod support;
 
 use nightwatch_postgres::{PgOptions, PgStores};
-use nightwatch_store::{AlertInbox, JanitorStore, Ledger, TaskQueue};
+use nightwatch_store::{AlertInbox, JanitorStore, Leases, Ledger, TaskQueue};
 use nightwatch_store_conformance::{Backend, Place};
 use nightwatch_tasks::Policy;
 use std::sync::Arc;
@@ -45,6 +45,10 @@ impl Place for Database {
 
     fn janitor(&self) -> Arc<dyn JanitorStore> {
         self.stores(0).janitor()
+    }
+
+    fn leases(&self) -> Arc<dyn Leases> {
+        self.stores(0).leases()
     }
 }
 

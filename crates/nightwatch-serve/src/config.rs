@@ -56,6 +56,10 @@ pub struct Config {
     pub routes: Vec<Route>,
     /// Run the janitor's sweep this often, when set.
     pub janitor_every: Option<Duration>,
+    /// Run the scheduled sweep on one host of all that share the daemon's leases (a fleet's
+    /// database, or one data directory), under the `janitor-sweep` lease; the others record
+    /// that they stood down. False (the default): every host sweeps its own.
+    pub janitor_singleton: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -295,6 +299,8 @@ struct FileWhen {
 #[serde(deny_unknown_fields)]
 struct FileJanitor {
     every: String,
+    #[serde(default)]
+    singleton: bool,
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
@@ -575,6 +581,7 @@ impl Config {
                 id: r.id,
             });
         }
+        let janitor_singleton = file.janitor.as_ref().is_some_and(|j| j.singleton);
         let janitor_every = match file.janitor {
             Some(j) => {
                 let every = duration("janitor.every", Some(&j.every), Duration::ZERO)?;
@@ -628,6 +635,7 @@ impl Config {
             },
             routes,
             janitor_every,
+            janitor_singleton,
         };
         // After every secret was looked up (none stands in for a real one past this point).
         let unset = unset.take();
@@ -703,6 +711,14 @@ janitor: { every: 1h }
         assert_eq!(c.queue.workers, 3);
         assert_eq!(c.routes[0].timeout, Duration::from_secs(300));
         assert_eq!(c.janitor_every, Some(Duration::from_secs(3600)));
+        assert!(!c.janitor_singleton, "per host unless asked");
+        let c = Config::from_text(
+            "janitor: { every: 1h, singleton: true }",
+            "serve.yaml",
+            &no_env,
+        )
+        .unwrap();
+        assert!(c.janitor_singleton);
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub mod metrics;
 pub mod process;
 pub mod route;
 pub mod runner;
+pub mod singleton;
 pub mod web;
 
 use std::path::{Path, PathBuf};
@@ -39,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use nightwatch_store::{AlertInbox, Ledger, StoreError, TaskError, TaskQueue};
+use nightwatch_store::{AlertInbox, Leases, Ledger, StoreError, TaskError, TaskQueue};
 
 pub use config::Config;
 
@@ -101,6 +102,9 @@ pub struct Stores {
     pub ledger: Arc<dyn Ledger>,
     /// The fleet store this host's ledger is shipped to, when the host is in a fleet.
     pub fleet: Option<FleetStore>,
+    /// The leases of jobs that run in one place only ([`singleton`]): the fleet's in a fleet,
+    /// the data directory's for a host alone.
+    pub leases: Arc<dyn Leases>,
 }
 
 /// Where this host's records go to be held with the fleet's, and the name they go under.
@@ -122,6 +126,8 @@ pub struct Daemon {
     ledger: Arc<dyn Ledger>,
     /// See [`Stores::fleet`].
     pub fleet: Option<FleetStore>,
+    /// See [`Stores::leases`].
+    pub leases: Arc<dyn Leases>,
     pub edges: Arc<dyn Edges>,
     pub metrics: metrics::Metrics,
     shutting_down: AtomicBool,
@@ -148,6 +154,7 @@ impl Daemon {
             intake_ledger: stores.intake_ledger,
             ledger: stores.ledger,
             fleet: stores.fleet,
+            leases: stores.leases,
             edges,
             metrics: metrics::Metrics::new(),
             shutting_down: AtomicBool::new(false),

@@ -260,22 +260,53 @@ fn housekeeping(daemon: &Daemon) {
             && Instant::now() >= at
         {
             next_sweep = Some(Instant::now() + every);
-            let engine = daemon.engine();
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                daemon.edges.sweep(&engine)
-            }))
-            .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));
-            daemon.metrics.sweep(outcome.is_ok());
-            if let Err(e) = outcome {
-                // The sweep records its own decisions; a sweep that could not run at all is
-                // recorded here, so a silent schedule is impossible.
-                let why = format!("the scheduled sweep could not run: {e}");
-                if let Err(le) = engine.record(Event::SweepFailed { why }) {
-                    tracing::error!("sweep failed ({e}) and could not be recorded: {le}");
+            if daemon.config.janitor_singleton {
+                let term = crate::singleton::Term::scheduled(every);
+                let outcome = crate::singleton::run_once(
+                    daemon,
+                    crate::singleton::JANITOR_SWEEP,
+                    term,
+                    |_| scheduled_sweep(daemon),
+                );
+                // Standing down until another host's lease ends: try again as it does, so a
+                // host that died mid-sweep is taken over then, not a whole period later.
+                if let crate::singleton::Outcome::StoodDown {
+                    until_ms: Some(until),
+                    ..
+                } = outcome
+                {
+                    let wait = u64::try_from(until.saturating_sub(daemon.now_ms())).unwrap_or(0);
+                    let retry = Instant::now() + Duration::from_millis(wait);
+                    next_sweep = next_sweep.map(|at| at.min(retry));
                 }
+            } else {
+                scheduled_sweep(daemon);
             }
         }
-        daemon.wait_for_work(Duration::from_secs(1));
+        // Up to a second, or until the sweep is due (schedules shorter than a second, in tests).
+        let wait = next_sweep
+            .map(|at| at.saturating_duration_since(Instant::now()))
+            .map_or(Duration::from_secs(1), |due| {
+                due.min(Duration::from_secs(1))
+            });
+        daemon.wait_for_work(wait);
+    }
+}
+
+/// One run of the janitor's sweep through the daemon's engine; a sweep that could not run at
+/// all is recorded, so a silent schedule is impossible.
+fn scheduled_sweep(daemon: &Daemon) {
+    let engine = daemon.engine();
+    let outcome =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| daemon.edges.sweep(&engine)))
+            .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));
+    daemon.metrics.sweep(outcome.is_ok());
+    if let Err(e) = outcome {
+        // The sweep records its own decisions.
+        let why = format!("the scheduled sweep could not run: {e}");
+        if let Err(le) = engine.record(Event::SweepFailed { why }) {
+            tracing::error!("sweep failed ({e}) and could not be recorded: {le}");
+        }
     }
 }
 

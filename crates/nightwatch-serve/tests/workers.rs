@@ -10,7 +10,7 @@ use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator}
 use nightwatch_intake::{Alert, Source, Status};
 use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_serve::{Config, Daemon, Edges, Stores, runner};
-use nightwatch_sqlite::{SqliteInbox, SqliteLedger, SqliteTaskQueue};
+use nightwatch_sqlite::{SqliteInbox, SqliteLeases, SqliteLedger, SqliteTaskQueue};
 use nightwatch_store::{Answer, Offer, Offered, QueueOp};
 
 /// The daemon over SQLite stores in `dir`, as the binary opens them.
@@ -21,6 +21,7 @@ fn daemon(config: Config, dir: &std::path::Path, edges: PanicsOnce) -> Arc<Daemo
         intake_ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
         ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
         fleet: None,
+        leases: Arc::new(SqliteLeases::open(dir).expect("leases")),
     };
     Arc::new(Daemon::new(config, dir, stores, Arc::new(edges)).expect("daemon"))
 }

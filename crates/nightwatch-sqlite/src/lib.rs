@@ -7,8 +7,9 @@
 //! | task queue | `tasks.db` | [`SqliteTaskQueue`] |
 //! | alert inbox | `alerts.db` | [`SqliteInbox`] |
 //! | janitor state | `janitor.db` | [`SqliteJanitorStore`] |
+//! | leases | `leases.db` | [`SqliteLeases`] |
 //!
-//! All four are opened by one function (`db::Db::open`): create the directory, open the file,
+//! All of them are opened by one function (`db::Db::open`): create the directory, open the file,
 //! WAL, `synchronous=FULL`, one busy timeout, and the directory synced when a file is new.
 //! Every write is a `BEGIN IMMEDIATE` transaction retried by one loop with jittered backoff
 //! while other writers hold the file, up to the handle's patience, then
@@ -42,11 +43,13 @@
 mod db;
 mod inbox;
 mod janitor;
+mod leases;
 mod ledger;
 mod tasks;
 
 pub use db::DEFAULT_PATIENCE;
 pub use inbox::SqliteInbox;
 pub use janitor::SqliteJanitorStore;
+pub use leases::SqliteLeases;
 pub use ledger::{HEAD_FILE, LedgerOptions, SqliteLedger};
 pub use tasks::SqliteTaskQueue;

@@ -2,9 +2,9 @@
 //! each place is a temp data directory, each handle a store opened on it afresh.
 
 use nightwatch_sqlite::{
-    LedgerOptions, SqliteInbox, SqliteJanitorStore, SqliteLedger, SqliteTaskQueue,
+    LedgerOptions, SqliteInbox, SqliteJanitorStore, SqliteLeases, SqliteLedger, SqliteTaskQueue,
 };
-use nightwatch_store::{AlertInbox, JanitorStore, Ledger, TaskQueue};
+use nightwatch_store::{AlertInbox, JanitorStore, Leases, Ledger, TaskQueue};
 use nightwatch_store_conformance::{Backend, Place};
 use nightwatch_tasks::Policy;
 use std::sync::Arc;
@@ -42,6 +42,10 @@ impl Place for DataDir {
 
     fn janitor(&self) -> Arc<dyn JanitorStore> {
         Arc::new(SqliteJanitorStore::open(self.0.path()).unwrap())
+    }
+
+    fn leases(&self) -> Arc<dyn Leases> {
+        Arc::new(SqliteLeases::open(self.0.path()).unwrap())
     }
 }
 

@@ -19,10 +19,11 @@ pub mod fixtures;
 pub mod inbox;
 mod interleavings;
 pub mod janitor;
+pub mod leases;
 pub mod ledger;
 pub mod tasks;
 
-use nightwatch_store::{AlertInbox, JanitorStore, Ledger, TaskQueue};
+use nightwatch_store::{AlertInbox, JanitorStore, Leases, Ledger, TaskQueue};
 use nightwatch_tasks::Policy;
 use std::sync::Arc;
 
@@ -45,6 +46,8 @@ pub trait Place: Send + Sync {
     fn queue(&self, policy: Policy) -> Arc<dyn TaskQueue>;
     fn inbox(&self) -> Arc<dyn AlertInbox>;
     fn janitor(&self) -> Arc<dyn JanitorStore>;
+    /// The leases every holder of this place competes for.
+    fn leases(&self) -> Arc<dyn Leases>;
 }
 
 /// One `#[test]` per conformance case, in a module per store, each calling `$backend()` for
@@ -105,6 +108,14 @@ macro_rules! conformance_tests {
                 state_survives_a_restart,
                 a_watcher_and_a_sweep_do_not_overwrite_each_other,
                 removed_and_released_items_are_forgotten,
+            }
+            leases {
+                one_holder_at_a_time_and_the_others_are_told_who_and_until_when,
+                an_expired_lease_is_taken_over_with_a_higher_token,
+                a_stale_holder_cannot_renew_or_release,
+                renew_extends_and_release_frees_the_lease_at_once,
+                tokens_only_grow_across_holders_releases_and_reopening,
+                hosts_acquiring_at_once_get_exactly_one_holder,
             }
         );
     };

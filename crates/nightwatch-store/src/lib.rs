@@ -7,6 +7,7 @@
 //! - [`AlertInbox`]: every alert that arrived, stored before its sender gets a reply.
 //! - [`JanitorStore`]: the janitor's memory (first sightings, activity, failures).
 //! - [`FleetLedger`]: every host's ledger held together, filled by [`ship`].
+//! - [`Leases`]: named leases with fencing tokens, for jobs that run in exactly one place.
 //!
 //! Every call fails with one [`StoreError`] (or, for the queue, [`TaskError`], which wraps it),
 //! which names no backend: a backend turns its own errors into it. The embedded backend is
@@ -20,6 +21,7 @@
 mod fleet;
 mod inbox;
 mod janitor;
+mod leases;
 mod ledger;
 pub mod memory;
 mod tasks;
@@ -27,6 +29,7 @@ mod tasks;
 pub use fleet::{FleetHost, FleetLedger, ShipError, Shipped, ship};
 pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
 pub use janitor::JanitorStore;
+pub use leases::{Acquired, Lease, Leases};
 pub use ledger::{Ledger, LedgerReader, verify};
 pub use tasks::{
     Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, ReadySignal, Resolved,
@@ -83,4 +86,5 @@ pub mod store_name {
     pub const INBOX: &str = "alert inbox";
     pub const JANITOR: &str = "janitor state";
     pub const FLEET: &str = "fleet ledger";
+    pub const LEASES: &str = "leases";
 }

@@ -109,6 +109,7 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
     let (view, me) = connect()?;
     let hosts = view.ledger.hosts()?;
     let counts = view.tasks.counts()?;
+    let leases = view.leases.list()?;
     if args.json {
         let hosts: Vec<_> = hosts
             .iter()
@@ -127,7 +128,20 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|(status, n)| (status.as_str().to_owned(), (*n).into()))
             .collect();
-        let out = serde_json::json!({ "this_host": me, "hosts": hosts, "tasks": queue });
+        let leases: Vec<_> = leases
+            .iter()
+            .map(|l| {
+                serde_json::json!({
+                    "name": l.name,
+                    "holder": l.holder,
+                    "token": l.token,
+                    "until": nightwatch_time::rfc3339(l.until_ms),
+                })
+            })
+            .collect();
+        let out = serde_json::json!({
+            "this_host": me, "hosts": hosts, "tasks": queue, "leases": leases,
+        });
         println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(0);
     }
@@ -152,5 +166,14 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
         .map(|(status, n)| format!("{} {n}", status.as_str()))
         .collect();
     println!("queue: {}", queue.join(", "));
+    for l in &leases {
+        println!(
+            "lease {}: {} (token {}) until {}",
+            l.name,
+            l.holder,
+            l.token,
+            nightwatch_time::rfc3339(l.until_ms)
+        );
+    }
     Ok(0)
 }
