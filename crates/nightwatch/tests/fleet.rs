@@ -413,3 +413,74 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
         "every run on db-1:\n{lines}"
     );
 }
+
+/// Seed 001: a fleet-wide sweep runs on one host at a time. Three daemons on one PostgreSQL,
+/// each scheduling the janitor's sweep every second as a singleton, for a dozen seconds: from
+/// the three hosts' own ledgers, the runs (each bracketed by its start and end records, with
+/// its lease's token) never overlap, the tokens only grow, and the hosts that stood down said so.
+#[test]
+fn a_singleton_sweep_runs_on_one_host_at_a_time_across_the_fleet() {
+    let pg = Cluster::start("singleton");
+    let url = pg.url();
+    let homes: Vec<_> = ["host-a", "host-b", "host-c"]
+        .iter()
+        .map(|host| (*host, scratch("fleet", &format!("singleton-{host}"))))
+        .collect();
+    let daemons: Vec<Daemon> = homes
+        .iter()
+        .map(|(host, home)| {
+            Daemon::start(
+                home,
+                Some("janitor: { every: 1s, singleton: true }\n"),
+                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
+            )
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(12));
+    drop(daemons);
+
+    // (start ms, end ms, token, host) of every run, and the stand-downs, from each host.
+    let mut runs = Vec::new();
+    let mut stood_down = 0;
+    for (host, home) in &homes {
+        let vars = [("NIGHTWATCH_HOME", home.as_os_str())];
+        let out = nightwatch(&["export", "--format", "jsonl"], b"", &vars);
+        assert!(out.status.success());
+        let records: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let at = |r: &serde_json::Value| {
+            nightwatch_time::parse_rfc3339(r["timestamp"].as_str().unwrap()).unwrap()
+        };
+        for start in records.iter().filter(|r| r["event"] == "singleton-start") {
+            let token = start["inputs"]["token"].as_u64().unwrap();
+            let end = records
+                .iter()
+                .find(|r| r["event"] == "singleton-end" && r["inputs"]["token"] == token)
+                .map(at);
+            runs.push((at(start), end, token, *host));
+        }
+        stood_down += records
+            .iter()
+            .filter(|r| r["event"] == "stood-down")
+            .count();
+    }
+    runs.sort_by_key(|r| r.2);
+    assert!(
+        runs.len() >= 5,
+        "the sweep ran through the dozen seconds: {runs:?}"
+    );
+    assert!(stood_down > 0, "the hosts that did not sweep said so");
+    for pair in runs.windows(2) {
+        let (earlier, later) = (&pair[0], &pair[1]);
+        assert!(later.2 > earlier.2, "tokens only grow: {pair:?}");
+        let ended = earlier
+            .1
+            .expect("every run but one cut short by the stop has its end");
+        assert!(
+            later.0 >= ended,
+            "a run began before the one before it ended: {pair:?}"
+        );
+    }
+}
