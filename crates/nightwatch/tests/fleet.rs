@@ -67,84 +67,114 @@ fn local_records(vars: &[(&str, &OsStr)]) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
-/// Seed 000: the fleet's database goes away in the middle of the night. Every hook call on
-/// the host is still decided and recorded there; the daemon says it cannot ship; once the
+/// Seed 000: the fleet's database goes away in the middle of the night. On every host, every
+/// hook call is still decided and recorded there; each daemon says it cannot ship; once the
 /// database is back, the fleet catches up with no gap and no duplicate, and `verify --fleet`
-/// finds the host's chain whole.
+/// finds every host's chain whole.
 #[test]
 fn hook_calls_are_decided_with_the_fleet_database_down_and_reach_it_after() {
     let pg = Cluster::start("outage");
     let url = pg.url();
-    let home = scratch("fleet", "outage");
-    let vars = env(&home, &url, "web-1");
-    let daemon = Daemon::start(
-        &home,
-        Some("queue: { resolve_delay: 10m }\n"),
-        &[
-            ("NIGHTWATCH_DATABASE_URL", url.as_str()),
-            ("NIGHTWATCH_HOST", "web-1"),
-        ],
-    );
-    for n in 0..20 {
-        hook_call(&vars, n);
-    }
-    let (code, text) = verify_fleet_until_whole(&vars, Duration::from_secs(30));
-    assert_eq!(code, 0, "the fleet caught up with the first calls: {text}");
-
+    let hosts = ["web-1", "web-2", "db-1"];
+    let homes: Vec<_> = hosts
+        .iter()
+        .map(|host| scratch("fleet", &format!("outage-{host}")))
+        .collect();
+    let daemons: Vec<Daemon> = hosts
+        .iter()
+        .zip(&homes)
+        .map(|(host, home)| {
+            Daemon::start(
+                home,
+                Some("queue: { resolve_delay: 10m }\n"),
+                &[
+                    ("NIGHTWATCH_DATABASE_URL", url.as_str()),
+                    ("NIGHTWATCH_HOST", host),
+                ],
+            )
+        })
+        .collect();
+    // Each host's calls, from a thread of its own: 20, the database stops, 40 more.
+    let url_ref = url.as_str();
+    let calls = |range: std::ops::Range<usize>| {
+        std::thread::scope(|scope| {
+            for (host, home) in hosts.iter().zip(&homes) {
+                let range = range.clone();
+                scope.spawn(move || {
+                    let vars = env(home, url_ref, host);
+                    for n in range {
+                        hook_call(&vars, n);
+                    }
+                });
+            }
+        });
+    };
+    calls(0..20);
     pg.down();
-    let down = nightwatch(&["verify", "--fleet"], b"", &vars);
-    assert!(
-        !down.status.success(),
-        "verify --fleet cannot pass with the fleet's database down"
-    );
-    for n in 20..60 {
-        hook_call(&vars, n);
-    }
-    let recorded = local_records(&vars);
-    assert!(
-        recorded >= 60,
-        "every call was recorded on the host ({recorded} records)"
-    );
-    // The daemon's shipping fails meanwhile, and says so.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !daemon.log().contains("cannot ship") {
+    calls(20..60);
+    for (host, home) in hosts.iter().zip(&homes) {
+        let vars = env(home, &url, host);
+        let down = nightwatch(&["verify", "--fleet"], b"", &vars);
         assert!(
-            Instant::now() < deadline,
-            "the daemon never said shipping failed:\n{}",
-            daemon.log()
+            !down.status.success(),
+            "verify --fleet cannot pass with the fleet's database down"
         );
-        std::thread::sleep(Duration::from_millis(200));
+        let recorded = local_records(&vars);
+        assert!(
+            recorded >= 60,
+            "every call was recorded on {host} ({recorded} records)"
+        );
+    }
+    // The daemons' shipping fails meanwhile, and each says so.
+    for daemon in &daemons {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !daemon.log().contains("cannot ship") {
+            assert!(
+                Instant::now() < deadline,
+                "a daemon never said shipping failed:\n{}",
+                daemon.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
     }
 
     pg.up();
-    let (code, text) = verify_fleet_until_whole(&vars, Duration::from_secs(60));
-    assert_eq!(code, 0, "the fleet caught up after the outage: {text}");
-    let recorded = local_records(&vars);
-    let held = pg.query(
-        "SELECT count(*) || ' ' || count(DISTINCT seq) || ' ' || max(seq) \
-         FROM ledger_records WHERE host = 'web-1'",
-    );
-    let held: Vec<usize> = held
-        .split(' ')
-        .map(|n| n.parse().unwrap())
-        .collect::<Vec<_>>();
-    assert_eq!(held[0], held[1], "no record held twice");
-    assert_eq!(held[0], held[2], "no gap: seq 1 to {}", held[2]);
-    assert!(
-        held[0] >= recorded.min(held[2]) && held[0] >= 60,
-        "the fleet holds the host's records ({held:?}, {recorded} here)"
-    );
-    assert!(
-        daemon.log().contains("works again"),
-        "the daemon said shipping recovered:\n{}",
-        daemon.log()
-    );
+    for (host, home) in hosts.iter().zip(&homes) {
+        let vars = env(home, &url, host);
+        let (code, text) = verify_fleet_until_whole(&vars, Duration::from_secs(60));
+        assert_eq!(code, 0, "the fleet caught up after the outage: {text}");
+        let recorded = local_records(&vars);
+        let held = pg.query(&format!(
+            "SELECT count(*) || ' ' || count(DISTINCT seq) || ' ' || max(seq) \
+             FROM ledger_records WHERE host = '{host}'"
+        ));
+        let held: Vec<usize> = held.split(' ').map(|n| n.parse().unwrap()).collect();
+        assert_eq!(held[0], held[1], "no record of {host} held twice");
+        assert_eq!(held[0], held[2], "no gap: seq 1 to {}", held[2]);
+        assert!(
+            held[0] >= 60 && held[0] <= recorded,
+            "the fleet holds {host}'s records ({held:?}, {recorded} there)"
+        );
+    }
+    for daemon in &daemons {
+        assert!(
+            daemon.log().contains("works again"),
+            "the daemon said shipping recovered:\n{}",
+            daemon.log()
+        );
+    }
+    let vars = env(&homes[0], &url, hosts[0]);
     let status = nightwatch(&["fleet", "status", "--json"], b"", &vars);
     assert!(status.status.success());
     let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     assert_eq!(status["this_host"], "web-1");
-    assert_eq!(status["hosts"][0]["host"], "web-1");
-    drop(daemon);
+    let listed: Vec<&str> = status["hosts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["host"].as_str().unwrap())
+        .collect();
+    assert_eq!(listed, ["db-1", "web-1", "web-2"]);
 }
 
 /// An Alertmanager notification of `alerts` (fingerprints), firing.
