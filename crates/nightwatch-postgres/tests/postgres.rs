@@ -95,10 +95,17 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
         )
         .unwrap();
     let applied: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-    let want: Vec<(String, i64)> = ["alert inbox", "janitor state", "ledger", "task queue"]
-        .into_iter()
-        .map(|s| (s.to_string(), 1))
-        .collect();
+    let want: Vec<(String, i64)> = [
+        "alert inbox",
+        "fleet ledger",
+        "janitor state",
+        "leases",
+        "ledger",
+        "task queue",
+    ]
+    .into_iter()
+    .map(|s| (s.to_string(), 1))
+    .collect();
     assert_eq!(applied, want);
 }
 

@@ -51,7 +51,7 @@ fn no_source_outside_this_crate_names_the_driver() {
             }
             if ["postgres::", "r2d2", "tokio_postgres"]
                 .iter()
-                .any(|d| code.contains(d))
+                .any(|d| names(code, d))
             {
                 let relative = file.strip_prefix(&root).unwrap_or(&file);
                 violations.push(format!("{}:{}: {code}", relative.display(), n + 1));
@@ -64,6 +64,24 @@ fn no_source_outside_this_crate_names_the_driver() {
          elsewhere:\n{}",
         violations.join("\n")
     );
+}
+
+/// Whether `code` names `path` as a path of its own: `postgres::` but not
+/// `nightwatch_postgres::` (this crate, which other crates may name).
+fn names(code: &str, path: &str) -> bool {
+    code.match_indices(path).any(|(at, _)| {
+        !code[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+    })
+}
+
+#[test]
+fn the_driver_check_tells_the_driver_from_this_crate() {
+    assert!(names("use postgres::Client;", "postgres::"));
+    assert!(names("let c: r2d2::Pool<M> = x;", "r2d2"));
+    assert!(!names("use nightwatch_postgres::PgStores;", "postgres::"));
 }
 
 #[test]
