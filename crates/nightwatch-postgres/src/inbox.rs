@@ -6,7 +6,7 @@ use nightwatch_store::{
     AlertEvent, AlertInbox, Arrival, Disposition, Settlement, StoreError, store_name,
 };
 use postgres::Row;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 
 use crate::db::{Db, Failure, Schema};
 
@@ -90,44 +90,48 @@ impl AlertInbox for PgInbox {
             return Ok(Vec::new());
         }
         let n = i64::try_from(arrivals.len()).unwrap_or(i64::MAX);
+        let received: Vec<i64> = arrivals.iter().map(|a| a.received_ms).collect();
+        let sources: Vec<&str> = arrivals.iter().map(|a| a.source).collect();
+        let alert_ids: Vec<&str> = arrivals.iter().map(|a| a.alert_id).collect();
+        let statuses: Vec<&str> = arrivals.iter().map(|a| a.status).collect();
+        let titles: Vec<&str> = arrivals.iter().map(|a| a.title).collect();
+        let hosts: Vec<Option<&str>> = arrivals.iter().map(|a| a.host).collect();
+        let jsons: Vec<&str> = arrivals.iter().map(|a| a.alert_json).collect();
         self.db.write(|tx| {
-            tx.execute(
-                "INSERT INTO alert_event_ids (host, last_id) VALUES ($1, 0)
-                 ON CONFLICT (host) DO NOTHING",
-                &[&self.host],
-            )?;
-            // Locks the host's counter until commit: the next receive numbers after these.
+            // One statement, one round trip: the counter row is created or advanced (and locked
+            // until commit, so the next receive numbers after these), and the batch is written
+            // from arrays, numbered in its order after the counter's old value.
             let last: i64 = tx
-                .query_one(
-                    "UPDATE alert_event_ids SET last_id = last_id + $2 WHERE host = $1
-                     RETURNING last_id",
-                    &[&self.host, &n],
+                .query_typed_one(
+                    "WITH counter AS (
+                         INSERT INTO alert_event_ids AS c (host, last_id) VALUES ($1, $2)
+                         ON CONFLICT (host) DO UPDATE SET last_id = c.last_id + $2
+                         RETURNING last_id
+                     ), written AS (
+                         INSERT INTO alert_events (host, id, received_ms, source, alert_id,
+                             status, title, alert_host, alert_json)
+                         SELECT $1, counter.last_id - $2 + a.n, a.received_ms, a.source,
+                             a.alert_id, a.status, a.title, a.alert_host, a.alert_json
+                         FROM counter, unnest($3::bigint[], $4::text[], $5::text[], $6::text[],
+                             $7::text[], $8::text[], $9::text[])
+                             WITH ORDINALITY AS a (received_ms, source, alert_id, status, title,
+                                 alert_host, alert_json, n)
+                     )
+                     SELECT last_id FROM counter",
+                    &[
+                        (&self.host, Type::TEXT),
+                        (&n, Type::INT8),
+                        (&received, Type::INT8_ARRAY),
+                        (&sources, Type::TEXT_ARRAY),
+                        (&alert_ids, Type::TEXT_ARRAY),
+                        (&statuses, Type::TEXT_ARRAY),
+                        (&titles, Type::TEXT_ARRAY),
+                        (&hosts, Type::TEXT_ARRAY),
+                        (&jsons, Type::TEXT_ARRAY),
+                    ],
                 )?
                 .get(0);
-            let insert = tx.prepare(
-                "INSERT INTO alert_events (host, id, received_ms, source, alert_id, status,
-                     title, alert_host, alert_json)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )?;
-            let mut ids = Vec::with_capacity(arrivals.len());
-            for (id, a) in (last - n + 1..).zip(arrivals) {
-                tx.execute(
-                    &insert,
-                    &[
-                        &self.host,
-                        &id,
-                        &a.received_ms,
-                        &a.source,
-                        &a.alert_id,
-                        &a.status,
-                        &a.title,
-                        &a.host,
-                        &a.alert_json,
-                    ],
-                )?;
-                ids.push(id);
-            }
-            Ok::<_, Failure<StoreError>>(ids)
+            Ok::<_, Failure<StoreError>>((last - n + 1..=last).collect())
         })
     }
 
@@ -135,26 +139,34 @@ impl AlertInbox for PgInbox {
         if settlements.is_empty() {
             return Ok(());
         }
+        let ids: Vec<i64> = settlements.iter().map(|s| s.arrival).collect();
+        let dispositions: Vec<&str> = settlements.iter().map(|s| s.disposition.as_str()).collect();
+        let reasons: Vec<&str> = settlements.iter().map(|s| s.reason).collect();
+        let routes: Vec<Option<&str>> = settlements.iter().map(|s| s.route).collect();
+        let task_ids: Vec<Option<i64>> = settlements.iter().map(|s| s.task_id).collect();
+        let records: Vec<&str> = settlements.iter().map(|s| s.record).collect();
         self.db.write_relaxed(|tx| {
-            let update = tx.prepare(
-                "UPDATE alert_events
-                     SET disposition = $3, reason = $4, route = $5, task_id = $6, record = $7
-                     WHERE host = $1 AND id = $2",
+            // The whole batch in one statement. An arrival settled twice in one batch takes
+            // its last settlement, as when each was its own UPDATE.
+            tx.execute_typed(
+                "UPDATE alert_events AS e
+                     SET disposition = s.disposition, reason = s.reason, route = s.route,
+                         task_id = s.task_id, record = s.record
+                 FROM (SELECT DISTINCT ON (id) * FROM unnest($2::bigint[], $3::text[],
+                         $4::text[], $5::text[], $6::bigint[], $7::text[])
+                         WITH ORDINALITY AS u (id, disposition, reason, route, task_id, record, n)
+                       ORDER BY id, n DESC) AS s
+                 WHERE e.host = $1 AND e.id = s.id",
+                &[
+                    (&self.host, Type::TEXT),
+                    (&ids, Type::INT8_ARRAY),
+                    (&dispositions, Type::TEXT_ARRAY),
+                    (&reasons, Type::TEXT_ARRAY),
+                    (&routes, Type::TEXT_ARRAY),
+                    (&task_ids, Type::INT8_ARRAY),
+                    (&records, Type::TEXT_ARRAY),
+                ],
             )?;
-            for s in settlements {
-                tx.execute(
-                    &update,
-                    &[
-                        &self.host,
-                        &s.arrival,
-                        &s.disposition.as_str(),
-                        &s.reason,
-                        &s.route,
-                        &s.task_id,
-                        &s.record,
-                    ],
-                )?;
-            }
             Ok::<_, Failure<StoreError>>(())
         })
     }

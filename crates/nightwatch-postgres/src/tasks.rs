@@ -12,7 +12,7 @@ use nightwatch_store::{
 use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
 };
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use postgres::{Row, Transaction};
 
 use crate::db::{Db, Failure, Schema, count_u32};
@@ -179,9 +179,13 @@ impl PgTaskQueue {
         // Offered again for an arrival whose first answer a crash cut short: the same answer,
         // nothing changed twice.
         if let Some(arrival) = offer.arrival.filter(|_| offer.again) {
-            let created = tx.query_opt(
+            let created = tx.query_typed_opt(
                 "SELECT id FROM tasks WHERE identity = $1 AND host = $2 AND arrival = $3",
-                &[&offer.identity, &self.host, &arrival],
+                &[
+                    (&offer.identity, Type::TEXT),
+                    (&self.host, Type::TEXT),
+                    (&arrival, Type::INT8),
+                ],
             )?;
             if let Some(row) = created {
                 return Ok(Offered::Created(row.get(0)));
@@ -190,10 +194,10 @@ impl PgTaskQueue {
         // Twice at most: a second pass only after another host's daemon made the live task
         // this one was about to make.
         for _ in 0..2 {
-            let live = tx.query_opt(
+            let live = tx.query_typed_opt(
                 "SELECT id, last_arrival, last_arrival_host FROM tasks
                  WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE",
-                &[&offer.identity],
+                &[(&offer.identity, Type::TEXT)],
             )?;
             let live: Option<(i64, Option<i64>, Option<String>)> =
                 live.map(|r| (r.get(0), r.get(1), r.get(2)));
@@ -203,11 +207,13 @@ impl PgTaskQueue {
             {
                 return Ok(Offered::Attached(*id));
             }
-            let last_run = tx.query_opt(
+            // Read after the live row's lock, apart from it: had the lock waited for another
+            // host finishing that task, this read sees the finished run.
+            let last_run = tx.query_typed_opt(
                 "SELECT id, status, finished_ms FROM tasks
                  WHERE identity = $1 AND status IN ('done', 'gave_up')
                  ORDER BY finished_ms DESC, id DESC LIMIT 1",
-                &[&offer.identity],
+                &[(&offer.identity, Type::TEXT)],
             )?;
             let last_run = match last_run {
                 Some(row) => {
@@ -223,13 +229,18 @@ impl PgTaskQueue {
             let live_id = live.as_ref().map(|(id, _, _)| *id);
             match machine::decide_offer(live_id, last_run.as_ref(), &self.policy, now) {
                 OfferDecision::Attach(id) => {
-                    tx.execute(
+                    tx.execute_typed(
                         "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = $2,
                              last_arrival = coalesce($3, last_arrival),
                              last_arrival_host = CASE WHEN $3::BIGINT IS NULL
                                  THEN last_arrival_host ELSE $4 END
                          WHERE id = $1",
-                        &[&id, &now, &offer.arrival, &self.host],
+                        &[
+                            (&id, Type::INT8),
+                            (&now, Type::INT8),
+                            (&offer.arrival, Type::INT8),
+                            (&self.host, Type::TEXT),
+                        ],
                     )?;
                     return Ok(Offered::Attached(id));
                 }
@@ -238,15 +249,21 @@ impl PgTaskQueue {
                     if let Some(limit) = offer.max_per_hour {
                         // Hosts creating tasks for one route take turns until commit, so the
                         // hour's count each reads includes the others' new tasks.
-                        tx.execute(
+                        tx.execute_typed(
                             "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-                            &[&ROUTE_LOCK, &offer.route],
+                            &[(&ROUTE_LOCK, Type::INT4), (&offer.route, Type::TEXT)],
                         )?;
+                        // A statement of its own after the lock, so it sees what the host that
+                        // held the lock before committed.
                         let started: i64 = tx
-                            .query_one(
+                            .query_typed_one(
                                 "SELECT count(*) FROM (SELECT 1 FROM tasks
                                  WHERE route = $1 AND created_ms >= $2 LIMIT $3) AS recent",
-                                &[&offer.route, &(now - machine::HOUR_MS), &i64::from(limit)],
+                                &[
+                                    (&offer.route, Type::TEXT),
+                                    (&(now - machine::HOUR_MS), Type::INT8),
+                                    (&i64::from(limit), Type::INT8),
+                                ],
                             )?
                             .get(0);
                         if let Some(why) = machine::throttle(offer.route, count_u32(started), limit)
@@ -255,32 +272,6 @@ impl PgTaskQueue {
                         }
                     }
                     let life = Lifecycle::new(&self.policy, now);
-                    // Another host's daemon may be inserting the same identity: the unique
-                    // index makes this wait for it, and if it committed, insert nothing.
-                    let inserted = tx.query_opt(
-                        "INSERT INTO tasks (host, identity, alert_json, route, created_ms,
-                             last_seen_ms, status, attempt, ready_ms, arrival, last_arrival,
-                             last_arrival_host)
-                         VALUES ($1, $2, $3, $4, $5, $5, $6, 0, $7, $8, $8,
-                             CASE WHEN $8::BIGINT IS NULL THEN NULL ELSE $1 END)
-                         ON CONFLICT (identity) WHERE status IN ('pending', 'running')
-                         DO NOTHING
-                         RETURNING id",
-                        &[
-                            &self.host,
-                            &offer.identity,
-                            &offer.alert_json,
-                            &offer.route,
-                            &now,
-                            &life.status.as_str(),
-                            &life.ready_at,
-                            &offer.arrival,
-                        ],
-                    )?;
-                    let Some(row) = inserted else {
-                        continue;
-                    };
-                    let id: i64 = row.get(0);
                     let why = if life.ready_at > now {
                         format!(
                             "alert offered; claimable at {} unless it resolves first",
@@ -289,8 +280,43 @@ impl PgTaskQueue {
                     } else {
                         "alert offered".to_string()
                     };
-                    self.insert_event(tx, id, now, None, Status::Pending, &why)?;
-                    notify(tx)?;
+                    // The task, its first event and the word to listeners, in one statement.
+                    // Another host's daemon may be inserting the same identity: the unique
+                    // index makes this wait for it, and if it committed, insert nothing (and
+                    // so no event and no notification).
+                    let inserted = tx.query_typed_opt(
+                        "WITH task AS (
+                             INSERT INTO tasks (host, identity, alert_json, route, created_ms,
+                                 last_seen_ms, status, attempt, ready_ms, arrival, last_arrival,
+                                 last_arrival_host)
+                             VALUES ($1, $2, $3, $4, $5, $5, $6, 0, $7, $8, $8,
+                                 CASE WHEN $8::BIGINT IS NULL THEN NULL ELSE $1 END)
+                             ON CONFLICT (identity) WHERE status IN ('pending', 'running')
+                             DO NOTHING
+                             RETURNING id
+                         ), event AS (
+                             INSERT INTO task_events (task_id, host, at_ms, from_status,
+                                 to_status, why)
+                             SELECT id, $1, $5, NULL, 'pending', $9 FROM task
+                         )
+                         SELECT id, pg_notify($10, '') FROM task",
+                        &[
+                            (&self.host, Type::TEXT),
+                            (&offer.identity, Type::TEXT),
+                            (&offer.alert_json, Type::TEXT),
+                            (&offer.route, Type::TEXT),
+                            (&now, Type::INT8),
+                            (&life.status.as_str(), Type::TEXT),
+                            (&life.ready_at, Type::INT8),
+                            (&offer.arrival, Type::INT8),
+                            (&why, Type::TEXT),
+                            (&TASKS_CHANNEL, Type::TEXT),
+                        ],
+                    )?;
+                    let Some(row) = inserted else {
+                        continue;
+                    };
+                    let id: i64 = row.get(0);
                     return Ok(Offered::Created(id));
                 }
             }
@@ -312,12 +338,12 @@ impl PgTaskQueue {
         now: i64,
     ) -> Result<Resolved, Fail> {
         let task = tx
-            .query_opt(
+            .query_typed_opt(
                 &format!(
                     "SELECT {TASK_COLUMNS} FROM tasks
                      WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE"
                 ),
-                &[&identity],
+                &[(&identity, Type::TEXT)],
             )?
             .map(|r| read_task(&r))
             .transpose()?;
@@ -343,31 +369,61 @@ impl PgTaskQueue {
         now: i64,
         step: &machine::Step,
     ) -> Result<(), Fail> {
+        self.write_step_and(tx, task_id, now, step, false)
+    }
+
+    /// The new row, its event and (when it is claimable again) the word to listeners, in one
+    /// statement; `clear_runbook` also forgets the last attempt's runbook note. Listeners on
+    /// [`TASKS_CHANNEL`] hear at commit, once per transaction however many tasks it made
+    /// ready (PostgreSQL folds a transaction's identical notifications into one).
+    fn write_step_and(
+        &self,
+        tx: &mut Transaction<'_>,
+        task_id: i64,
+        now: i64,
+        step: &machine::Step,
+        clear_runbook: bool,
+    ) -> Result<(), Fail> {
         let n = &step.next;
-        tx.execute(
-            "UPDATE tasks SET status = $2, attempt = $3, ready_ms = $4, lease_until_ms = $5,
-                 worker = $6, last_error = $7, finished_ms = $8,
-                 escalation = CASE WHEN $9 THEN 1 ELSE escalation END, deferrals = $10
-             WHERE id = $1",
+        let (from, to, why) = match &step.event {
+            Some(Change { from, to, why }) => {
+                (Some(from.as_str()), Some(to.as_str()), Some(why.as_str()))
+            }
+            None => (None, None, None),
+        };
+        tx.execute_typed(
+            "WITH step AS (
+                 UPDATE tasks SET status = $2, attempt = $3, ready_ms = $4, lease_until_ms = $5,
+                     worker = $6, last_error = $7, finished_ms = $8,
+                     escalation = CASE WHEN $9 THEN 1 ELSE escalation END, deferrals = $10,
+                     runbook = CASE WHEN $11 THEN NULL ELSE runbook END
+                 WHERE id = $1
+                 RETURNING id
+             ), event AS (
+                 INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
+                 SELECT id, $12, $13, $14, $15, $16 FROM step WHERE $15 IS NOT NULL
+             )
+             SELECT id, pg_notify($17, '') FROM step WHERE $15 = 'pending'",
             &[
-                &task_id,
-                &n.status.as_str(),
-                &i64::from(n.attempt),
-                &n.ready_at,
-                &n.lease_until,
-                &n.worker,
-                &n.last_error,
-                &n.finished_at,
-                &step.escalate,
-                &i64::from(n.deferrals),
+                (&task_id, Type::INT8),
+                (&n.status.as_str(), Type::TEXT),
+                (&i64::from(n.attempt), Type::INT8),
+                (&n.ready_at, Type::INT8),
+                (&n.lease_until, Type::INT8),
+                (&n.worker, Type::TEXT),
+                (&n.last_error, Type::TEXT),
+                (&n.finished_at, Type::INT8),
+                (&step.escalate, Type::BOOL),
+                (&i64::from(n.deferrals), Type::INT8),
+                (&clear_runbook, Type::BOOL),
+                (&self.host, Type::TEXT),
+                (&now, Type::INT8),
+                (&from, Type::TEXT),
+                (&to, Type::TEXT),
+                (&why, Type::TEXT),
+                (&TASKS_CHANNEL, Type::TEXT),
             ],
         )?;
-        if let Some(Change { from, to, why }) = &step.event {
-            self.insert_event(tx, task_id, now, Some(*from), *to, why)?;
-            if *to == Status::Pending {
-                notify(tx)?;
-            }
-        }
         Ok(())
     }
 
@@ -380,16 +436,16 @@ impl PgTaskQueue {
         to: Status,
         why: &str,
     ) -> Result<(), Fail> {
-        tx.execute(
+        tx.execute_typed(
             "INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
              VALUES ($1, $2, $3, $4, $5, $6)",
             &[
-                &task_id,
-                &self.host,
-                &now,
-                &from.map(Status::as_str),
-                &to.as_str(),
-                &why,
+                (&task_id, Type::INT8),
+                (&self.host, Type::TEXT),
+                (&now, Type::INT8),
+                (&from.map(Status::as_str), Type::TEXT),
+                (&to.as_str(), Type::TEXT),
+                (&why, Type::TEXT),
             ],
         )?;
         Ok(())
@@ -408,13 +464,6 @@ impl PgTaskQueue {
                 .collect::<Result<Vec<_>, Fail>>()
         })
     }
-}
-
-/// Tells listeners on [`TASKS_CHANNEL`] that a task may be claimable; delivered at commit, once
-/// per transaction however many tasks it made ready.
-fn notify(tx: &mut Transaction<'_>) -> Result<(), postgres::Error> {
-    tx.execute("SELECT pg_notify($1, '')", &[&TASKS_CHANNEL])?;
-    Ok(())
 }
 
 impl TaskQueue for PgTaskQueue {
@@ -449,28 +498,33 @@ impl TaskQueue for PgTaskQueue {
         self.db.write(|tx| {
             loop {
                 // The pending task ready longest and the running one whose lease ran out
-                // longest ago, each skipping rows another worker holds; the earlier goes (the
-                // other stays locked until commit, which only makes others skip it a moment).
-                let mut first = |sql: &str| -> Result<Option<(i64, Task)>, Fail> {
-                    let row =
-                        tx.query_opt(&format!("SELECT {TASK_COLUMNS} {sql}"), &[&now, &routes])?;
-                    row.map(|r| {
-                        let task = read_task(&r)?;
-                        let key = match task.lifecycle.status {
-                            Status::Running => task.lifecycle.lease_until.unwrap_or(0),
-                            _ => task.lifecycle.ready_at,
-                        };
-                        Ok((key, task))
-                    })
-                    .transpose()
-                };
-                let pending = first(READY_PENDING)?;
-                let expired = first(LEASE_EXPIRED)?;
-                let task = match (pending, expired) {
-                    (Some((a, p)), Some((b, e))) => Some(if (b, e.id) < (a, p.id) { e } else { p }),
-                    (Some((_, t)), None) | (None, Some((_, t))) => Some(t),
-                    (None, None) => None,
-                };
+                // longest ago, each skipping rows another worker holds, both in one statement;
+                // the earlier goes (the other stays locked until commit, which only makes others
+                // skip it a moment).
+                let rows = tx.query_typed(
+                    &format!(
+                        "WITH pending AS (SELECT {TASK_COLUMNS} {READY_PENDING}),
+                              expired AS (SELECT {TASK_COLUMNS} {LEASE_EXPIRED})
+                         SELECT * FROM pending UNION ALL SELECT * FROM expired"
+                    ),
+                    &[(&now, Type::INT8), (&routes, Type::TEXT_ARRAY)],
+                )?;
+                let mut task: Option<(i64, Task)> = None;
+                for row in &rows {
+                    let found = read_task(row)?;
+                    let key = match found.lifecycle.status {
+                        Status::Running => found.lifecycle.lease_until.unwrap_or(0),
+                        _ => found.lifecycle.ready_at,
+                    };
+                    // On a tie the pending task (the first row) goes.
+                    if task
+                        .as_ref()
+                        .is_none_or(|(k, t)| (key, found.id) < (*k, t.id))
+                    {
+                        task = Some((key, found));
+                    }
+                }
+                let task = task.map(|(_, t)| t);
                 let Some(task) = task else { return Ok(None) };
                 let input = Input::Claim { worker, lease_ms };
                 let step = match machine::apply(&task.lifecycle, &input, &self.policy, now, 0) {
@@ -479,9 +533,8 @@ impl TaskQueue for PgTaskQueue {
                     // refusing to hand the task out is the safe side.
                     Err(_) => return Ok(None),
                 };
-                self.write_step(tx, task.id, now, &step)?;
                 // A new attempt: the last one's runbook note is the past.
-                tx.execute("UPDATE tasks SET runbook = NULL WHERE id = $1", &[&task.id])?;
+                self.write_step_and(tx, task.id, now, &step, true)?;
                 if step.next.status == Status::Running {
                     return Ok(Some(Claim {
                         task_id: task.id,
@@ -791,9 +844,9 @@ impl PgTaskQueue {
 }
 
 fn load_task(tx: &mut Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
-    tx.query_opt(
+    tx.query_typed_opt(
         &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE"),
-        &[&task_id],
+        &[(&task_id, Type::INT8)],
     )?
     .map(|r| read_task(&r))
     .transpose()?
