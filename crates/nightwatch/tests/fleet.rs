@@ -177,6 +177,26 @@ fn hook_calls_are_decided_with_the_fleet_database_down_and_reach_it_after() {
     assert_eq!(listed, ["db-1", "web-1", "web-2"]);
 }
 
+/// A runbook script in `work` whose body may write to `{runs}` (the file it returns beside it).
+fn runbook(work: &Path, body: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let runs = work.join("runs");
+    let script = work.join("runbook.sh");
+    let body = body.replace("{runs}", &runs.display().to_string());
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    (script, runs)
+}
+
+/// A daemon as `host` of the fleet at `url`, with its own data directory.
+fn host_daemon(test: &str, host: &str, url: &str, serve_yaml: &str) -> Daemon {
+    Daemon::start(
+        &scratch("fleet", &format!("{test}-{host}")),
+        Some(serve_yaml),
+        &[("NIGHTWATCH_DATABASE_URL", url), ("NIGHTWATCH_HOST", host)],
+    )
+}
+
 /// An Alertmanager notification of `alerts` (fingerprints), firing.
 fn group(name: &str, fingerprints: &[String]) -> Vec<u8> {
     let alerts: Vec<_> = fingerprints
@@ -217,18 +237,10 @@ fn three_daemons_on_one_database_make_one_task_per_alert_and_run_each_runbook_on
     let pg = Cluster::start("three");
     let url = pg.url();
     let work = scratch("fleet", "three-work");
-    let runs = work.join("runs");
-    let runbook = work.join("runbook.sh");
-    std::fs::write(
-        &runbook,
-        format!(
-            "#!/bin/sh\nprintf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {}\n",
-            runs.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (runbook, runs) = runbook(
+        &work,
+        "printf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {runs}",
+    );
     let hosts = ["host-a", "host-b", "host-c"];
     let daemons: Vec<Daemon> = hosts
         .iter()
@@ -237,11 +249,7 @@ fn three_daemons_on_one_database_make_one_task_per_alert_and_run_each_runbook_on
                 "queue: {{ workers: 4, lease: 30s }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
                 runbook.display()
             );
-            Daemon::start(
-                &scratch("fleet", &format!("three-{host}")),
-                Some(&yaml),
-                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
-            )
+            host_daemon("three", host, &url, &yaml)
         })
         .collect();
 
@@ -325,28 +333,16 @@ fn a_host_killed_mid_runbook_hands_its_task_to_another_after_the_lease() {
     let pg = Cluster::start("handoff");
     let url = pg.url();
     let work = scratch("fleet", "handoff-work");
-    let runs = work.join("runs");
-    let runbook = work.join("runbook.sh");
-    std::fs::write(
-        &runbook,
-        format!(
-            "#!/bin/sh\nprintf 'started %s\\n' \"$1\" >> {runs}\nsleep 4\nprintf 'finished %s\\n' \"$1\" >> {runs}\n",
-            runs = runs.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (runbook, runs) = runbook(
+        &work,
+        "printf 'started %s\\n' \"$1\" >> {runs}\nsleep 4\nprintf 'finished %s\\n' \"$1\" >> {runs}",
+    );
     let start = |host: &str| {
         let yaml = format!(
             "queue: {{ workers: 1, lease: 2s, backoff_base: 100ms }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
             runbook.display()
         );
-        Daemon::start(
-            &scratch("fleet", &format!("handoff-{host}")),
-            Some(&yaml),
-            &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
-        )
+        host_daemon("handoff", host, &url, &yaml)
     };
     let first = start("host-a");
     let reply = first.post(
@@ -393,18 +389,10 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
     let pg = Cluster::start("pinned");
     let url = pg.url();
     let work = scratch("fleet", "pinned-work");
-    let runs = work.join("runs");
-    let runbook = work.join("runbook.sh");
-    std::fs::write(
-        &runbook,
-        format!(
-            "#!/bin/sh\nprintf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {}\n",
-            runs.display()
-        ),
-    )
-    .unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&runbook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (runbook, runs) = runbook(
+        &work,
+        "printf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {runs}",
+    );
     let daemons: Vec<Daemon> = ["web-1", "db-1"]
         .iter()
         .map(|host| {
@@ -412,11 +400,7 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
                 "queue: {{ workers: 2 }}\nroutes:\n  - id: backup\n    hosts: [\"db-*\"]\n    run: [\"{}\", \"{host}\"]\n",
                 runbook.display()
             );
-            Daemon::start(
-                &scratch("fleet", &format!("pinned-{host}")),
-                Some(&yaml),
-                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
-            )
+            host_daemon("pinned", host, &url, &yaml)
         })
         .collect();
     let fps: Vec<String> = (0..20).map(|i| format!("backup-{i}")).collect();
