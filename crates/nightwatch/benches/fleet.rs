@@ -14,10 +14,13 @@
 //!
 //! Beside them, the disk's own limit: one-row durable SQLite commits per second.
 
+mod support;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+use support::{LUA, commit_rate};
 
 /// The tests' PostgreSQL cluster (`tests/common/postgres.rs`), which makes its directory here.
 #[path = "../tests/common/postgres.rs"]
@@ -309,23 +312,6 @@ fn local_head(home: &Path) -> i64 {
     .expect("the head is read")
 }
 
-fn commit_rate(dir: &Path, span: Duration) -> f64 {
-    let path = dir.join("commit-rate.db");
-    let db = rusqlite::Connection::open(&path).expect("a scratch database");
-    db.execute_batch(
-        "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (x INTEGER);",
-    )
-    .unwrap();
-    let started = Instant::now();
-    let mut commits = 0u64;
-    while started.elapsed() < span {
-        db.execute("INSERT INTO t VALUES (?1)", [commits as i64])
-            .unwrap();
-        commits += 1;
-    }
-    commits as f64 / started.elapsed().as_secs_f64()
-}
-
 fn field(text: &str, name: &str) -> f64 {
     text.lines()
         .find_map(|l| l.trim().strip_prefix(name))
@@ -342,27 +328,3 @@ fn latency(text: &str, pct: &str) -> String {
         .flatten()
         .unwrap_or_default()
 }
-
-/// Each request a new alert: its fingerprint names the row (the script's first argument),
-/// the wrk thread and a counter.
-const LUA: &str = r#"
-row = "row"
-alertname = "DiskFull"
-id = 0
-counter = 0
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("id", threads)
-end
-function init(args)
-  row = args[1] or row
-  alertname = args[2] or alertname
-end
-function request()
-  counter = counter + 1
-  local fp = string.format("%s-%d-%d", row, id, counter)
-  local body = '{"version":"4","groupKey":"{}:{alertname=\\"' .. alertname .. '\\"}","status":"firing","receiver":"nightwatch","groupLabels":{"alertname":"' .. alertname .. '"},"commonLabels":{},"commonAnnotations":{},"externalURL":"http://am","alerts":[{"status":"firing","labels":{"alertname":"' .. alertname .. '","instance":"' .. fp .. ':9100"},"annotations":{"summary":"disk above 90%"},"startsAt":"2026-02-14T03:16:30Z","endsAt":"0001-01-01T00:00:00Z","generatorURL":"http://prom","fingerprint":"' .. fp .. '"}]}'
-  return wrk.format("POST", nil, {["Content-Type"] = "application/json"}, body)
-end
-"#;
