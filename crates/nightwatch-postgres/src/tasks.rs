@@ -94,9 +94,16 @@ CREATE TRIGGER tasks_counts AFTER INSERT OR UPDATE OF status OR DELETE ON tasks
     FOR EACH ROW EXECUTE FUNCTION nightwatch_task_counts();
 ";
 
+/// Schema 2: a live task is found by identity through `tasks_one_live` alone, so the identity
+/// index holds only finished tasks (a new task makes one entry on a hashed key, not two).
+const SCHEMA_2: &str = "
+DROP INDEX tasks_identity;
+CREATE INDEX tasks_identity ON tasks (identity, finished_ms) WHERE finished_ms IS NOT NULL;
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::TASKS,
-    migrations: &[SCHEMA_1],
+    migrations: &[SCHEMA_1, SCHEMA_2],
 };
 
 /// The channel a `NOTIFY` goes to when a task becomes claimable (created, or back to pending):
@@ -180,7 +187,8 @@ impl PgTaskQueue {
         // nothing changed twice.
         if let Some(arrival) = offer.arrival.filter(|_| offer.again) {
             let created = tx.query_typed_opt(
-                "SELECT id FROM tasks WHERE identity = $1 AND host = $2 AND arrival = $3",
+                "SELECT id FROM tasks WHERE identity = $1 AND host = $2 AND arrival = $3
+                   AND (status IN ('pending', 'running') OR finished_ms IS NOT NULL)",
                 &[
                     (&offer.identity, Type::TEXT),
                     (&self.host, Type::TEXT),
@@ -212,6 +220,7 @@ impl PgTaskQueue {
             let last_run = tx.query_typed_opt(
                 "SELECT id, status, finished_ms FROM tasks
                  WHERE identity = $1 AND status IN ('done', 'gave_up')
+                   AND finished_ms IS NOT NULL
                  ORDER BY finished_ms DESC, id DESC LIMIT 1",
                 &[(&offer.identity, Type::TEXT)],
             )?;
@@ -621,7 +630,11 @@ impl TaskQueue for PgTaskQueue {
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         if let Some(identity) = &filter.identity {
             params.push(identity);
-            clauses.push(format!("identity = ${}", params.len()));
+            // A task is live or finished; each half searches its own partial index.
+            clauses.push(format!(
+                "identity = ${0} AND (status IN ('pending', 'running') OR finished_ms IS NOT NULL)",
+                params.len()
+            ));
         }
         if let Some(status) = &status {
             params.push(status);

@@ -95,16 +95,17 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
         )
         .unwrap();
     let applied: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    // Each store's migrations, once each, in order.
     let want: Vec<(String, i64)> = [
-        "alert inbox",
-        "fleet ledger",
-        "janitor state",
-        "leases",
-        "ledger",
-        "task queue",
+        ("alert inbox", 1),
+        ("fleet ledger", 1),
+        ("janitor state", 1),
+        ("leases", 1),
+        ("ledger", 1),
+        ("task queue", 2),
     ]
     .into_iter()
-    .map(|s| (s.to_string(), 1))
+    .flat_map(|(store, versions)| (1..=versions).map(move |v| (store.to_string(), v)))
     .collect();
     assert_eq!(applied, want);
 }

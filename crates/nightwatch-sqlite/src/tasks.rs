@@ -63,7 +63,7 @@ CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END;
 ";
 
-const MIGRATIONS: [Migration; 6] = [
+const MIGRATIONS: [Migration; 7] = [
     |tx| {
         tx.execute_batch(SCHEMA_1)?;
         let has: bool = tx
@@ -109,6 +109,16 @@ const MIGRATIONS: [Migration; 6] = [
     // the arrival that created a task is found through its identity; the status counts take
     // one statement per change.
     |tx| tx.execute_batch(LEANER_INDEXES),
+    // Schema 7: a live task is found by identity through `tasks_one_live` alone, so the
+    // identity index holds only finished tasks: a new task makes one entry on a hashed key,
+    // not two (each lands on its own page of a tree that grows with history).
+    |tx| {
+        tx.execute_batch(
+            "DROP INDEX IF EXISTS tasks_identity;
+             CREATE INDEX tasks_identity ON tasks(identity, finished_ms)
+                 WHERE finished_ms IS NOT NULL;",
+        )
+    },
 ];
 
 const LEANER_INDEXES: &str = "
@@ -161,7 +171,12 @@ fn tasks_query(filter: &TaskFilter) -> (String, Vec<rusqlite::types::Value>) {
     let mut clauses = Vec::new();
     let mut args = Vec::new();
     if let Some(identity) = &filter.identity {
-        clauses.push("identity = ?");
+        // A task is live or finished; each half searches its own partial index.
+        clauses.push(
+            "((identity = ? AND status IN ('pending', 'running')) \
+             OR (identity = ? AND finished_ms IS NOT NULL))",
+        );
+        args.push(Value::Text(identity.clone()));
         args.push(Value::Text(identity.clone()));
     }
     if let Some(status) = filter.status {
@@ -203,7 +218,15 @@ const ACTIVE_BETWEEN: &str = "FROM tasks
         OR (status IN ('pending', 'running') AND created_ms < ?2)
      ) AND id < ?4
      ORDER BY id DESC LIMIT ?3";
-const CREATED_BY_ARRIVAL: &str = "SELECT id FROM tasks WHERE identity = ?1 AND arrival = ?2";
+/// The task an arrival created, live or finished (each half through its own partial index).
+const CREATED_BY_ARRIVAL: &str = "SELECT id FROM tasks
+     WHERE identity = ?1 AND status IN ('pending', 'running') AND arrival = ?2
+     UNION ALL SELECT id FROM tasks
+     WHERE identity = ?1 AND finished_ms IS NOT NULL AND arrival = ?2";
+/// An identity's last finished run, for the offer's cooldown.
+const LAST_RUN: &str = "SELECT id, status, finished_ms FROM tasks
+     WHERE identity = ?1 AND status IN ('done', 'gave_up') AND finished_ms IS NOT NULL
+     ORDER BY finished_ms DESC, id DESC LIMIT 1";
 const LIVE_FOR_IDENTITY: &str = "SELECT id, last_arrival FROM tasks
      WHERE identity = ?1 AND status IN ('pending', 'running')";
 
@@ -662,11 +685,7 @@ fn offer_in(
         return Ok(Offered::Attached(id));
     }
     let last_run = tx
-        .prepare_cached(
-            "SELECT id, status, finished_ms FROM tasks
-             WHERE identity = ?1 AND status IN ('done', 'gave_up')
-             ORDER BY finished_ms DESC, id DESC LIMIT 1",
-        )?
+        .prepare_cached(LAST_RUN)?
         .query_row([offer.identity], |r| {
             Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
         })
@@ -912,6 +931,7 @@ mod tests {
             LIVE_FOR_IDENTITY.to_owned(),
             vec![Value::Text("kuma/1".into())],
         ));
+        queries.push(one(LAST_RUN.to_owned(), vec![Value::Text("kuma/1".into())]));
         queries.push(one(format!("SELECT id {ESCALATIONS}"), Vec::new()));
         let (sql, params) = tasks_query(&TaskFilter {
             after: Some(100),

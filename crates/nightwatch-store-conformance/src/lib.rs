@@ -90,6 +90,7 @@ macro_rules! conformance_tests {
                 a_runbooks_process_is_noted_for_its_attempt_only,
                 a_batch_of_ops_sees_its_own_earlier_ops_and_the_hourly_limit_counts_them,
                 offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing,
+                an_identitys_tasks_are_found_live_or_finished,
                 the_kept_counts_equal_a_count_of_the_tasks_after_any_run,
                 a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit,
                 tasks_page_by_cursor_and_filter,

@@ -569,6 +569,47 @@ pub fn offering_the_same_arrival_again_answers_as_the_first_time_and_changes_not
     assert_eq!(store.tasks(&TaskFilter::default()).unwrap().len(), 1);
 }
 
+/// An identity's tasks are found whether live or finished (the stores may index the two
+/// apart): by the filter, alone or with a status, and an arrival offered again after its task
+/// finished still gets its first answer.
+pub fn an_identitys_tasks_are_found_live_or_finished(backend: &dyn Backend) {
+    let place = backend.place();
+    let store = place.queue(policy());
+    let first = store.apply(&[offer_op("vm/9", None, 1)], 0).unwrap();
+    let finished = match first[0] {
+        Answer::Offered(Offered::Created(id)) => id,
+        ref other => panic!("{other:?}"),
+    };
+    created(store.offer("vm/10", "{}", "r", 0).unwrap());
+    let c = store.claim("w", 0, MIN).unwrap().unwrap();
+    assert_eq!(c.task_id, finished);
+    store
+        .complete(finished, c.attempt, &Outcome::Succeeded, MIN)
+        .unwrap();
+    assert_eq!(
+        store.apply(&[offer_again("vm/9", 1)], 2 * MIN).unwrap(),
+        first,
+        "the finished task is still the arrival's answer"
+    );
+    let live = created(store.offer("vm/9", "{}", "r", 11 * MIN).unwrap());
+    let of = |status: Option<Status>| -> Vec<i64> {
+        store
+            .tasks(&TaskFilter {
+                identity: Some("vm/9".into()),
+                status,
+                ..TaskFilter::default()
+            })
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect()
+    };
+    assert_eq!(of(None), [finished, live]);
+    assert_eq!(of(Some(Status::Done)), [finished]);
+    assert_eq!(of(Some(Status::Pending)), [live]);
+    assert_eq!(of(Some(Status::Running)), Vec::<i64>::new());
+}
+
 /// The gauges' counts are kept as tasks change (not counted at each scrape): after a long
 /// mixed run of offers, claims, results, resolves and escalations they equal a count of the
 /// tasks themselves.

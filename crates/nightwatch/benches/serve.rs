@@ -20,6 +20,7 @@
 //! night of problems that cleared leaves them. `BENCH_SECONDS` sets each row's length.
 //! `BENCH_HISTORY_CACHE=DIR` keeps the filled history in DIR and starts later runs from a
 //! copy of it (delete DIR when the history's kind or size changes, or the schema does).
+//! `BENCH_SERVE_BINARY=PATH` measures another build (an earlier commit's) the same way.
 
 mod support;
 
@@ -161,7 +162,9 @@ fn main() {
 
 /// Starts the release daemon on `dir`; the child and the URL it says it listens on.
 fn start_daemon(dir: &Path) -> (std::process::Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+    let binary = std::env::var_os("BENCH_SERVE_BINARY")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_nightwatch").into());
+    let mut child = Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("NIGHTWATCH_HOME", dir)
         .stdout(Stdio::piped())
