@@ -3,9 +3,11 @@
 //! it last reported it, so the fleet can say whether it holds all of a host's chain.
 
 use crate::db::{Db, Failure, Schema, big};
-use crate::ledger::PgLedger;
+use crate::ledger::{COLUMNS, Param, PgLedger, filter_sql, record_from_row};
 use nightwatch_ledger::{ChainLink, Filter, Record};
-use nightwatch_store::{FleetHost, FleetLedger, LedgerReader, StoreError, store_name};
+use nightwatch_store::{
+    FleetCursor, FleetHost, FleetLedger, FleetRecord, LedgerReader, StoreError, store_name,
+};
 use std::sync::Arc;
 
 const SCHEMA_1: &str = "
@@ -17,10 +19,19 @@ CREATE TABLE fleet_hosts (
 );
 ";
 
+/// The fleet's records read newest first across hosts ([`FleetLedger::records`]): in the
+/// fleet's order, host names compared byte by byte whatever the database's collation.
+const SCHEMA_2: &str = r#"
+CREATE INDEX ledger_records_fleet_order ON ledger_records (timestamp_ms, (host COLLATE "C"), seq);
+"#;
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::FLEET,
-    migrations: &[SCHEMA_1],
+    migrations: &[SCHEMA_1, SCHEMA_2],
 };
+
+/// The fleet's order as SQL, the [`FleetCursor`]'s fields in turn.
+const FLEET_ORDER: &str = r#"(timestamp_ms, host COLLATE "C", seq)"#;
 
 /// Every host's chain in the fleet's database.
 pub struct PgFleet {
@@ -108,6 +119,54 @@ impl FleetLedger for PgFleet {
             chain: self.ledger_of(host),
             reported,
         }))
+    }
+
+    fn records(
+        &self,
+        host: Option<&str>,
+        filter: &Filter,
+        before: Option<&FleetCursor>,
+    ) -> Result<Vec<FleetRecord>, StoreError> {
+        let (mut sql_where, mut values) = filter_sql(filter, 1);
+        if let Some(host) = host {
+            values.push(Box::new(host.to_owned()));
+            sql_where.push_str(&format!(" AND host = ${}", values.len()));
+        }
+        if let Some(b) = before {
+            let n = values.len();
+            sql_where.push_str(&format!(
+                " AND {FLEET_ORDER} < (${}, ${} COLLATE \"C\", ${})",
+                n + 1,
+                n + 2,
+                n + 3
+            ));
+            values.extend([
+                Box::new(b.timestamp_ms) as Param,
+                Box::new(b.host.clone()),
+                Box::new(big(b.seq)),
+            ]);
+        }
+        let limit = match filter.limit {
+            Some(limit) => format!(" LIMIT {}", i64::try_from(limit).unwrap_or(i64::MAX)),
+            None => String::new(),
+        };
+        let sql = format!(
+            "SELECT {COLUMNS}, host FROM ledger_records WHERE true{sql_where}
+              ORDER BY timestamp_ms DESC, host COLLATE \"C\" DESC, seq DESC{limit}"
+        );
+        let params: Vec<&(dyn postgres::types::ToSql + Sync)> =
+            values.iter().map(|v| v.as_ref()).collect();
+        self.db.run(|client| {
+            let rows = client.query(&sql, &params)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(FleetRecord {
+                        record: record_from_row(row)?,
+                        host: row.try_get(24)?,
+                    })
+                })
+                .collect::<Result<Vec<_>, Failure<StoreError>>>()
+        })
     }
 }
 

@@ -83,7 +83,7 @@ pub(crate) const SCHEMA: Schema = Schema {
     migrations: &[SCHEMA_1],
 };
 
-const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
+pub(crate) const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
     inputs, outputs, triggered_by, alert_id, context_host, task, duration_ms, verdict, rule, \
     reasons, call_id, redacted, cwd, safeguards, prev_hash, hash";
 
@@ -383,7 +383,7 @@ fn with_fields<T>(
     visit(&fields, s(23)?)
 }
 
-fn record_from_row(row: &Row) -> Result<Record, Failure<StoreError>> {
+pub(crate) fn record_from_row(row: &Row) -> Result<Record, Failure<StoreError>> {
     with_fields(row, |f, hash| {
         f.to_record(hash).map_err(|e| {
             Failure::Caller(StoreError::Corrupt {
@@ -392,6 +392,60 @@ fn record_from_row(row: &Row) -> Result<Record, Failure<StoreError>> {
             })
         })
     })
+}
+
+/// A value bound to a query.
+pub(crate) type Param = Box<dyn ToSql + Sync>;
+
+/// `filter`'s conditions (its limit aside) as ` AND ...` clauses on `ledger_records`, their
+/// placeholders numbered from `$first`, and the values to bind to them, in order.
+pub(crate) fn filter_sql(filter: &Filter, first: usize) -> (String, Vec<Param>) {
+    let text = |v: &Option<String>| v.clone().map(|v| Box::new(v) as Param);
+    let wanted: Vec<(&str, Vec<Param>)> = [
+        (
+            "seq > ?",
+            filter.after_seq.map(|v| vec![Box::new(big(v)) as Param]),
+        ),
+        (
+            "seq < ?",
+            filter.before_seq.map(|v| vec![Box::new(big(v)) as Param]),
+        ),
+        (
+            "timestamp_ms >= ?",
+            filter.since_ms.map(|v| vec![Box::new(v) as Param]),
+        ),
+        (
+            "timestamp_ms < ?",
+            filter.until_ms.map(|v| vec![Box::new(v) as Param]),
+        ),
+        ("session_id = ?", text(&filter.session).map(|v| vec![v])),
+        (
+            "(actor_kind = ? OR actor_id = ?)",
+            filter
+                .actor
+                .as_ref()
+                .map(|v| vec![Box::new(v.clone()) as Param, Box::new(v.clone())]),
+        ),
+        ("verdict = ?", text(&filter.verdict).map(|v| vec![v])),
+        ("tool = ?", text(&filter.tool).map(|v| vec![v])),
+        ("alert_id = ?", text(&filter.alert).map(|v| vec![v])),
+        ("event = ?", text(&filter.event).map(|v| vec![v])),
+    ]
+    .into_iter()
+    .filter_map(|(clause, values)| Some((clause, values?)))
+    .collect();
+    let mut sql = String::new();
+    let mut params: Vec<Param> = Vec::new();
+    for (clause, values) in wanted {
+        let mut clause = clause.to_string();
+        for v in values {
+            clause = clause.replacen('?', &format!("${}", first + params.len()), 1);
+            params.push(v);
+        }
+        sql.push_str(" AND ");
+        sql.push_str(&clause);
+    }
+    (sql, params)
 }
 
 impl LedgerReader for PgLedger {
@@ -405,51 +459,9 @@ impl LedgerReader for PgLedger {
     }
 
     fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
-        // Each clause with its values, `?` standing for each; `$1` is the host.
-        let mut wanted: Vec<(&str, Vec<&(dyn ToSql + Sync)>)> = Vec::new();
-        let as_sql = |seq: Option<u64>| seq.map(big);
-        let (after_seq, before_seq) = (as_sql(filter.after_seq), as_sql(filter.before_seq));
-        if let Some(v) = &after_seq {
-            wanted.push(("seq > ?", vec![v]));
-        }
-        if let Some(v) = &before_seq {
-            wanted.push(("seq < ?", vec![v]));
-        }
-        if let Some(v) = &filter.since_ms {
-            wanted.push(("timestamp_ms >= ?", vec![v]));
-        }
-        if let Some(v) = &filter.until_ms {
-            wanted.push(("timestamp_ms < ?", vec![v]));
-        }
-        if let Some(v) = &filter.session {
-            wanted.push(("session_id = ?", vec![v]));
-        }
-        if let Some(v) = &filter.actor {
-            wanted.push(("(actor_kind = ? OR actor_id = ?)", vec![v, v]));
-        }
-        if let Some(v) = &filter.verdict {
-            wanted.push(("verdict = ?", vec![v]));
-        }
-        if let Some(v) = &filter.tool {
-            wanted.push(("tool = ?", vec![v]));
-        }
-        if let Some(v) = &filter.alert {
-            wanted.push(("alert_id = ?", vec![v]));
-        }
-        if let Some(v) = &filter.event {
-            wanted.push(("event = ?", vec![v]));
-        }
-        let mut clauses: Vec<String> = Vec::new();
-        let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        for (clause, values) in wanted {
-            let mut clause = clause.to_string();
-            for v in values {
-                params.push(v);
-                clause = clause.replacen('?', &format!("${}", params.len() + 1), 1);
-            }
-            clauses.push(clause);
-        }
-        let sql_where: String = clauses.iter().map(|c| format!("AND {c} ")).collect();
+        // `$1` is the host.
+        let (sql_where, values) = filter_sql(filter, 2);
+        let params: Vec<&(dyn ToSql + Sync)> = values.iter().map(|v| v.as_ref()).collect();
         match filter.limit {
             Some(limit) => {
                 let limit = i64::try_from(limit).unwrap_or(i64::MAX);

@@ -644,6 +644,11 @@ impl TaskQueue for PgTaskQueue {
             params.push(after);
             clauses.push(format!("id > ${}", params.len()));
         }
+        if let Some(prefix) = &filter.worker_prefix {
+            params.push(prefix);
+            let n = params.len();
+            clauses.push(format!("left(worker, char_length(${n})) = ${n}"));
+        }
         let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
         if !clauses.is_empty() {
             sql.push_str(" WHERE ");

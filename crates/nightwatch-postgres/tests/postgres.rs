@@ -98,7 +98,7 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     // Each store's migrations, once each, in order.
     let want: Vec<(String, i64)> = [
         ("alert inbox", 1),
-        ("fleet ledger", 1),
+        ("fleet ledger", 2),
         ("janitor state", 1),
         ("leases", 1),
         ("ledger", 1),
@@ -487,6 +487,16 @@ fn the_fleet_holds_every_hosts_chain_and_knows_what_it_lacks() {
     let err = ship(&impostor, &*fleet, "web-1", 100, 12_000).unwrap_err();
     assert!(matches!(err, ShipError::Diverged { .. }), "{err}");
     assert_eq!(fleet.shipped("web-1").unwrap().map(|s| s.0), Some(30));
+}
+
+/// The fleet's records read across hosts: the shared case, on PostgreSQL.
+#[test]
+fn the_fleets_records_page_newest_first_across_hosts_each_once() {
+    let db = support::database();
+    let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
+    nightwatch_store_conformance::fleet::the_fleets_records_page_newest_first_across_hosts_each_once(
+        &*fleet,
+    );
 }
 
 /// A daemon's idle workers hear at once that another host made a task claimable: the word

@@ -14,7 +14,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nightwatch_ledger::{Filter, Record};
-use nightwatch_store::{Task, TaskEvent, TaskFilter};
+use nightwatch_store::{FleetCursor, FleetRecord, Task, TaskEvent, TaskFilter};
 use nightwatch_tasks::Status;
 use serde::Deserialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -23,6 +23,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use crate::inbox::AlertEvent;
+use crate::web::{clip, enc};
 use crate::{Daemon, ServeError};
 pub use wire::{
     AlertDetail, AlertsPage, ApiArrival, ApiRecord, ApiTask, ErrorBody, RecordsPage, SessionDetail,
@@ -204,6 +205,10 @@ pub struct WindowQuery {
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct RecordFilters {
+    /// Only this host's records: in a fleet, those the host recorded (a host alone holds only
+    /// its own, so another name finds none).
+    #[param(example = "web-1")]
+    host: Option<String>,
     /// A session id.
     session: Option<String>,
     /// An actor's kind or id (`agent`, `claude-code`, `janitor`).
@@ -216,6 +221,80 @@ pub struct RecordFilters {
     alert: Option<String>,
     /// `decision`, `result`, `dispatch`, ...
     event: Option<String>,
+}
+
+/// The cursor of `GET /api/records`.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RecordsBefore {
+    /// Only records older than this place (the `next` link of the page before carries it).
+    before: Option<String>,
+}
+
+/// The longest host name a request may name: a DNS name's 253 characters, and a little room.
+const MAX_HOST: usize = 255;
+
+/// A host's name as a request gives it (`host=`): as the host names itself in the fleet
+/// (`NIGHTWATCH_HOST`, else its machine name), 1 to 255 bytes without spaces, control
+/// characters or bytes that are not UTF-8. The error is a sentence for a 400.
+pub fn host_param(text: &str) -> Result<String, String> {
+    let host = text.trim();
+    if host.is_empty() {
+        return Err(
+            "host is empty: name a host (host=web-1), or leave host out for every host".into(),
+        );
+    }
+    if host.len() > MAX_HOST {
+        return Err(format!(
+            "host is {} bytes long; a host's name is at most {MAX_HOST}",
+            host.len()
+        ));
+    }
+    // U+FFFD is what bytes that are not UTF-8 were read as: no host's name.
+    let odd = |c: &char| c.is_whitespace() || c.is_control() || *c == char::REPLACEMENT_CHARACTER;
+    if let Some(c) = host.chars().find(odd) {
+        return Err(format!(
+            "host {:?} holds {c:?}, which no host's name has",
+            clip(host, 64).0
+        ));
+    }
+    Ok(host.to_owned())
+}
+
+/// A place in the records' order as a link carries it: `<timestamp_ms>.<seq>.<host>` (see
+/// [`record_cursor`]).
+pub fn cursor_text(cursor: &FleetCursor) -> String {
+    format!("{}.{}.{}", cursor.timestamp_ms, cursor.seq, cursor.host)
+}
+
+/// Reads what [`cursor_text`] wrote; `key` names the parameter in the error.
+pub fn record_cursor(key: &str, text: &str) -> Result<FleetCursor, String> {
+    let bad = || {
+        format!(
+            "{key} {:?} is not a place among the records (the `next` link of the page before \
+             carries one)",
+            clip(text, 64).0
+        )
+    };
+    let mut parts = text.splitn(3, '.');
+    let (Some(at), Some(seq), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(bad());
+    };
+    let timestamp_ms = at.parse::<i64>().map_err(|_| bad())?;
+    let seq = seq
+        .parse::<u64>()
+        .ok()
+        .filter(|n| i64::try_from(*n).is_ok())
+        .ok_or_else(bad)?;
+    // The end of the records names no host; any other place names one as `host=` would.
+    if !host.is_empty() && host_param(host).ok().as_deref() != Some(host) {
+        return Err(bad());
+    }
+    Ok(FleetCursor {
+        timestamp_ms,
+        host: host.to_owned(),
+        seq,
+    })
 }
 
 struct Window {
@@ -272,6 +351,41 @@ pub fn records_between(
     })?)
 }
 
+/// The ledger as the daemon shows it, newest first: in a fleet, every host's records as the
+/// fleet holds them (a host's newest arrive as it ships them, within seconds), or only
+/// `host`'s; a host alone, its own ledger (another `host` has none there), in `seq` order.
+/// At most `filter.limit`, after `before` (the last record of the page before).
+pub fn ledger_page(
+    daemon: &Daemon,
+    host: Option<&str>,
+    filter: &Filter,
+    before: Option<&FleetCursor>,
+) -> Result<Vec<FleetRecord>, ServeError> {
+    if let Some(fleet) = &daemon.fleet {
+        return Ok(fleet.ledger.records(host, filter, before)?);
+    }
+    let own = daemon.edges.host().unwrap_or_default();
+    if host.is_some_and(|h| h != own) {
+        return Ok(Vec::new());
+    }
+    let before_seq = match (before.map(|b| b.seq), filter.before_seq) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let mut records = daemon.reader().query(&Filter {
+        before_seq,
+        ..filter.clone()
+    })?;
+    records.reverse();
+    Ok(records
+        .into_iter()
+        .map(|record| FleetRecord {
+            host: own.clone(),
+            record,
+        })
+        .collect())
+}
+
 pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<Record>, ServeError> {
     Ok(daemon.reader().query(&Filter {
         session: Some(id.to_owned()),
@@ -299,14 +413,14 @@ async fn openapi_document() -> Response {
         .into_response()
 }
 
-/// Ledger records in a time window, filtered.
+/// Ledger records in a time window, filtered: in a fleet, every host's.
 #[utoipa::path(
     get,
     path = "/api/records",
     tag = "api",
-    params(WindowQuery, RecordFilters),
+    params(WindowQuery, RecordFilters, RecordsBefore),
     responses(
-        (status = 200, description = "The newest `limit` records of the window, oldest first", body = RecordsPage),
+        (status = 200, description = "The newest `limit` records of the window, oldest first, and the path of the older ones", body = RecordsPage),
         (status = 400, description = "A parameter is refused; the error says why", body = ErrorBody),
         (status = 401, description = "The readers' secret is set and the request did not carry it", body = ErrorBody),
         (status = 503, description = "The ledger cannot be read now", body = ErrorBody),
@@ -317,9 +431,23 @@ async fn records(
     State(d): State<Arc<Daemon>>,
     window: Result<Query<WindowQuery>, QueryRejection>,
     filters: Result<Query<RecordFilters>, QueryRejection>,
+    cursor: Result<Query<RecordsBefore>, QueryRejection>,
 ) -> Reply<RecordsPage> {
     let Query(window) = window?;
     let Query(f) = filters?;
+    let Query(cursor) = cursor?;
+    let host = f
+        .host
+        .as_deref()
+        .map(host_param)
+        .transpose()
+        .map_err(ApiError::bad)?;
+    let before = cursor
+        .before
+        .as_deref()
+        .map(|text| record_cursor("before", text))
+        .transpose()
+        .map_err(ApiError::bad)?;
     blocking(move || {
         let w = window.window(d.now_ms())?;
         let filter = Filter {
@@ -335,9 +463,39 @@ async fn records(
             before_seq: None,
             limit: Some(w.limit),
         };
-        let records = d.reader().query(&filter).map_err(ServeError::from)?;
+        let mut page = ledger_page(&d, host.as_deref(), &filter, before.as_ref())?;
+        // A full page may have older records: the next page goes on from its oldest, in the
+        // same window (as times, so it does not move) and filters.
+        let next = page.last().filter(|_| page.len() == w.limit).map(|oldest| {
+            let mut query = format!(
+                "since={}&until={}&limit={}&before={}",
+                enc(&nightwatch_ledger::rfc3339(w.since)),
+                enc(&nightwatch_ledger::rfc3339(w.until)),
+                w.limit,
+                enc(&cursor_text(&FleetCursor::of(oldest)))
+            );
+            for (key, value) in [
+                ("host", &host),
+                ("session", &filter.session),
+                ("actor", &filter.actor),
+                ("verdict", &filter.verdict),
+                ("tool", &filter.tool),
+                ("alert", &filter.alert),
+                ("event", &filter.event),
+            ] {
+                if let Some(value) = value {
+                    query.push_str(&format!("&{key}={}", enc(value)));
+                }
+            }
+            format!("/api/records?{query}")
+        });
+        page.reverse();
         Ok(RecordsPage {
-            records: api_records(&records),
+            records: page
+                .iter()
+                .map(|r| ApiRecord::of(&r.host, &r.record))
+                .collect(),
+            next,
         })
     })
     .await
@@ -360,7 +518,7 @@ async fn records(
 async fn record(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<ApiRecord> {
     blocking(
         move || match d.reader().get(&id).map_err(ServeError::from)? {
-            Some(r) => Ok(ApiRecord::from(&r)),
+            Some(r) => Ok(ApiRecord::of(&d.edges.host().unwrap_or_default(), &r)),
             None => Err(ApiError::not_found(format!("no record {id}"))),
         },
     )
@@ -429,7 +587,7 @@ async fn session(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<
         let refs: Vec<&Record> = records.iter().collect();
         Ok(SessionDetail {
             session: SessionSummary::of(&id, &refs),
-            records: api_records(&records),
+            records: api_records(&d.edges.host().unwrap_or_default(), &records),
         })
     })
     .await
@@ -449,6 +607,10 @@ pub struct TaskQuery {
     status: Option<String>,
     /// The alert identity (`source/identity`).
     identity: Option<String>,
+    /// Only tasks a worker of this host claimed last (in a fleet, any host's daemon shows
+    /// every host's tasks).
+    #[param(example = "web-1")]
+    host: Option<String>,
     /// The cursor: only tasks after this id (the last id of the page before; `next` carries it).
     #[param(value_type = Option<i64>)]
     after: Option<String>,
@@ -493,6 +655,12 @@ async fn tasks(
         None => None,
     };
     let limit = limit_param(q.limit.as_deref(), TASK_PAGE, MAX_TASK_PAGE)?;
+    let host = q
+        .host
+        .as_deref()
+        .map(host_param)
+        .transpose()
+        .map_err(ApiError::bad)?;
     blocking(move || {
         let list = d
             .tasks
@@ -500,6 +668,7 @@ async fn tasks(
                 identity: q.identity.clone(),
                 status,
                 after,
+                worker_prefix: host.as_deref().map(crate::runner::workers_of),
                 limit: Some(limit),
             })
             .map_err(ServeError::from)?;
@@ -509,6 +678,9 @@ async fn tasks(
             let mut query = format!("after={last}&limit={limit}");
             if let Some(status) = status {
                 query.push_str(&format!("&status={}", status.as_str()));
+            }
+            if let Some(host) = &host {
+                query.push_str(&format!("&host={}", enc(host)));
             }
             if let Some(identity) = &q.identity {
                 query.push_str(&format!(
@@ -699,7 +871,7 @@ async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<Al
                 .iter()
                 .map(|(t, e)| ApiTask::of(t, Some(e)))
                 .collect(),
-            records: api_records(&view.records),
+            records: api_records(&d.edges.host().unwrap_or_default(), &view.records),
         })
     })
     .await
@@ -749,17 +921,99 @@ mod tests {
             hash: "f".repeat(64),
         };
         let stored = serde_json::to_value(&record).unwrap();
-        let shown = serde_json::to_value(ApiRecord::from(&record)).unwrap();
+        let mut shown = serde_json::to_value(ApiRecord::of("web-1", &record)).unwrap();
+        // Beside the stored fields, the host whose ledger holds it (in a fleet, any host).
+        assert_eq!(shown["host"], "web-1");
+        shown.as_object_mut().unwrap().remove("host");
         assert_eq!(shown, stored);
         let bare = Record {
             safeguards: None,
             outputs: None,
             ..record
         };
+        let mut shown = serde_json::to_value(ApiRecord::of("", &bare)).unwrap();
         assert_eq!(
-            serde_json::to_value(ApiRecord::from(&bare)).unwrap(),
-            serde_json::to_value(&bare).unwrap()
+            shown["host"],
+            serde_json::Value::Null,
+            "a host with no name"
         );
+        shown.as_object_mut().unwrap().remove("host");
+        assert_eq!(shown, serde_json::to_value(&bare).unwrap());
+    }
+
+    /// `host=` comes from whoever asks: empty, overlong or odd text is a 400 that says why,
+    /// never a panic, and the error never repeats more than a little of it.
+    #[test]
+    fn a_host_parameter_names_one_host_or_is_refused_with_why() {
+        assert_eq!(host_param("web-1").as_deref(), Ok("web-1"));
+        assert_eq!(
+            host_param(" db1.example.com ").as_deref(),
+            Ok("db1.example.com")
+        );
+        assert_eq!(host_param(&"h".repeat(255)).map(|h| h.len()), Ok(255));
+        let long = "h".repeat(256);
+        let huge = "é".repeat(100_000);
+        let cases: [(&str, &str); 9] = [
+            ("db\u{fffd}\u{fffd}", "no host's name has"),
+            ("", "empty"),
+            ("   ", "empty"),
+            (&long, "at most 255"),
+            (&huge, "at most 255"),
+            ("web 1", "no host's name has"),
+            ("web\u{0}1", "no host's name has"),
+            ("a\u{1b}[31m", "no host's name has"),
+            ("db\u{202e}1\u{7f}", "no host's name has"),
+        ];
+        for (text, why) in cases {
+            let err = host_param(text).expect_err(text);
+            assert!(err.contains(why), "{text:?}: {err}");
+            assert!(err.len() < 300, "the error repeats at most a little: {err}");
+        }
+        assert!(
+            host_param("web-1\n").is_ok(),
+            "surrounding space is trimmed"
+        );
+    }
+
+    /// A `before` cursor reads back as written, whatever the host's name holds; anything
+    /// else is refused with the parameter's name.
+    #[test]
+    fn a_record_cursor_reads_back_and_nothing_else_is_one() {
+        for cursor in [
+            FleetCursor {
+                timestamp_ms: 1_771_039_042_000,
+                host: "db-1.example.com".into(),
+                seq: 42,
+            },
+            FleetCursor {
+                timestamp_ms: -5,
+                host: "a.b:9100&x=y".into(),
+                seq: 1,
+            },
+            FleetCursor::end(),
+        ] {
+            let text = cursor_text(&cursor);
+            assert_eq!(record_cursor("before", &text), Ok(cursor), "{text}");
+        }
+        let huge = format!("1.2.{}", "h".repeat(10_000));
+        for bad in [
+            "",
+            "42",
+            "1.2",
+            "x.2.web-1",
+            "1.-2.web-1",
+            "1.99999999999999999999.web-1",
+            "1.9223372036854775808.web-1",
+            "99999999999999999999.2.web-1",
+            "1.2.web 1",
+            "1.2.web\u{0}",
+            "1.2. web-1",
+            &huge,
+        ] {
+            let err = record_cursor("before", bad).expect_err(bad);
+            assert!(err.starts_with("before "), "{bad:?}: {err}");
+            assert!(err.len() < 300, "{err}");
+        }
     }
 
     #[test]

@@ -13,6 +13,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use nightwatch_intake::{Alert, IntakeError};
+use nightwatch_store::FleetCursor;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -635,15 +636,23 @@ async fn timeline(
             Ok(q) => q,
             Err(why) => return Err((StatusCode::BAD_REQUEST, why)),
         };
-        let (since, until, before) = (query.since_ms, query.until_ms, query.before);
+        let (since, until, before) = (query.since_ms, query.until_ms, query.before.clone());
         // `limit` on the page asks for shorter pages, never longer ones.
         let (page_records, page_arrivals, page_tasks) = (
             query.page_size(PAGE_RECORDS),
             query.page_size(PAGE_ARRIVALS),
             query.page_size(PAGE_TASKS),
         );
-        let records = api::records_between(&d, since, until, before.records, page_records)
-            .map_err(internal)?;
+        // In a fleet, every host's records (see `api::ledger_page`); oldest first here.
+        let window = nightwatch_ledger::Filter {
+            since_ms: Some(since),
+            until_ms: Some(until),
+            limit: Some(page_records),
+            ..nightwatch_ledger::Filter::default()
+        };
+        let mut records =
+            api::ledger_page(&d, None, &window, before.records.as_ref()).map_err(internal)?;
+        records.reverse();
         let alerts = d
             .inbox
             .between(since, until, before.arrivals, page_arrivals)
@@ -653,17 +662,24 @@ async fn timeline(
             .active_between(since, until, before.tasks, page_tasks)
             .map_err(internal)?;
         let earlier = web::PageCursor {
-            records: Some(page_before(&records, page_records, |r| r.seq)),
+            records: Some(match records.first() {
+                Some(oldest) if records.len() >= page_records => FleetCursor::of(oldest),
+                _ => FleetCursor::end(),
+            }),
             arrivals: Some(page_before(&alerts, page_arrivals, |a| a.id)),
             tasks: Some(page_before(&tasks, page_tasks, |t| t.id)),
         };
         let nothing_before = web::PageCursor {
-            records: Some(0),
+            records: Some(FleetCursor::end()),
             arrivals: Some(0),
             tasks: Some(0),
         };
         query.earlier = (earlier != nothing_before).then_some(earlier);
-        Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
+        // The arrivals are this host's (its inbox), and so are the records they name.
+        let here = d.edges.host().unwrap_or_default();
+        Ok(web::timeline_page(
+            &query, now, &here, &records, &alerts, &tasks,
+        ))
     })
     .await
 }

@@ -41,6 +41,12 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 /// Bytes of a runbook's stdout and of its stderr kept for the record.
 const OUTPUT_CAP: usize = 64 * 1024;
 
+/// How `host`'s workers' names begin (`<host>-worker-<n>`): a task's `worker` says which
+/// host claimed it, and `/api/tasks?host=` keeps the tasks whose worker is one of `host`'s.
+pub fn workers_of(host: &str) -> String {
+    format!("{host}-worker-")
+}
+
 /// Starts the workers and the housekeeping thread, once what a dead daemon left running is
 /// stopped.
 pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
@@ -49,8 +55,8 @@ pub fn start(daemon: &Arc<Daemon>) -> Vec<JoinHandle<()>> {
     for n in 0..daemon.config.queue.workers {
         let d = daemon.clone();
         let name = format!(
-            "{}-worker-{n}",
-            d.edges.host().unwrap_or_else(|| "serve".into())
+            "{}{n}",
+            workers_of(&d.edges.host().unwrap_or_else(|| "serve".into()))
         );
         threads.push(
             std::thread::Builder::new()

@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 use nightwatch_intake::Alert;
 use nightwatch_ledger::{Record, event, rfc3339};
-use nightwatch_store::{Task, TaskEvent};
+use nightwatch_store::{FleetCursor, FleetRecord, Task, TaskEvent};
 use serde_json::Value;
 
 use crate::inbox::AlertEvent;
@@ -61,12 +61,12 @@ pub struct TimelineQuery {
     pub earlier: Option<PageCursor>,
 }
 
-/// Where a page of the timeline starts, by source: only what comes before these (the ledger's
-/// sequence, the arrival's and the task's id). A source read to its end before is `Some(0)`:
-/// nothing of it is left.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// Where a page of the timeline starts, by source: only what comes before these (a record's
+/// place in the ledger's order, the arrival's and the task's id). A source read to its end
+/// before is `Some(0)` (for records, [`FleetCursor::end`]): nothing of it is left.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageCursor {
-    pub records: Option<u64>,
+    pub records: Option<FleetCursor>,
     pub arrivals: Option<i64>,
     pub tasks: Option<i64>,
 }
@@ -110,7 +110,9 @@ impl TimelineQuery {
         };
         let as_id = |n: Option<u64>| n.map(|n| i64::try_from(n).unwrap_or(i64::MAX));
         let before = PageCursor {
-            records: cursor("records_before")?,
+            records: get("records_before")
+                .map(|text| crate::api::record_cursor("records_before", text))
+                .transpose()?,
             arrivals: as_id(cursor("arrivals_before")?),
             tasks: as_id(cursor("tasks_before")?),
         };
@@ -195,13 +197,16 @@ impl TimelineQuery {
             link.push_str(&format!("&limit={limit}"));
         }
         let ids = [
-            ("records_before", cursor.records.map(|n| n.to_string())),
+            (
+                "records_before",
+                cursor.records.as_ref().map(crate::api::cursor_text),
+            ),
             ("arrivals_before", cursor.arrivals.map(|n| n.to_string())),
             ("tasks_before", cursor.tasks.map(|n| n.to_string())),
         ];
         for (key, id) in ids {
             if let Some(id) = id {
-                link.push_str(&format!("&{key}={id}"));
+                link.push_str(&format!("&{key}={}", enc(&id)));
             }
         }
         link
@@ -212,16 +217,16 @@ impl TimelineQuery {
     }
 
     /// Whether an entry with these fields passes the host, actor and verdict filters. A host
-    /// filter `db1` also matches `db1.example.com` and `db1:9100`.
-    fn keeps(&self, host: Option<&str>, actors: &[&str], verdict: Option<&str>) -> bool {
+    /// filter `db1` matches any of `hosts` that is `db1`, `db1.example.com` or `db1:9100`.
+    fn keeps(&self, hosts: &[&str], actors: &[&str], verdict: Option<&str>) -> bool {
         if let Some(want) = &self.host {
-            let Some(host) = host else { return false };
-            let lower = host.to_ascii_lowercase();
             let want = want.to_ascii_lowercase();
-            let prefix = lower
-                .strip_prefix(want.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', ':']));
-            if !prefix {
+            let named = |host: &&str| {
+                host.to_ascii_lowercase()
+                    .strip_prefix(want.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with(['.', ':']))
+            };
+            if !hosts.iter().any(named) {
                 return false;
             }
         }
@@ -648,11 +653,15 @@ struct Fold {
 /// one list, newest first unless the query says oldest, with the filters of `query` applied,
 /// and a chart of decisions per hour. The caller has already limited `records`, `alerts` and
 /// `tasks` to the query's window; a task's creation and finish are each shown when they fall
-/// inside it.
+/// inside it. `records` are each with the host whose ledger holds them (in a fleet, every
+/// host's): when they come from more than one host, each line names its host, and the host
+/// filter matches that host as well as the one a record names in its context. `alerts` are
+/// the arrivals of host `here` (its inbox), so only its records are an arrival's own.
 pub fn timeline_page(
     query: &TimelineQuery,
     now_ms: i64,
-    records: &[Record],
+    here: &str,
+    records: &[FleetRecord],
     alerts: &[AlertEvent],
     tasks: &[Task],
 ) -> String {
@@ -680,15 +689,21 @@ pub fn timeline_page(
     }
     let arrival_records: HashSet<&str> =
         alerts.iter().filter_map(|a| a.record.as_deref()).collect();
-    let mut folded: HashSet<u64> = HashSet::new();
-    for r in records.iter().filter(|r| r.event == event::DISPATCH) {
+    // Records are told apart by host and seq: in a fleet, hosts' sequence numbers overlap.
+    let mut folded: HashSet<(&str, u64)> = HashSet::new();
+    for FleetRecord {
+        host: held_by,
+        record: r,
+    } in records.iter().filter(|r| r.record.event == event::DISPATCH)
+    {
         // An arrival's own record belongs to the page its arrival is on (the arrival's line
         // says the same): when the sources are paged apart, it would otherwise make a second
         // line for the alert on this page.
-        if let Some(arrival) = r.inputs.get("arrival").and_then(Value::as_i64)
+        if held_by == here
+            && let Some(arrival) = r.inputs.get("arrival").and_then(Value::as_i64)
             && !query.arrival_on_this_page(arrival)
         {
-            folded.insert(r.seq);
+            folded.insert((held_by, r.seq));
             continue;
         }
         let alert = r
@@ -703,7 +718,7 @@ pub fn timeline_page(
             })
             .or_else(|| task_of(r).and_then(|t| task_alerts.get(&t).cloned()));
         let Some(alert) = alert else { continue };
-        folded.insert(r.seq);
+        folded.insert((held_by, r.seq));
         let row = rows.entry(alert).or_default();
         if row.title.is_none() {
             row.title = r
@@ -716,7 +731,7 @@ pub fn timeline_page(
             row.host = r.context.host.clone();
         }
         // An arrival's own record says what its line already says.
-        if !arrival_records.contains(r.id.as_str()) {
+        if !(held_by == here && arrival_records.contains(r.id.as_str())) {
             row.records.push(r);
         }
     }
@@ -732,7 +747,7 @@ pub fn timeline_page(
         let mut actors = vec!["dispatcher", "nightwatch-serve"];
         actors.extend(row.arrivals.iter().map(|a| a.source.as_str()));
         // An alert has no verdict, so a verdict filter hides it.
-        if !query.keeps(host.as_deref(), &actors, None) {
+        if !query.keeps(host.as_deref().as_slice(), &actors, None) {
             continue;
         }
         if let Some(item) = alert_item(alert_id, row, host, source, query, now_ms) {
@@ -740,21 +755,40 @@ pub fn timeline_page(
             items.push(item);
         }
     }
-    let joined = Joined::new(records);
+    let joined = Joined::new(records.iter().map(|r| &r.record));
+    let from_hosts: BTreeSet<&str> = records.iter().map(|r| r.host.as_str()).collect();
     let mut sessions = BTreeSet::new();
-    for r in records {
-        if joined.is_joined_result(r) || folded.contains(&r.seq) {
+    for FleetRecord {
+        host: held_by,
+        record: r,
+    } in records
+    {
+        if joined.is_joined_result(r) || folded.contains(&(held_by.as_str(), r.seq)) {
             continue;
         }
         let verdict = r.verdict.as_deref();
         let actors = [r.actor.kind.as_str(), r.actor.id.as_str()];
-        if !query.keeps(r.context.host.as_deref(), &actors, verdict) {
+        let hosts: Vec<&str> = r
+            .context
+            .host
+            .iter()
+            .map(String::as_str)
+            .chain([held_by.as_str()])
+            .filter(|h| !h.is_empty())
+            .collect();
+        if !query.keeps(&hosts, &actors, verdict) {
             continue;
         }
         if let Some(s) = &r.session_id {
             sessions.insert(s.as_str());
         }
-        items.push(record_item(r, joined.result_of(r), now_ms));
+        let mut item = record_item(r, joined.result_of(r), now_ms);
+        if from_hosts.len() > 1 {
+            let body = item.body;
+            item.body = html! { span.host { (Text(held_by)) } " " (body) };
+            item.host = Some(held_by.clone());
+        }
+        items.push(item);
     }
     items.sort_by_key(|i| (i.at, i.tie));
     if !query.oldest_first {
@@ -1862,7 +1896,7 @@ pub fn error_page(status: u16, message: &str) -> String {
 
 /// Percent-encodes one URL path segment or query value (everything but unreserved
 /// characters). maud escapes the result again for the attribute.
-fn enc(segment: &str) -> String {
+pub(crate) fn enc(segment: &str) -> String {
     let mut out = String::with_capacity(segment.len());
     for b in segment.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -1957,7 +1991,7 @@ fn plain(v: &Value) -> String {
 }
 
 /// The first `max` bytes of `text` (cut at a character boundary) and how many bytes were cut.
-fn clip(text: &str, max: usize) -> (&str, usize) {
+pub(crate) fn clip(text: &str, max: usize) -> (&str, usize) {
     if text.len() <= max {
         return (text, 0);
     }
@@ -2216,16 +2250,36 @@ mod tests {
         query(&[("since", "1d")]).unwrap()
     }
 
+    /// `records` as a host alone with no name holds them.
+    fn held(records: &[Record]) -> Vec<FleetRecord> {
+        records
+            .iter()
+            .map(|record| FleetRecord {
+                host: String::new(),
+                record: record.clone(),
+            })
+            .collect()
+    }
+
+    /// The place of db1's record `seq`, written `seq` ms after T0.
+    fn place(seq: u64) -> FleetCursor {
+        FleetCursor {
+            timestamp_ms: T0 + seq as i64,
+            host: "db1".into(),
+            seq,
+        }
+    }
+
     #[test]
     fn a_cut_window_links_to_the_page_before_with_its_filters() {
         let mut q = query(&[("since", "1d"), ("host", "db 1&x"), ("verdict", "deny")]).unwrap();
-        assert!(!timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
+        assert!(!timeline_page(&q, NOW, "", &[], &[], &[]).contains("id=\"truncated\""));
         q.earlier = Some(PageCursor {
-            records: Some(42),
+            records: Some(place(42)),
             arrivals: Some(0),
             tasks: Some(7),
         });
-        let html = timeline_page(&q, NOW, &[], &[], &[]);
+        let html = timeline_page(&q, NOW, "", &[], &[], &[]);
         assert!(html.contains("id=\"truncated\""), "{html}");
         let href = html
             .split("id=\"earlier\" href=\"")
@@ -2237,7 +2291,9 @@ mod tests {
             "{href}"
         );
         assert!(
-            href.ends_with("&amp;records_before=42&amp;arrivals_before=0&amp;tasks_before=7"),
+            href.ends_with(
+                "&amp;records_before=1771039042042.42.db1&amp;arrivals_before=0&amp;tasks_before=7"
+            ),
             "{href}"
         );
         // That link, read back, is the same window and filters from the cursor on.
@@ -2261,7 +2317,7 @@ mod tests {
         assert_eq!((next.since_ms, next.until_ms), (q.since_ms, q.until_ms));
         assert_eq!(next.host.as_deref(), Some("db 1&x"));
         assert_eq!(next.before, q.earlier.unwrap());
-        assert!(timeline_page(&next, NOW, &[], &[], &[]).contains("id=\"newest\""));
+        assert!(timeline_page(&next, NOW, "", &[], &[], &[]).contains("id=\"newest\""));
     }
 
     /// When the arrivals and the records are paged apart, an arrival's own dispatch record
@@ -2292,11 +2348,11 @@ mod tests {
         // The newest page read all six records but only arrivals 4 to 6 (cut at 4).
         let mut newest = window();
         newest.earlier = Some(PageCursor {
-            records: Some(0),
+            records: Some(FleetCursor::end()),
             arrivals: Some(4),
             tasks: Some(0),
         });
-        let html = timeline_page(&newest, NOW, &records, &arrivals[3..], &[]);
+        let html = timeline_page(&newest, NOW, "", &held(&records), &arrivals[3..], &[]);
         assert_eq!(alert_lines(&html), 3, "{html}");
         for id in 1..=3 {
             assert!(
@@ -2307,15 +2363,92 @@ mod tests {
         // The page before holds arrivals 1 to 3 and no record (all six were read already).
         let mut before = window();
         before.before = PageCursor {
-            records: Some(0),
+            records: Some(FleetCursor::end()),
             arrivals: Some(4),
             tasks: Some(0),
         };
-        let html = timeline_page(&before, NOW, &[], &arrivals[..3], &[]);
+        let html = timeline_page(&before, NOW, "", &[], &arrivals[..3], &[]);
         assert_eq!(alert_lines(&html), 3, "{html}");
         // A record read on a later page than its arrival is left to the arrival's page too.
-        let html = timeline_page(&before, NOW, &records[4..], &arrivals[..3], &[]);
+        let html = timeline_page(&before, NOW, "", &held(&records[4..]), &arrivals[..3], &[]);
         assert_eq!(alert_lines(&html), 3, "{html}");
+    }
+
+    /// In a fleet the timeline holds every host's records: each line names the host that
+    /// recorded it, two hosts' records with the same seq are both shown, and the host filter
+    /// matches the host whose ledger holds a record as well as the host its context names.
+    #[test]
+    fn fleet_records_name_their_host_and_the_host_filter_matches_it() {
+        let at = NOW - HOUR_MS;
+        let on = |host: &str, record: Record| FleetRecord {
+            host: host.into(),
+            record,
+        };
+        let records = [
+            on(
+                "web-1",
+                decision(1, at, "ls /srv/web", "allow", Some("web-1")),
+            ),
+            on("db-1", decision(1, at + 1, "df -h /var/db", "allow", None)),
+            on(
+                "db-1",
+                decision(2, at + 2, "rm -rf /tmp/web-1", "deny", Some("web-1")),
+            ),
+        ];
+        let shown = |q: &TimelineQuery| {
+            let html = timeline_page(q, NOW, "", &records, &[], &[]);
+            ["ls /srv/web", "df -h /var/db", "rm -rf /tmp/web-1"].map(|line| html.contains(line))
+        };
+        let html = timeline_page(&window(), NOW, "", &records, &[], &[]);
+        assert_eq!(shown(&window()), [true, true, true], "{html}");
+        assert_eq!(
+            html.matches("<span class=\"host\">db-1</span>").count(),
+            2,
+            "{html}"
+        );
+        assert_eq!(html.matches("data-host=\"db-1\"").count(), 2, "{html}");
+        let host = |name| query(&[("since", "1d"), ("host", name)]).unwrap();
+        assert_eq!(shown(&host("db-1")), [false, true, true]);
+        assert_eq!(shown(&host("web-1")), [true, false, true]);
+        assert_eq!(shown(&host("db-10")), [false, false, false]);
+        // One host's records (a host alone) name no host on each line, as before.
+        let alone = timeline_page(&window(), NOW, "", &records[1..], &[], &[]);
+        assert!(!alone.contains("<span class=\"host\">"), "{alone}");
+    }
+
+    /// An arrival names its dispatch record by id (`r1`), and in a fleet another host has a
+    /// record `r1` too: only the arrival's own host's record is the arrival's, and the other
+    /// host's alert keeps its line.
+    #[test]
+    fn an_arrivals_record_is_its_own_hosts_not_another_hosts_with_the_same_id() {
+        let at = NOW - HOUR_MS;
+        let mut a = arrival(1, at, Some("web-1"), Disposition::NoRoute);
+        a.alert_id = "alert_here".into();
+        a.record = Some("r1".into());
+        a.task_id = None;
+        let dispatch = |host: &str, alert: &str| {
+            let mut r = rec(
+                1,
+                event::DISPATCH,
+                at,
+                ("dispatcher", "nightwatch-serve"),
+                "alert",
+            );
+            r.inputs = json!({ "disposition": "no_route", "arrival": 1, "alert_id": alert });
+            r.context.alert_id = Some(alert.into());
+            FleetRecord {
+                host: host.into(),
+                record: r,
+            }
+        };
+        let records = [
+            dispatch("web-1", "alert_here"),
+            dispatch("db-1", "alert_there"),
+        ];
+        let html = timeline_page(&window(), NOW, "web-1", &records, &[a], &[]);
+        let alerts = html.matches("class=\"entry kind-alert").count();
+        assert_eq!(alerts, 2, "{html}");
+        assert!(html.contains("data-alert=\"alert_there\""), "{html}");
     }
 
     #[test]
@@ -2410,12 +2543,12 @@ mod tests {
             let mut a = arrival(1, T0, Some("db1"), Disposition::Routed);
             let mut t = task(3, T0, "disk-full");
             edit(&mut r, &mut a, &mut t);
-            let html = timeline_page(&window(), T0 + MIN, &[r], &[a], &[t]);
+            let html = timeline_page(&window(), T0 + MIN, "", &held(&[r]), &[a], &[t]);
             assert_inert(&html, what);
         }
         let mut hostile_filters = window();
         hostile_filters.host = Some(EVIL.into());
-        let html = timeline_page(&hostile_filters, T0, &[], &[], &[]);
+        let html = timeline_page(&hostile_filters, T0, "", &[], &[], &[]);
         assert_inert(&html, "host filter");
         assert_inert(&error_page(400, EVIL), "error message");
     }
@@ -2560,7 +2693,7 @@ mod tests {
             let mut pairs = vec![("since", "1d")];
             pairs.extend_from_slice(params);
             let q = query(&pairs).unwrap();
-            let html = timeline_page(&q, T0 + 10 * MIN, &records, &alerts, &tasks);
+            let html = timeline_page(&q, T0 + 10 * MIN, "", &held(&records), &alerts, &tasks);
             let list = timeline_of(&html);
             for m in markers {
                 assert_eq!(
@@ -2590,7 +2723,7 @@ mod tests {
                 Some("db1"),
             ),
         ];
-        let html = timeline_page(&window(), T0 + MIN, &records, &[], &[]);
+        let html = timeline_page(&window(), T0 + MIN, "", &held(&records), &[], &[]);
         assert_eq!(
             timeline_of(&html)
                 .matches("<li class=\"entry kind-call")
@@ -2620,7 +2753,7 @@ mod tests {
             decision(2, midnight - MIN / 2, "b", "allow", None),
             decision(3, midnight + MIN, "c", "allow", None),
         ];
-        let html = timeline_page(&window(), midnight + 2 * MIN, &records, &[], &[]);
+        let html = timeline_page(&window(), midnight + 2 * MIN, "", &held(&records), &[], &[]);
         let list = timeline_of(&html);
         assert_eq!(
             list.matches("<span class=\"date\">Sat 14 Feb</span>")
@@ -2858,7 +2991,7 @@ mod tests {
     #[test]
     fn pages_are_html5_with_a_title_and_no_script() {
         for html in [
-            timeline_page(&window(), T0, &[], &[], &[]),
+            timeline_page(&window(), T0, "", &[], &[], &[]),
             session_page("s", &[], NOW),
             alert_page("a", &[], &[], &[], NOW),
             error_page(404, "no such alert"),
@@ -2941,7 +3074,7 @@ mod tests {
             decision(2, T0 + MIN, "cmd-halt", "halt", None),
             decision(3, T0 + 2 * MIN, "cmd-deny", "deny", None),
         ];
-        let html = timeline_page(&window(), NOW, &records, &[], &[]);
+        let html = timeline_page(&window(), NOW, "", &held(&records), &[], &[]);
         let entry = |cmd: &str| {
             timeline_of(&html)
                 .split("<li ")
@@ -3003,7 +3136,7 @@ mod tests {
                 "the gate refused 1 of its steps",
             ),
         ];
-        let html = timeline_page(&window(), NOW, &records, &arrivals, &[t]);
+        let html = timeline_page(&window(), NOW, "", &held(&records), &arrivals, &[t]);
         let list = timeline_of(&html);
         assert_eq!(list.matches("class=\"entry ").count(), 1, "{list}");
         assert!(
@@ -3046,7 +3179,15 @@ mod tests {
                 every
             },
         ];
-        let html = timeline_of(&timeline_page(&window(), NOW, &records, &[], &[])).to_owned();
+        let html = timeline_of(&timeline_page(
+            &window(),
+            NOW,
+            "",
+            &held(&records),
+            &[],
+            &[],
+        ))
+        .to_owned();
         assert!(html.contains("<span class=\"sweep-what sw-kept\">kept container pg-replica</span>: <span class=\"kept-why\">keep label nightwatch.keep=true</span>"), "{html}");
         assert!(
             html.contains(
@@ -3066,9 +3207,9 @@ mod tests {
             decision(1, T0, "first-call", "allow", None),
             decision(2, T0 + MIN, "second-call", "allow", None),
         ];
-        let newest = timeline_page(&window(), NOW, &records, &[], &[]);
+        let newest = timeline_page(&window(), NOW, "", &held(&records), &[], &[]);
         let oldest_q = query(&[("since", "1d"), ("order", "oldest"), ("limit", "2")]).unwrap();
-        let oldest = timeline_page(&oldest_q, NOW, &records, &[], &[]);
+        let oldest = timeline_page(&oldest_q, NOW, "", &held(&records), &[], &[]);
         let pos = |html: &str, s: &str| timeline_of(html).find(s).unwrap();
         assert!(pos(&newest, "second-call") < pos(&newest, "first-call"));
         assert!(pos(&oldest, "first-call") < pos(&oldest, "second-call"));
@@ -3087,11 +3228,11 @@ mod tests {
         // Paging keeps the order and the page size; the form keeps them too.
         let mut cut = oldest_q.clone();
         cut.earlier = Some(PageCursor {
-            records: Some(1),
+            records: Some(place(1)),
             arrivals: Some(0),
             tasks: Some(0),
         });
-        let html = timeline_page(&cut, NOW, &records, &[], &[]);
+        let html = timeline_page(&cut, NOW, "", &held(&records), &[], &[]);
         let earlier = html
             .split("id=\"earlier\" href=\"")
             .nth(1)
@@ -3100,7 +3241,8 @@ mod tests {
             .next()
             .unwrap();
         assert!(
-            earlier.contains("&amp;order=oldest&amp;limit=2&amp;records_before=1"),
+            earlier
+                .contains("&amp;order=oldest&amp;limit=2&amp;records_before=1771039042001.1.db1"),
             "{earlier}"
         );
         assert!(
@@ -3110,8 +3252,8 @@ mod tests {
         // Oldest first, the older page is linked above the list; newest first, below it.
         assert!(html.find("id=\"earlier\"").unwrap() < html.find("<ol id=\"timeline\"").unwrap());
         let mut cut_newest = window();
-        cut_newest.earlier = cut.earlier;
-        let html = timeline_page(&cut_newest, NOW, &records, &[], &[]);
+        cut_newest.earlier = cut.earlier.clone();
+        let html = timeline_page(&cut_newest, NOW, "", &held(&records), &[], &[]);
         assert!(html.find("id=\"earlier\"").unwrap() > html.find("<ol id=\"timeline\"").unwrap());
         assert!(
             query(&[("order", "sideways")])
@@ -3257,7 +3399,7 @@ mod tests {
             assert!(events.contains(says), "{says}: {events}");
             assert!(!html.contains("handed to a person"), "{html}");
         }
-        let timeline = timeline_page(&window(), NOW, &[nobody], &[], &[]);
+        let timeline = timeline_page(&window(), NOW, "", &held(&[nobody]), &[], &[]);
         assert!(
             timeline.contains("nobody was told: no notifier is configured"),
             "{timeline}"
@@ -3279,7 +3421,7 @@ mod tests {
             decision(4, at("2026-02-14T03:30:00Z"), "d", "allow", None),
             decision(5, at("2026-02-14T04:10:00Z"), "e", "halt", None),
         ];
-        let html = timeline_page(&q, NOW, &records, &[], &[]);
+        let html = timeline_page(&q, NOW, "", &held(&records), &[], &[]);
         let chart = html
             .split("<figure id=\"chart\">")
             .nth(1)
@@ -3316,9 +3458,9 @@ mod tests {
             ("verdict", "deny"),
         ])
         .unwrap();
-        let html = timeline_page(&q, NOW, &records, &[], &[]);
+        let html = timeline_page(&q, NOW, "", &held(&records), &[], &[]);
         assert!(html.contains("1 decisions from"), "{html}");
-        let empty = timeline_page(&window(), NOW, &[], &[], &[]);
+        let empty = timeline_page(&window(), NOW, "", &[], &[], &[]);
         assert!(empty.contains("No decisions in this window to chart."));
     }
 
@@ -3329,7 +3471,14 @@ mod tests {
         write.verdict = Some("allow".into());
         let mut a = arrival(1, T0, None, Disposition::Suppressed);
         a.reason = Some("cooldown: no new task until 1771040000000 (5m from now)".into());
-        let html = timeline_page(&window(), NOW, &[write.clone()], &[a.clone()], &[]);
+        let html = timeline_page(
+            &window(),
+            NOW,
+            "",
+            &held(&[write.clone()]),
+            &[a.clone()],
+            &[],
+        );
         let list = timeline_of(&html);
         assert!(
             list.contains("content x · lines 1 2 · mode append true"),

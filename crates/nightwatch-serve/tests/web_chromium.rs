@@ -17,7 +17,7 @@ use nightwatch_ledger::{Outputs, Record, RecordActor, RecordContext, event, pars
 use nightwatch_serve::inbox::{AlertEvent, Disposition};
 use nightwatch_serve::route;
 use nightwatch_serve::web::{self, TimelineQuery};
-use nightwatch_store::{Task, TaskEvent};
+use nightwatch_store::{FleetRecord, Task, TaskEvent};
 use nightwatch_tasks::{Lifecycle, Status};
 use serde_json::{Value, json};
 
@@ -415,7 +415,16 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
     params.insert("since".to_string(), "12h".to_string());
     let query = TimelineQuery::from_params(&params, now).unwrap();
     let tasks: Vec<Task> = night.tasks.iter().map(|(t, _)| t.clone()).collect();
-    let html = web::timeline_page(&query, now, &night.records, &night.arrivals, &tasks);
+    // A host alone: its own records, as its ledger holds them.
+    let records: Vec<FleetRecord> = night
+        .records
+        .iter()
+        .map(|record| FleetRecord {
+            host: "db1".into(),
+            record: record.clone(),
+        })
+        .collect();
+    let html = web::timeline_page(&query, now, "db1", &records, &night.arrivals, &tasks);
     let path = write_page(dir.path(), "timeline.html", &html);
 
     let dom = chromium_dom(&file_url(&path));

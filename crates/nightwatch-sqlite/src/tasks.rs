@@ -187,6 +187,11 @@ fn tasks_query(filter: &TaskFilter) -> (String, Vec<rusqlite::types::Value>) {
         clauses.push("id > ?");
         args.push(Value::Integer(after));
     }
+    if let Some(prefix) = &filter.worker_prefix {
+        clauses.push("substr(worker, 1, length(?)) = ?");
+        args.push(Value::Text(prefix.clone()));
+        args.push(Value::Text(prefix.clone()));
+    }
     let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
     if !clauses.is_empty() {
         sql.push_str(" WHERE ");

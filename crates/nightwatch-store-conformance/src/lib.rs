@@ -13,9 +13,12 @@
 //! ```
 //!
 //! What only one backend has (SQLite's WAL and file upgrades, PostgreSQL's hosts, shipping
-//! and notifications) is tested in that backend's crate.
+//! and notifications) is tested in that backend's crate. The fleet's records read across
+//! hosts ([`fleet`]) are one case for both fleet stores, the in-memory one (tested here) and
+//! PostgreSQL's.
 
 pub mod fixtures;
+pub mod fleet;
 pub mod inbox;
 mod interleavings;
 pub mod janitor;

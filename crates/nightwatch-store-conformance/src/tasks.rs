@@ -755,6 +755,36 @@ pub fn tasks_page_by_cursor_and_filter(backend: &dyn Backend) {
     );
     assert_eq!(store.oldest_ready(100).unwrap(), Some(0));
     assert_eq!(store.task(made[6] + 1_000).unwrap(), None);
+    // By the host whose worker took them: db-1's are not db-10's, and a prefix is text, not
+    // a pattern.
+    for worker in ["db-1-worker-0", "db-10-worker-0", "db_1-worker-0"] {
+        store.claim(worker, 100, 60_000).unwrap().unwrap();
+    }
+    let by = |prefix: &str| -> Vec<(i64, Option<String>)> {
+        store
+            .tasks(&TaskFilter {
+                worker_prefix: Some(prefix.into()),
+                ..TaskFilter::default()
+            })
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.id, t.lifecycle.worker))
+            .collect()
+    };
+    assert_eq!(
+        by("db-1-worker-"),
+        [(made[0], Some("db-1-worker-0".into()))]
+    );
+    assert_eq!(
+        by("db-10-worker-"),
+        [(made[1], Some("db-10-worker-0".into()))]
+    );
+    assert_eq!(
+        by("db_1-worker-"),
+        [(made[2], Some("db_1-worker-0".into()))]
+    );
+    assert_eq!(by("db%"), []);
+    assert_eq!(by("db-").len(), 2);
 }
 
 /// Several workers, each with its own handle, never share a task.

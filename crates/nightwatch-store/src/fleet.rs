@@ -60,6 +60,56 @@ pub trait FleetLedger: Send + Sync {
     /// One host's chain as the fleet holds it. Its head checkpoint is the head the host last
     /// reported, so [`crate::verify`] on it checks the chain and that the fleet holds all of it.
     fn host_ledger(&self, host: &str) -> Result<Arc<dyn LedgerReader>, StoreError>;
+
+    /// Records of every host (or of `host` only) that match `filter`, newest first in the
+    /// fleet's order ([`FleetCursor`]), at most `filter.limit` of them; with `before`, only
+    /// those after it in that order, so each page, read from the last record of the page
+    /// before, goes on with no record skipped or repeated. `filter.after_seq` and
+    /// `before_seq` compare each record's own host's sequence number.
+    fn records(
+        &self,
+        host: Option<&str>,
+        filter: &Filter,
+        before: Option<&FleetCursor>,
+    ) -> Result<Vec<FleetRecord>, StoreError>;
+}
+
+/// A record as the fleet holds it: with the host whose chain it is in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FleetRecord {
+    pub host: String,
+    pub record: Record,
+}
+
+/// A record's place in the fleet's order, which [`FleetLedger::records`] reads newest first:
+/// by time, then host name (compared byte by byte), then sequence number. Two records never
+/// share a place (a host's sequence numbers are its own), so a page read from the place of
+/// the last record of the page before neither skips nor repeats one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FleetCursor {
+    pub timestamp_ms: i64,
+    pub host: String,
+    pub seq: u64,
+}
+
+impl FleetCursor {
+    /// Before every record: a page read from it is empty (the end of the fleet's records).
+    pub fn end() -> FleetCursor {
+        FleetCursor {
+            timestamp_ms: i64::MIN,
+            host: String::new(),
+            seq: 0,
+        }
+    }
+
+    /// Where `record` is: the page after it starts with the record that comes next.
+    pub fn of(record: &FleetRecord) -> FleetCursor {
+        FleetCursor {
+            timestamp_ms: record.record.timestamp_ms,
+            host: record.host.clone(),
+            seq: record.record.seq,
+        }
+    }
 }
 
 /// What one call of [`ship`] did.

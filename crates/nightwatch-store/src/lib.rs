@@ -26,7 +26,7 @@ mod ledger;
 pub mod memory;
 mod tasks;
 
-pub use fleet::{FleetHost, FleetLedger, ShipError, Shipped, ship};
+pub use fleet::{FleetCursor, FleetHost, FleetLedger, FleetRecord, ShipError, Shipped, ship};
 pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
 pub use janitor::JanitorStore;
 pub use leases::{Acquired, Lease, Leases};

@@ -5,7 +5,7 @@
 //! [`PreparedEntry`] and canonical encoding, so [`crate::verify`] passes on it and a record it
 //! returns is the record a durable store would return for the same entry.
 
-use crate::{FleetHost, FleetLedger, Ledger, LedgerReader, StoreError};
+use crate::{FleetCursor, FleetHost, FleetLedger, FleetRecord, Ledger, LedgerReader, StoreError};
 use nightwatch_ledger::{
     DEFAULT_OUTPUT_CAP, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, event,
 };
@@ -276,5 +276,38 @@ impl FleetLedger for MemoryFleet {
             records,
             reported_head,
         }))
+    }
+
+    fn records(
+        &self,
+        host: Option<&str>,
+        filter: &Filter,
+        before: Option<&FleetCursor>,
+    ) -> Result<Vec<FleetRecord>, StoreError> {
+        let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+        let mut found: Vec<(FleetCursor, &Record)> = hosts
+            .iter()
+            .filter(|(name, _)| host.is_none_or(|h| h == name.as_str()))
+            .flat_map(|(name, (chain, _))| {
+                chain.records.iter().map(move |r| {
+                    let at = FleetCursor {
+                        timestamp_ms: r.timestamp_ms,
+                        host: name.clone(),
+                        seq: r.seq,
+                    };
+                    (at, r)
+                })
+            })
+            .filter(|(at, r)| matches(r, filter) && before.is_none_or(|b| at < b))
+            .collect();
+        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.truncate(filter.limit.unwrap_or(usize::MAX));
+        Ok(found
+            .into_iter()
+            .map(|(at, r)| FleetRecord {
+                host: at.host,
+                record: r.clone(),
+            })
+            .collect())
     }
 }

@@ -137,6 +137,9 @@ pub struct TaskFilter {
     pub status: Option<Status>,
     /// Only tasks with a greater id: the cursor of the page before.
     pub after: Option<i64>,
+    /// Only tasks whose last worker's name starts with this (a daemon names its workers
+    /// `<host>-worker-<n>`, so `db-1-worker-` keeps the tasks db-1 ran or runs).
+    pub worker_prefix: Option<String>,
     /// At most this many, lowest ids first.
     pub limit: Option<usize>,
 }

@@ -426,6 +426,27 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
         lines.lines().all(|l| l.ends_with(" db-1")),
         "every run on db-1:\n{lines}"
     );
+    // Any daemon shows the fleet's tasks, each with the worker (so the host) that ran it,
+    // and keeps one host's.
+    let count = |path: &str| daemons[0].json(path)["tasks"].as_array().unwrap().len();
+    assert_eq!(count("/api/tasks?host=db-1"), 20);
+    assert_eq!(count("/api/tasks?host=web-1"), 0);
+    assert_eq!(
+        count("/api/tasks?host=db"),
+        0,
+        "a host's name, not a prefix of one"
+    );
+    let page = daemons[0].json("/api/tasks?host=db-1&limit=15");
+    assert!(
+        page["tasks"].as_array().unwrap().iter().all(|t| t["worker"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("db-1-worker-"))),
+        "{page}"
+    );
+    let next = page["next"].as_str().expect("a second page");
+    assert!(next.contains("host=db-1"), "{next}");
+    assert_eq!(count(next), 5);
+    assert_eq!(daemons[1].get("/api/tasks?host=").status, 400);
 }
 
 /// Seed 001: a fleet-wide sweep runs on one host at a time. Three daemons on one PostgreSQL,
@@ -497,4 +518,179 @@ fn a_singleton_sweep_runs_on_one_host_at_a_time_across_the_fleet() {
             "a run began before the one before it ended: {pair:?}"
         );
     }
+}
+
+/// A record as `/api/records` names it: its host and sequence number.
+fn place(record: &serde_json::Value) -> (String, u64) {
+    (
+        record["host"]
+            .as_str()
+            .expect("every record names its host")
+            .to_owned(),
+        record["seq"].as_u64().unwrap(),
+    )
+}
+
+/// Every record of `path` and the pages after it, following `next`, in the order read
+/// (newest first: each page is oldest first, the next one older).
+fn read_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, u64)>, usize) {
+    let mut read = Vec::new();
+    let mut pages = 0;
+    let mut next = Some(path.to_owned());
+    while let Some(path) = next {
+        let page = daemon.json(&path);
+        pages += 1;
+        let mut records: Vec<_> = page["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                let at = nightwatch_ledger::parse_rfc3339(r["timestamp"].as_str().unwrap())
+                    .expect("an RFC 3339 time");
+                let (host, seq) = place(r);
+                (at, host, seq)
+            })
+            .collect();
+        records.reverse();
+        read.extend(records);
+        next = page["next"].as_str().map(str::to_owned);
+        assert!(pages < 100, "the pages never end: {path}");
+    }
+    (read, pages)
+}
+
+/// Issue 16's fleet view: three hosts record on their own, and any one daemon's
+/// `/api/records` holds all three hosts' records, each naming its host; `?host=h2` keeps
+/// h2's; reading page after page from `next` gives every record exactly once, newest first
+/// by time, host and seq; a `host` no host could have is a 400; the timeline names each
+/// line's host and filters by it.
+#[test]
+fn any_daemon_shows_every_hosts_records_by_host_and_pages_them_once() {
+    let pg = Cluster::start("view");
+    let url = pg.url();
+    let hosts = ["h1", "h2", "h3"];
+    let daemons: Vec<Daemon> = hosts
+        .iter()
+        .map(|host| host_daemon("view", host, &url, "queue: { workers: 1 }\n"))
+        .collect();
+    for (i, (host, daemon)) in hosts.iter().zip(&daemons).enumerate() {
+        let vars = env(&daemon.home, &url, host);
+        for n in 0..4 + i {
+            hook_call(&vars, 100 * i + n);
+        }
+    }
+    // Each host's own records, once the fleet holds them all (the daemons ship every 2s).
+    let own: Vec<usize> = hosts
+        .iter()
+        .zip(&daemons)
+        .map(|(host, daemon)| local_records(&env(&daemon.home, &url, host)))
+        .collect();
+    let total: usize = own.iter().sum();
+    assert!(own.iter().all(|n| *n >= 4), "{own:?}");
+    let all = daemons[0].wait_for(
+        "/api/records?limit=5000",
+        60,
+        "every host's records in the fleet",
+        |v| v["records"].as_array().unwrap().len() >= total,
+    );
+    let mut everyone: Vec<(String, u64)> = all["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(place)
+        .collect();
+    assert_eq!(everyone.len(), total, "{own:?}");
+    assert_eq!(
+        all["next"],
+        serde_json::Value::Null,
+        "one page holds them all"
+    );
+    for (host, n) in hosts.iter().zip(&own) {
+        let seqs: Vec<u64> = everyone
+            .iter()
+            .filter(|(h, _)| h == host)
+            .map(|(_, seq)| *seq)
+            .collect();
+        let mut sorted = seqs.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            sorted,
+            (1..=*n as u64).collect::<Vec<_>>(),
+            "all of {host}'s"
+        );
+    }
+
+    // The same from another host's daemon.
+    let elsewhere = daemons[2].json("/api/records?limit=5000");
+    let mut there: Vec<(String, u64)> = elsewhere["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(place)
+        .collect();
+    everyone.sort();
+    there.sort();
+    assert_eq!(there, everyone, "every daemon shows the fleet's records");
+
+    // One host's.
+    let h2 = daemons[0].json("/api/records?host=h2&limit=5000");
+    let h2: Vec<(String, u64)> = h2["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(place)
+        .collect();
+    assert_eq!(h2.len(), own[1]);
+    assert!(h2.iter().all(|(h, _)| h == "h2"), "{h2:?}");
+    let none = daemons[0].json("/api/records?host=h4");
+    assert_eq!(none["records"].as_array().unwrap().len(), 0);
+
+    // Page by page, each record once, in the fleet's order (newest first).
+    for size in [1, 2, 5] {
+        let (read, pages) = read_pages(&daemons[1], &format!("/api/records?limit={size}"));
+        assert!(pages >= total / size, "{pages} pages of {size}");
+        let mut places: Vec<(String, u64)> = read.iter().map(|(_, h, s)| (h.clone(), *s)).collect();
+        let mut sorted = read.clone();
+        sorted.sort_by(|a, b| b.cmp(a));
+        assert_eq!(read, sorted, "pages of {size} read newest first");
+        places.sort();
+        assert_eq!(
+            places, everyone,
+            "pages of {size}: every record exactly once"
+        );
+    }
+    let (read, _) = read_pages(&daemons[1], "/api/records?limit=2&host=h3");
+    assert_eq!(read.len(), own[2]);
+    assert!(read.iter().all(|(_, h, _)| h == "h3"));
+
+    // Hostile input is a 400 with a sentence, never a crash.
+    let long = "h".repeat(300);
+    for bad in [
+        "/api/records?host=".to_owned(),
+        format!("/api/records?host={long}"),
+        "/api/records?host=h%001".to_owned(),
+        "/api/records?host=h%0A2%20x".to_owned(),
+        "/api/records?host=%FF%FE".to_owned(),
+        "/api/records?before=yesterday".to_owned(),
+        "/api/records?before=1.2.h%202".to_owned(),
+    ] {
+        let reply = daemons[0].get(&bad);
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text());
+        assert!(reply.json()["error"].is_string(), "{bad}");
+    }
+    assert_eq!(daemons[0].get("/healthz").status, 200, "still serving");
+
+    // The timeline: every host's lines, each naming its host; its host filter keeps h2's.
+    let page = daemons[0].get("/");
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    for host in hosts {
+        assert!(
+            html.contains(&format!("<span class=\"host\">{host}</span>")),
+            "{host} on the timeline"
+        );
+    }
+    let html = daemons[0].get("/?host=h2").text();
+    assert!(html.contains("<span class=\"host\">h2</span>"));
+    assert!(!html.contains("<span class=\"host\">h1</span>"), "{html}");
 }

@@ -28,8 +28,12 @@ pub struct ErrorBody {
 pub struct ApiRecord {
     /// `r` and the sequence number: `r42`.
     pub id: String,
-    /// Position in the ledger's hash chain, from 1.
+    /// Position in its host's hash chain, from 1.
     pub seq: u64,
+    /// The host whose ledger holds it: in a fleet, the host that recorded and shipped it;
+    /// a host alone names itself (`null` when it has no name).
+    #[schema(required = true)]
+    pub host: Option<String>,
     /// `decision`, `result`, `dispatch`, `sweep`, ...
     pub event: String,
     /// When it was recorded, RFC 3339.
@@ -105,11 +109,13 @@ pub struct ApiContext {
     pub task: Option<String>,
 }
 
-impl From<&Record> for ApiRecord {
-    fn from(r: &Record) -> ApiRecord {
+impl ApiRecord {
+    /// `r` as the API shows it, held in `host`'s ledger (empty: a host with no name).
+    pub fn of(host: &str, r: &Record) -> ApiRecord {
         ApiRecord {
             id: r.id.clone(),
             seq: r.seq,
+            host: (!host.is_empty()).then(|| host.to_owned()),
             event: r.event.clone(),
             timestamp: r.timestamp_text(),
             session_id: r.session_id.clone(),
@@ -144,16 +150,21 @@ impl From<&Record> for ApiRecord {
     }
 }
 
-/// The API's view of each record.
-pub fn api_records(records: &[Record]) -> Vec<ApiRecord> {
-    records.iter().map(ApiRecord::from).collect()
+/// The API's view of each of `host`'s records.
+pub fn api_records(host: &str, records: &[Record]) -> Vec<ApiRecord> {
+    records.iter().map(|r| ApiRecord::of(host, r)).collect()
 }
 
 /// `GET /api/records`.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct RecordsPage {
-    /// Oldest first: the newest `limit` of the window.
+    /// Oldest first: the newest `limit` of the window (before `before`, when given). In a
+    /// fleet, every host's (or `host`'s), ordered by time, then host name, then `seq`.
     pub records: Vec<ApiRecord>,
+    /// The path of the page of older records in the same window and filters, when this page
+    /// is full; following it from page to page reads every record once.
+    #[schema(required = true)]
+    pub next: Option<String>,
 }
 
 /// One agent session (or runbook run), summarised from its records.
