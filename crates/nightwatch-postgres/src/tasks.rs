@@ -5,6 +5,8 @@
 //! oldest ready row with `FOR UPDATE SKIP LOCKED`, so workers on any host claim different
 //! tasks without waiting for each other; heartbeats and completions are fenced by attempt.
 
+use std::collections::{HashMap, HashSet};
+
 use nightwatch_store::{
     Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, ReadySignal, Resolved,
     RunbookProcess, StoreError, Task, TaskError, TaskEvent, TaskFilter, TaskQueue, store_name,
@@ -110,6 +112,27 @@ pub(crate) const SCHEMA: Schema = Schema {
 /// workers may `LISTEN` on it instead of polling as often.
 pub const TASKS_CHANNEL: &str = "nightwatch_tasks";
 
+/// What a look at an identity found.
+#[derive(Default)]
+struct Looked {
+    live: Option<Live>,
+    last_run: Option<LastRun>,
+}
+
+/// An identity's live task, and the last arrival counted on it (by which host).
+struct Live {
+    id: i64,
+    counted: Option<i64>,
+    counted_at: Option<String>,
+}
+
+/// What an offer comes to once its identity was looked at.
+enum Next {
+    Answered(Offered),
+    Attach(i64),
+    Create,
+}
+
 /// Advisory lock classes (the first key of the two-key form).
 const ROUTE_LOCK: i32 = 0x6e77_0001;
 const FOLD_LOCK: i32 = 0x6e77_0002;
@@ -202,59 +225,14 @@ impl PgTaskQueue {
         // Twice at most: a second pass only after another host's daemon made the live task
         // this one was about to make.
         for _ in 0..2 {
-            let live = tx.query_typed_opt(
-                "SELECT id, last_arrival, last_arrival_host FROM tasks
-                 WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE",
-                &[(&offer.identity, Type::TEXT)],
-            )?;
-            let live: Option<(i64, Option<i64>, Option<String>)> =
-                live.map(|r| (r.get(0), r.get(1), r.get(2)));
-            if let (Some((id, Some(counted), Some(at))), Some(arrival)) = (&live, offer.arrival)
-                && *at == self.host
-                && *counted >= arrival
-            {
-                return Ok(Offered::Attached(*id));
-            }
-            // Read after the live row's lock, apart from it: had the lock waited for another
-            // host finishing that task, this read sees the finished run.
-            let last_run = tx.query_typed_opt(
-                "SELECT id, status, finished_ms FROM tasks
-                 WHERE identity = $1 AND status IN ('done', 'gave_up')
-                   AND finished_ms IS NOT NULL
-                 ORDER BY finished_ms DESC, id DESC LIMIT 1",
-                &[(&offer.identity, Type::TEXT)],
-            )?;
-            let last_run = match last_run {
-                Some(row) => {
-                    let task_id: i64 = row.get(0);
-                    Some(LastRun {
-                        task_id,
-                        status: parse_status(task_id, row.get(1))?,
-                        finished_at: row.get::<_, Option<i64>>(2).unwrap_or(0),
-                    })
-                }
-                None => None,
-            };
-            let live_id = live.as_ref().map(|(id, _, _)| *id);
-            match machine::decide_offer(live_id, last_run.as_ref(), &self.policy, now) {
-                OfferDecision::Attach(id) => {
-                    tx.execute_typed(
-                        "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = $2,
-                             last_arrival = coalesce($3, last_arrival),
-                             last_arrival_host = CASE WHEN $3::BIGINT IS NULL
-                                 THEN last_arrival_host ELSE $4 END
-                         WHERE id = $1",
-                        &[
-                            (&id, Type::INT8),
-                            (&now, Type::INT8),
-                            (&offer.arrival, Type::INT8),
-                            (&self.host, Type::TEXT),
-                        ],
-                    )?;
+            let looked = self.look(tx, &[offer.identity])?.remove(offer.identity);
+            match self.next_for(offer, &looked.unwrap_or_default(), now) {
+                Next::Answered(offered) => return Ok(offered),
+                Next::Attach(id) => {
+                    self.attach_in(tx, id, offer, now)?;
                     return Ok(Offered::Attached(id));
                 }
-                OfferDecision::Suppress { why } => return Ok(Offered::Suppressed { why }),
-                OfferDecision::Create => {
+                Next::Create => {
                     if let Some(limit) = offer.max_per_hour {
                         // Hosts creating tasks for one route take turns until commit, so the
                         // hour's count each reads includes the others' new tasks.
@@ -280,53 +258,9 @@ impl PgTaskQueue {
                             return Ok(Offered::Throttled { why });
                         }
                     }
-                    let life = Lifecycle::new(&self.policy, now);
-                    let why = if life.ready_at > now {
-                        format!(
-                            "alert offered; claimable at {} unless it resolves first",
-                            life.ready_at
-                        )
-                    } else {
-                        "alert offered".to_string()
-                    };
-                    // The task, its first event and the word to listeners, in one statement.
-                    // Another host's daemon may be inserting the same identity: the unique
-                    // index makes this wait for it, and if it committed, insert nothing (and
-                    // so no event and no notification).
-                    let inserted = tx.query_typed_opt(
-                        "WITH task AS (
-                             INSERT INTO tasks (host, identity, alert_json, route, created_ms,
-                                 last_seen_ms, status, attempt, ready_ms, arrival, last_arrival,
-                                 last_arrival_host)
-                             VALUES ($1, $2, $3, $4, $5, $5, $6, 0, $7, $8, $8,
-                                 CASE WHEN $8::BIGINT IS NULL THEN NULL ELSE $1 END)
-                             ON CONFLICT (identity) WHERE status IN ('pending', 'running')
-                             DO NOTHING
-                             RETURNING id
-                         ), event AS (
-                             INSERT INTO task_events (task_id, host, at_ms, from_status,
-                                 to_status, why)
-                             SELECT id, $1, $5, NULL, 'pending', $9 FROM task
-                         )
-                         SELECT id, pg_notify($10, '') FROM task",
-                        &[
-                            (&self.host, Type::TEXT),
-                            (&offer.identity, Type::TEXT),
-                            (&offer.alert_json, Type::TEXT),
-                            (&offer.route, Type::TEXT),
-                            (&now, Type::INT8),
-                            (&life.status.as_str(), Type::TEXT),
-                            (&life.ready_at, Type::INT8),
-                            (&offer.arrival, Type::INT8),
-                            (&why, Type::TEXT),
-                            (&TASKS_CHANNEL, Type::TEXT),
-                        ],
-                    )?;
-                    let Some(row) = inserted else {
-                        continue;
-                    };
-                    let id: i64 = row.get(0);
-                    return Ok(Offered::Created(id));
+                    if let Some(&id) = self.create(tx, &[offer], now)?.get(offer.identity) {
+                        return Ok(Offered::Created(id));
+                    }
                 }
             }
         }
@@ -337,6 +271,175 @@ impl PgTaskQueue {
                 offer.identity
             ),
         })))
+    }
+
+    /// Each identity's live task (locked for this transaction, in id order so that hosts
+    /// locking several never wait on each other in a circle) and, read after those locks, its
+    /// last finished run: had a lock waited for another host finishing that task, this read
+    /// sees the finished run.
+    fn look(
+        &self,
+        tx: &mut Transaction<'_>,
+        identities: &[&str],
+    ) -> Result<HashMap<String, Looked>, Fail> {
+        let mut looked: HashMap<String, Looked> = HashMap::new();
+        for row in tx.query_typed(
+            "SELECT id, identity, last_arrival, last_arrival_host FROM tasks
+             WHERE identity = ANY($1) AND status IN ('pending', 'running')
+             ORDER BY id FOR UPDATE",
+            &[(&identities, Type::TEXT_ARRAY)],
+        )? {
+            looked.entry(row.get(1)).or_default().live = Some(Live {
+                id: row.get(0),
+                counted: row.get(2),
+                counted_at: row.get(3),
+            });
+        }
+        for row in tx.query_typed(
+            "SELECT DISTINCT ON (identity) identity, id, status, finished_ms FROM tasks
+             WHERE identity = ANY($1) AND status IN ('done', 'gave_up')
+               AND finished_ms IS NOT NULL
+             ORDER BY identity, finished_ms DESC, id DESC",
+            &[(&identities, Type::TEXT_ARRAY)],
+        )? {
+            let task_id: i64 = row.get(1);
+            looked.entry(row.get(0)).or_default().last_run = Some(LastRun {
+                task_id,
+                status: parse_status(task_id, row.get(2))?,
+                finished_at: row.get::<_, Option<i64>>(3).unwrap_or(0),
+            });
+        }
+        Ok(looked)
+    }
+
+    /// What an offer comes to, given what a look at its identity found.
+    fn next_for(&self, offer: &Offer<'_>, looked: &Looked, now: i64) -> Next {
+        // This host already counted this arrival on the live task (a replay): nothing to change.
+        if let (Some(live), Some(arrival)) = (&looked.live, offer.arrival)
+            && live.counted_at.as_deref() == Some(self.host.as_str())
+            && live.counted.is_some_and(|counted| counted >= arrival)
+        {
+            return Next::Answered(Offered::Attached(live.id));
+        }
+        let live = looked.live.as_ref().map(|l| l.id);
+        match machine::decide_offer(live, looked.last_run.as_ref(), &self.policy, now) {
+            OfferDecision::Attach(id) => Next::Attach(id),
+            OfferDecision::Suppress { why } => Next::Answered(Offered::Suppressed { why }),
+            OfferDecision::Create => Next::Create,
+        }
+    }
+
+    /// A repeat counted on live task `id`.
+    fn attach_in(
+        &self,
+        tx: &mut Transaction<'_>,
+        id: i64,
+        offer: &Offer<'_>,
+        now: i64,
+    ) -> Result<(), Fail> {
+        tx.execute_typed(
+            "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = $2,
+                 last_arrival = coalesce($3, last_arrival),
+                 last_arrival_host = CASE WHEN $3::BIGINT IS NULL
+                     THEN last_arrival_host ELSE $4 END
+             WHERE id = $1",
+            &[
+                (&id, Type::INT8),
+                (&now, Type::INT8),
+                (&offer.arrival, Type::INT8),
+                (&self.host, Type::TEXT),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// New tasks for `offers` (distinct identities), their first events and the word to
+    /// listeners, in one statement; the ids made, by identity. Another host's daemon may be
+    /// inserting one of these identities: the unique index makes this wait for it, and if it
+    /// committed, that identity gets nothing here (no task, no event, no notification) and is
+    /// missing from the answer.
+    fn create(
+        &self,
+        tx: &mut Transaction<'_>,
+        offers: &[&Offer<'_>],
+        now: i64,
+    ) -> Result<HashMap<String, i64>, Fail> {
+        let life = Lifecycle::new(&self.policy, now);
+        let why = if life.ready_at > now {
+            format!(
+                "alert offered; claimable at {} unless it resolves first",
+                life.ready_at
+            )
+        } else {
+            "alert offered".to_string()
+        };
+        let identities: Vec<&str> = offers.iter().map(|o| o.identity).collect();
+        let alerts: Vec<&str> = offers.iter().map(|o| o.alert_json).collect();
+        let routes: Vec<&str> = offers.iter().map(|o| o.route).collect();
+        let arrivals: Vec<Option<i64>> = offers.iter().map(|o| o.arrival).collect();
+        let rows = tx.query_typed(
+            "WITH input AS (
+                 SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[])
+                     WITH ORDINALITY AS i (identity, alert_json, route, arrival, n)
+             ), task AS (
+                 INSERT INTO tasks (host, identity, alert_json, route, created_ms,
+                     last_seen_ms, status, attempt, ready_ms, arrival, last_arrival,
+                     last_arrival_host)
+                 SELECT $1, identity, alert_json, route, $6, $6, $7, 0, $8, arrival, arrival,
+                     CASE WHEN arrival IS NULL THEN NULL ELSE $1 END
+                 FROM input ORDER BY n
+                 ON CONFLICT (identity) WHERE status IN ('pending', 'running')
+                 DO NOTHING
+                 RETURNING id, identity
+             ), event AS (
+                 INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
+                 SELECT id, $1, $6, NULL, 'pending', $9 FROM task ORDER BY id
+             )
+             SELECT id, identity, pg_notify($10, '') FROM task",
+            &[
+                (&self.host, Type::TEXT),
+                (&identities, Type::TEXT_ARRAY),
+                (&alerts, Type::TEXT_ARRAY),
+                (&routes, Type::TEXT_ARRAY),
+                (&arrivals, Type::INT8_ARRAY),
+                (&now, Type::INT8),
+                (&life.status.as_str(), Type::TEXT),
+                (&life.ready_at, Type::INT8),
+                (&why, Type::TEXT),
+                (&TASKS_CHANNEL, Type::TEXT),
+            ],
+        )?;
+        Ok(rows.iter().map(|r| (r.get(1), r.get(0))).collect())
+    }
+
+    /// The batch's plain offers waiting in `waiting` (indexes into `ops`), created together;
+    /// one whose identity another host took meanwhile is offered again on its own.
+    fn create_waiting(
+        &self,
+        tx: &mut Transaction<'_>,
+        ops: &[QueueOp<'_>],
+        waiting: &mut Vec<usize>,
+        answers: &mut [Option<Answer>],
+        now: i64,
+    ) -> Result<(), Fail> {
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let offers: Vec<(usize, &Offer<'_>)> = waiting
+            .drain(..)
+            .filter_map(|i| match &ops[i] {
+                QueueOp::Offer(offer) => Some((i, offer)),
+                QueueOp::Resolve { .. } => None,
+            })
+            .collect();
+        let made = self.create(tx, &offers.iter().map(|(_, o)| *o).collect::<Vec<_>>(), now)?;
+        for (i, offer) in offers {
+            answers[i] = Some(Answer::Offered(match made.get(offer.identity) {
+                Some(&id) => Offered::Created(id),
+                None => self.offer_in(tx, offer, now)?,
+            }));
+        }
+        Ok(())
     }
 
     /// A resolve inside the caller's transaction (see [`TaskQueue::apply`]).
@@ -485,14 +588,71 @@ impl TaskQueue for PgTaskQueue {
             return Ok(Vec::new());
         }
         self.db.write(|tx| {
-            ops.iter()
+            // Plain offers (no replay after a crash, no hourly limit), each its identity's first
+            // op in the batch, are looked at together and their tasks made together: a batch
+            // of n new alerts costs a few round trips, not three per alert. Every other op goes
+            // on its own, in order, after the waiting creations before it are written.
+            let mut seen = HashSet::new();
+            let plain: Vec<bool> = ops
+                .iter()
                 .map(|op| match op {
-                    QueueOp::Offer(offer) => self.offer_in(tx, offer, now).map(Answer::Offered),
+                    QueueOp::Offer(o) => {
+                        seen.insert(o.identity) && !o.again && o.max_per_hour.is_none()
+                    }
                     QueueOp::Resolve { identity } => {
-                        self.resolve_in(tx, identity, now).map(Answer::Resolved)
+                        seen.insert(identity);
+                        false
                     }
                 })
-                .collect()
+                .collect();
+            let identities: Vec<&str> = ops
+                .iter()
+                .zip(&plain)
+                .filter_map(|(op, plain)| match op {
+                    QueueOp::Offer(o) if *plain => Some(o.identity),
+                    _ => None,
+                })
+                .collect();
+            let mut looked = if identities.is_empty() {
+                HashMap::new()
+            } else {
+                self.look(tx, &identities)?
+            };
+            let mut answers: Vec<Option<Answer>> = ops.iter().map(|_| None).collect();
+            let mut waiting = Vec::new();
+            for (i, op) in ops.iter().enumerate() {
+                match op {
+                    QueueOp::Offer(offer) if plain[i] => {
+                        let found = looked.remove(offer.identity).unwrap_or_default();
+                        match self.next_for(offer, &found, now) {
+                            Next::Answered(offered) => answers[i] = Some(Answer::Offered(offered)),
+                            Next::Attach(id) => {
+                                self.attach_in(tx, id, offer, now)?;
+                                answers[i] = Some(Answer::Offered(Offered::Attached(id)));
+                            }
+                            Next::Create => waiting.push(i),
+                        }
+                    }
+                    QueueOp::Offer(offer) => {
+                        self.create_waiting(tx, ops, &mut waiting, &mut answers, now)?;
+                        answers[i] = Some(Answer::Offered(self.offer_in(tx, offer, now)?));
+                    }
+                    QueueOp::Resolve { identity } => {
+                        self.create_waiting(tx, ops, &mut waiting, &mut answers, now)?;
+                        answers[i] = Some(Answer::Resolved(self.resolve_in(tx, identity, now)?));
+                    }
+                }
+            }
+            self.create_waiting(tx, ops, &mut waiting, &mut answers, now)?;
+            answers
+                .into_iter()
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| {
+                    Failure::Caller(TaskError::Store(StoreError::Backend {
+                        store: store_name::TASKS,
+                        message: "a batch of queue operations was left partly unanswered".into(),
+                    }))
+                })
         })
     }
 

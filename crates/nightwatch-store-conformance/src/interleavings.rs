@@ -1,7 +1,7 @@
 //! Random interleavings of everything a daemon and its workers do, checked after every step.
 
 use crate::Backend;
-use nightwatch_store::{Offered, TaskError, TaskFilter};
+use nightwatch_store::{Answer, Offer, Offered, QueueOp, TaskError, TaskFilter};
 use nightwatch_tasks::{Outcome, Policy, Status};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
@@ -181,6 +181,109 @@ fn run(backend: &dyn Backend, delay: i64, ops: Vec<Op>) -> Result<(), TestCaseEr
     };
     for t in store.tasks(&gave_up).unwrap() {
         prop_assert_eq!(escalated.get(&t.id).copied(), Some(1));
+    }
+    Ok(())
+}
+
+/// One operation of a generated batch.
+#[derive(Debug, Clone)]
+enum BatchOp {
+    Offer {
+        identity: u8,
+        max_per_hour: Option<u32>,
+        with_arrival: bool,
+    },
+    Resolve(u8),
+}
+
+fn batch_op() -> impl Strategy<Value = BatchOp> {
+    prop_oneof![
+        5 => (0u8..6, prop_oneof![4 => Just(None), 1 => (1u32..4).prop_map(Some)], any::<bool>())
+            .prop_map(|(identity, max_per_hour, with_arrival)| BatchOp::Offer {
+                identity,
+                max_per_hour,
+                with_arrival,
+            }),
+        1 => (0u8..6).prop_map(BatchOp::Resolve),
+    ]
+}
+
+/// A batch of queue operations (a store may look at and write a batch's offers together)
+/// answers exactly as the same operations applied one at a time, and leaves the same tasks:
+/// repeats of an identity within the batch, resolves between its offers, hourly limits, live
+/// tasks and cooldowns from earlier rounds included.
+pub fn a_batch_answers_as_its_ops_one_at_a_time(backend: &dyn Backend) {
+    let mut runner = TestRunner::new(Config {
+        cases: (backend.interleavings() / 4).max(8),
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let rounds = proptest::collection::vec(
+        (proptest::collection::vec(batch_op(), 1..12), any::<bool>()),
+        1..6,
+    );
+    if let Err(e) = runner.run(&rounds, |rounds| batch_against_single(backend, rounds)) {
+        panic!("{e}");
+    }
+}
+
+fn batch_against_single(
+    backend: &dyn Backend,
+    rounds: Vec<(Vec<BatchOp>, bool)>,
+) -> Result<(), TestCaseError> {
+    let (batched_place, single_place) = (backend.place(), backend.place());
+    let batched = batched_place.queue(policy(0));
+    let single = single_place.queue(policy(0));
+    let mut now = 0i64;
+    let mut arrival = 0i64;
+    for (ops, finish_one) in rounds {
+        let identities: Vec<String> = (0..6).map(|i| format!("id{i}")).collect();
+        let ops: Vec<QueueOp<'_>> = ops
+            .iter()
+            .map(|op| match op {
+                BatchOp::Offer {
+                    identity,
+                    max_per_hour,
+                    with_arrival,
+                } => QueueOp::Offer(Offer {
+                    identity: &identities[usize::from(*identity)],
+                    alert_json: "{}",
+                    route: "r",
+                    max_per_hour: *max_per_hour,
+                    arrival: with_arrival.then(|| {
+                        arrival += 1;
+                        arrival
+                    }),
+                    again: false,
+                }),
+                BatchOp::Resolve(identity) => QueueOp::Resolve {
+                    identity: &identities[usize::from(*identity)],
+                },
+            })
+            .collect();
+        let together = batched.apply(&ops, now).unwrap();
+        let one_by_one: Vec<Answer> = ops
+            .iter()
+            .flat_map(|op| single.apply(std::slice::from_ref(op), now).unwrap())
+            .collect();
+        prop_assert_eq!(&together, &one_by_one, "the answers, in order");
+        prop_assert_eq!(
+            batched.tasks(&TaskFilter::default()).unwrap(),
+            single.tasks(&TaskFilter::default()).unwrap(),
+            "the tasks left"
+        );
+        now += 700;
+        // Between rounds a task may run and finish, so later offers meet a cooldown.
+        if finish_one {
+            for store in [&batched, &single] {
+                if let Some(c) = store.claim("w", now, 1_000).unwrap() {
+                    store
+                        .complete(c.task_id, c.attempt, &Outcome::Succeeded, now)
+                        .unwrap();
+                }
+            }
+        }
+        now += 700;
     }
     Ok(())
 }

@@ -101,6 +101,7 @@ macro_rules! conformance_tests {
                 offers_of_one_identity_at_once_make_exactly_one_task,
                 offers_at_once_never_pass_a_routes_hourly_limit,
                 queue_invariants_hold_under_any_interleaving,
+                a_batch_answers_as_its_ops_one_at_a_time,
             }
             inbox {
                 arrivals_are_stored_unsettled_then_settled_with_their_record,

@@ -938,4 +938,6 @@ pub fn offers_at_once_never_pass_a_routes_hourly_limit(backend: &dyn Backend) {
     );
 }
 
-pub use crate::interleavings::queue_invariants_hold_under_any_interleaving;
+pub use crate::interleavings::{
+    a_batch_answers_as_its_ops_one_at_a_time, queue_invariants_hold_under_any_interleaving,
+};

@@ -194,12 +194,29 @@ fn copy_data(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
         if entry.file_type().unwrap().is_file() {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            copy_by_pages(&entry.path(), &to.join(entry.file_name()));
         }
     }
     // The copy's dirty pages would otherwise be written back during the rows, slowing
     // their commits.
     unsafe { sync() };
+}
+
+/// Copies a file 4 KiB at a time, as SQLite writes its pages. A whole-file copy fills the
+/// page cache with large folios, and every 4 KiB page the daemon then writes dirties a whole
+/// folio: measured, the copy wrote back about 110 KB a routed alert against 35 KB for the
+/// same history copied this way (or written by the daemon itself).
+fn copy_by_pages(from: &Path, to: &Path) {
+    let mut source = std::fs::File::open(from).unwrap();
+    let mut target = std::fs::File::create(to).unwrap();
+    let mut page = [0u8; 4096];
+    loop {
+        let n = source.read(&mut page).unwrap();
+        if n == 0 {
+            break;
+        }
+        target.write_all(&page[..n]).unwrap();
+    }
 }
 
 unsafe extern "C" {
