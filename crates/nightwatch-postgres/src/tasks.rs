@@ -741,7 +741,7 @@ impl TaskQueue for PgTaskQueue {
         self.db.write(|tx| {
             // Daemons on several hosts may ask at once: each task goes to one of them.
             let taken: Vec<Escalation> = tx
-                .query(
+                .query_typed(
                     "SELECT id, identity, route, attempt, last_error FROM tasks
                      WHERE escalation = 1 ORDER BY id FOR UPDATE SKIP LOCKED",
                     &[],
@@ -756,9 +756,9 @@ impl TaskQueue for PgTaskQueue {
                 })
                 .collect();
             for e in &taken {
-                tx.execute(
+                tx.execute_typed(
                     "UPDATE tasks SET escalation = 2 WHERE id = $1",
-                    &[&e.task_id],
+                    &[(&e.task_id, Type::INT8)],
                 )?;
                 // The queue does not know who is told: the daemon's `escalated` record says.
                 let why = "taken for escalation; the escalated record says who was told";

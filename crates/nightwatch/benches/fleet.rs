@@ -10,7 +10,8 @@
 //! 3. claims: the daemons restarted with runbooks that run at once (`true`), 3,000 alerts
 //!    posted in groups, and the time until every task is done across the hosts;
 //! 4. the hook: `nightwatch hook claude` medians over distinct calls, alone and with the
-//!    fleet configured (the hook never touches the fleet's database).
+//!    fleet configured (the hook never touches the fleet's database), each as a process of
+//!    its own and answered by a resident gate (`nightwatch gate`).
 //!
 //! Beside them, the disk's own limit: one-row durable SQLite commits per second.
 
@@ -189,24 +190,52 @@ fn main() {
         stop(child);
     }
 
-    // 4: the hook alone and with the fleet configured.
-    let home = work.join("hook");
-    std::fs::create_dir_all(&home).unwrap();
-    for (label, fleet) in [
-        ("alone", false),
-        ("fleet configured", true),
-        ("alone", false),
-        ("fleet configured", true),
-    ] {
+    // 4: the hook alone and with the fleet configured, each run as its own process and
+    // answered by a resident gate (`nightwatch gate`, started here with the same settings).
+    let mut gates: Vec<Child> = Vec::new();
+    let mut home_for = |resident: bool, fleet: bool| -> PathBuf {
+        let home = work.join(format!("hook-{resident}-{fleet}"));
+        std::fs::create_dir_all(&home).unwrap();
+        if resident {
+            let mut gate = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
+            gate.arg("gate")
+                .env("NIGHTWATCH_HOME", &home)
+                .env("NIGHTWATCH_HOST", "host-a")
+                .stderr(Stdio::null());
+            if fleet {
+                gate.env("NIGHTWATCH_DATABASE_URL", &url);
+            }
+            gates.push(gate.spawn().expect("the resident gate starts"));
+            let socket = home.join("gate.sock");
+            let waited = Instant::now();
+            while !socket.exists() && waited.elapsed() < Duration::from_secs(10) {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            assert!(socket.exists(), "the resident gate listens");
+        }
+        home
+    };
+    let variants: Vec<(&str, bool, PathBuf)> = vec![
+        ("alone", false, home_for(false, false)),
+        ("fleet configured", true, home_for(false, true)),
+        ("resident gate, alone", false, home_for(true, false)),
+        (
+            "resident gate, fleet configured",
+            true,
+            home_for(true, true),
+        ),
+    ];
+    for (round, (label, fleet, home)) in variants.iter().chain(variants.iter()).enumerate() {
+        let (label, fleet) = (*label, *fleet);
         let mut times: Vec<f64> = (0..200)
             .map(|n| {
                 let call = format!(
-                    "{{\"session_id\":\"s\",\"cwd\":\"/srv\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"ls /srv/r/{label}-{n}\"}},\"tool_use_id\":\"t{n}\"}}"
+                    "{{\"session_id\":\"s\",\"cwd\":\"/srv\",\"hook_event_name\":\"PreToolUse\",\"tool_name\":\"Bash\",\"tool_input\":{{\"command\":\"ls /srv/r/{round}-{n}\"}},\"tool_use_id\":\"t{round}-{n}\"}}"
                 );
                 let mut command = Command::new(env!("CARGO_BIN_EXE_nightwatch"));
                 command
                     .args(["hook", "claude"])
-                    .env("NIGHTWATCH_HOME", &home)
+                    .env("NIGHTWATCH_HOME", home)
                     .env("NIGHTWATCH_HOST", "host-a")
                     .stdin(Stdio::piped())
                     .stdout(Stdio::null());
@@ -226,6 +255,9 @@ fn main() {
             "hook ({label}): median {:.2} ms, p90 {:.2} ms over 200 distinct calls",
             times[100], times[180]
         );
+    }
+    for gate in &mut gates {
+        stop(gate);
     }
     let _ = std::fs::remove_dir_all(&work);
 }
