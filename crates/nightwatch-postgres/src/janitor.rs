@@ -5,6 +5,7 @@ use nightwatch_janitor::{Failures, JanitorState, Kind};
 use nightwatch_store::{JanitorStore, StoreError, store_name};
 
 use crate::db::{Db, Failure, Schema, count_u32};
+use crate::text::{decode, decoded, encode};
 
 const SCHEMA_1: &str = "
 CREATE TABLE janitor_first_seen (
@@ -76,7 +77,8 @@ impl JanitorStore for PgJanitorStore {
                     let Some(kind) = Kind::parse(row.try_get(0)?) else {
                         continue;
                     };
-                    let (id, at_ms): (&str, i64) = (row.try_get(1)?, row.try_get(2)?);
+                    let (id, at_ms) = (decode(row.try_get(1)?), row.try_get::<_, i64>(2)?);
+                    let id = id.as_ref();
                     if table == "janitor_first_seen" {
                         state.note_first_seen(kind, id, at_ms);
                     } else {
@@ -95,9 +97,9 @@ impl JanitorStore for PgJanitorStore {
                         count: count_u32(row.try_get(2)?),
                         next_try_ms: row.try_get(3)?,
                         quarantined: row.try_get(4)?,
-                        last_error: row.try_get(5)?,
+                        last_error: decoded(row.try_get(5)?),
                     };
-                    state.restore_failures(kind, row.try_get(1)?, failures);
+                    state.restore_failures(kind, &decode(row.try_get(1)?), failures);
                 }
             }
             Ok::<_, Failure<StoreError>>(state)
@@ -120,11 +122,11 @@ impl JanitorStore for PgJanitorStore {
             ];
             for (kind, id) in state.forgotten() {
                 for stmt in &forget {
-                    tx.execute(stmt, &[host, &kind.as_str(), &id])?;
+                    tx.execute(stmt, &[host, &kind.as_str(), &encode(id)])?;
                 }
             }
             for (kind, id) in state.released() {
-                tx.execute(&forget[2], &[host, &kind.as_str(), &id])?;
+                tx.execute(&forget[2], &[host, &kind.as_str(), &encode(id)])?;
             }
             let first = tx.prepare(
                 "INSERT INTO janitor_first_seen (host, kind, id, at_ms) VALUES ($1, $2, $3, $4)
@@ -132,11 +134,11 @@ impl JanitorStore for PgJanitorStore {
                      SET at_ms = least(janitor_first_seen.at_ms, excluded.at_ms)",
             )?;
             for (kind, id, at) in state.first_sightings() {
-                tx.execute(&first, &[host, &kind.as_str(), &id, &at])?;
+                tx.execute(&first, &[host, &kind.as_str(), &encode(id), &at])?;
             }
             let activity = tx.prepare(NOTE_ACTIVITY)?;
             for (kind, id, at) in state.activities() {
-                tx.execute(&activity, &[host, &kind.as_str(), &id, &at])?;
+                tx.execute(&activity, &[host, &kind.as_str(), &encode(id), &at])?;
             }
             let failures = tx.prepare(
                 "INSERT INTO janitor_failures
@@ -152,11 +154,11 @@ impl JanitorStore for PgJanitorStore {
                     &[
                         host,
                         &kind.as_str(),
-                        &id,
+                        &encode(id),
                         &i64::from(f.count),
                         &f.next_try_ms,
                         &f.quarantined,
-                        &f.last_error,
+                        &encode(&f.last_error),
                     ],
                 )?;
             }
@@ -168,7 +170,10 @@ impl JanitorStore for PgJanitorStore {
 
     fn note_activity(&self, kind: Kind, id: &str, at_ms: i64) -> Result<(), StoreError> {
         self.db.run(|client| {
-            client.execute(NOTE_ACTIVITY, &[&self.host, &kind.as_str(), &id, &at_ms])?;
+            client.execute(
+                NOTE_ACTIVITY,
+                &[&self.host, &kind.as_str(), &encode(id), &at_ms],
+            )?;
             Ok::<_, Failure<StoreError>>(())
         })
     }
@@ -180,7 +185,7 @@ impl JanitorStore for PgJanitorStore {
                     .query_opt(
                         "SELECT at_ms FROM janitor_activity
                          WHERE host = $1 AND kind = $2 AND id = $3",
-                        &[&self.host, &kind.as_str(), &id],
+                        &[&self.host, &kind.as_str(), &encode(id)],
                     )?
                     .map(|r| r.get(0)),
             )

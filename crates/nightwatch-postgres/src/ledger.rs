@@ -2,6 +2,7 @@
 //! append-only by trigger; its head, and the lock its appends take, in `ledger_heads`.
 
 use crate::db::{Db, Failure, Schema, big};
+use crate::text::{decode, encode, encode_opt};
 use nightwatch_ledger::{
     ChainLink, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, StoredFields, StoredRecord,
     event,
@@ -316,34 +317,35 @@ fn insert(
     f: &StoredFields<'_>,
     hash: &str,
 ) -> Result<u64, postgres::Error> {
+    let o = encode_opt;
     tx.execute(
         INSERT,
         &[
             &host,
             &big(f.seq),
-            &f.id,
-            &f.event,
+            &encode(f.id),
+            &encode(f.event),
             &f.timestamp_ms,
-            &f.session_id,
-            &f.actor_kind,
-            &f.actor_id,
-            &f.tool,
-            &text(f.inputs),
-            &f.outputs.map(text),
-            &f.triggered_by,
-            &f.alert_id,
-            &f.host,
-            &f.task,
+            &o(f.session_id),
+            &encode(f.actor_kind),
+            &encode(f.actor_id),
+            &encode(f.tool),
+            &encode(text(f.inputs)),
+            &o(f.outputs.map(text)),
+            &o(f.triggered_by),
+            &o(f.alert_id),
+            &o(f.host),
+            &o(f.task),
             &f.duration_ms,
-            &f.verdict,
-            &f.rule,
-            &text(f.reasons),
-            &f.call_id,
-            &text(f.redacted),
-            &f.cwd,
-            &f.safeguards.map(text),
-            &f.prev_hash,
-            &hash,
+            &o(f.verdict),
+            &o(f.rule),
+            &encode(text(f.reasons)),
+            &o(f.call_id),
+            &encode(text(f.redacted)),
+            &o(f.cwd),
+            &o(f.safeguards.map(text)),
+            &encode(f.prev_hash),
+            &encode(hash),
         ],
     )
 }
@@ -353,34 +355,39 @@ fn with_fields<T>(
     row: &Row,
     visit: impl FnOnce(&StoredFields<'_>, &str) -> Result<T, Failure<StoreError>>,
 ) -> Result<T, Failure<StoreError>> {
-    let s = |i: usize| row.try_get::<_, &str>(i);
-    let o = |i: usize| row.try_get::<_, Option<&str>>(i);
+    let s = |i: usize| row.try_get::<_, &str>(i).map(decode);
+    let o = |i: usize| row.try_get::<_, Option<&str>>(i).map(|v| v.map(decode));
+    let (id, event, actor_kind, actor_id, tool) = (s(1)?, s(2)?, s(5)?, s(6)?, s(7)?);
+    let (session_id, triggered_by, alert_id, host) = (o(4)?, o(10)?, o(11)?, o(12)?);
+    let (task, verdict, rule, call_id, cwd) = (o(13)?, o(15)?, o(16)?, o(18)?, o(20)?);
+    let (inputs, outputs, reasons, redacted) = (s(8)?, o(9)?, s(17)?, s(19)?);
+    let (safeguards, prev_hash, hash) = (o(21)?, s(22)?, s(23)?);
     let fields = StoredFields {
         seq: seq_of(row.try_get(0)?),
-        id: s(1)?,
-        event: s(2)?,
+        id: &id,
+        event: &event,
         timestamp_ms: row.try_get(3)?,
-        session_id: o(4)?,
-        actor_kind: s(5)?,
-        actor_id: s(6)?,
-        tool: s(7)?,
-        inputs: s(8)?.as_bytes(),
-        outputs: o(9)?.map(str::as_bytes),
-        triggered_by: o(10)?,
-        alert_id: o(11)?,
-        host: o(12)?,
-        task: o(13)?,
+        session_id: session_id.as_deref(),
+        actor_kind: &actor_kind,
+        actor_id: &actor_id,
+        tool: &tool,
+        inputs: inputs.as_bytes(),
+        outputs: outputs.as_deref().map(str::as_bytes),
+        triggered_by: triggered_by.as_deref(),
+        alert_id: alert_id.as_deref(),
+        host: host.as_deref(),
+        task: task.as_deref(),
         duration_ms: row.try_get(14)?,
-        verdict: o(15)?,
-        rule: o(16)?,
-        reasons: s(17)?.as_bytes(),
-        call_id: o(18)?,
-        redacted: s(19)?.as_bytes(),
-        cwd: o(20)?,
-        safeguards: o(21)?.map(str::as_bytes),
-        prev_hash: s(22)?,
+        verdict: verdict.as_deref(),
+        rule: rule.as_deref(),
+        reasons: reasons.as_bytes(),
+        call_id: call_id.as_deref(),
+        redacted: redacted.as_bytes(),
+        cwd: cwd.as_deref(),
+        safeguards: safeguards.as_deref().map(str::as_bytes),
+        prev_hash: &prev_hash,
     };
-    visit(&fields, s(23)?)
+    visit(&fields, &hash)
 }
 
 pub(crate) fn record_from_row(row: &Row) -> Result<Record, Failure<StoreError>> {
@@ -400,7 +407,10 @@ pub(crate) type Param = Box<dyn ToSql + Sync>;
 /// `filter`'s conditions (its limit aside) as ` AND ...` clauses on `ledger_records`, their
 /// placeholders numbered from `$first`, and the values to bind to them, in order.
 pub(crate) fn filter_sql(filter: &Filter, first: usize) -> (String, Vec<Param>) {
-    let text = |v: &Option<String>| v.clone().map(|v| Box::new(v) as Param);
+    let text = |v: &Option<String>| {
+        v.as_deref()
+            .map(|v| Box::new(encode(v).into_owned()) as Param)
+    };
     let wanted: Vec<(&str, Vec<Param>)> = [
         (
             "seq > ?",
@@ -424,7 +434,8 @@ pub(crate) fn filter_sql(filter: &Filter, first: usize) -> (String, Vec<Param>) 
             filter
                 .actor
                 .as_ref()
-                .map(|v| vec![Box::new(v.clone()) as Param, Box::new(v.clone())]),
+                .map(|v| encode(v).into_owned())
+                .map(|v| vec![Box::new(v.clone()) as Param, Box::new(v)]),
         ),
         ("verdict = ?", text(&filter.verdict).map(|v| vec![v])),
         ("tool = ?", text(&filter.tool).map(|v| vec![v])),
@@ -453,7 +464,7 @@ impl LedgerReader for PgLedger {
         let digits = id_or_seq.strip_prefix('r').unwrap_or(id_or_seq);
         let found = match digits.parse::<i64>() {
             Ok(seq) => self.select("AND seq = $2", &[&seq], "")?,
-            Err(_) => self.select("AND id = $2", &[&id_or_seq], "")?,
+            Err(_) => self.select("AND id = $2", &[&encode(id_or_seq)], "")?,
         };
         Ok(found.into_iter().next())
     }
@@ -480,7 +491,7 @@ impl LedgerReader for PgLedger {
     fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
         let found = self.select(
             "AND call_id = $2 AND event = $3",
-            &[&call_id, &event::DECISION],
+            &[&encode(call_id), &event::DECISION],
             "ORDER BY seq DESC LIMIT 1",
         )?;
         Ok(found.into_iter().next())

@@ -62,6 +62,7 @@ mod janitor;
 mod leases;
 mod ledger;
 mod tasks;
+mod text;
 
 pub use db::PgOptions;
 pub use fleet::PgFleet;

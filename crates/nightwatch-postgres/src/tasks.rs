@@ -5,6 +5,7 @@
 //! oldest ready row with `FOR UPDATE SKIP LOCKED`, so workers on any host claim different
 //! tasks without waiting for each other; heartbeats and completions are fenced by attempt.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use nightwatch_store::{
@@ -18,6 +19,7 @@ use postgres::types::{ToSql, Type};
 use postgres::{Row, Transaction};
 
 use crate::db::{Db, Failure, Schema, count_u32};
+use crate::text::{decode, decoded, encode, encode_opt};
 
 type Fail = Failure<TaskError>;
 
@@ -213,7 +215,7 @@ impl PgTaskQueue {
                 "SELECT id FROM tasks WHERE identity = $1 AND host = $2 AND arrival = $3
                    AND (status IN ('pending', 'running') OR finished_ms IS NOT NULL)",
                 &[
-                    (&offer.identity, Type::TEXT),
+                    (&encode(offer.identity), Type::TEXT),
                     (&self.host, Type::TEXT),
                     (&arrival, Type::INT8),
                 ],
@@ -238,7 +240,10 @@ impl PgTaskQueue {
                         // hour's count each reads includes the others' new tasks.
                         tx.execute_typed(
                             "SELECT pg_advisory_xact_lock($1, hashtext($2))",
-                            &[(&ROUTE_LOCK, Type::INT4), (&offer.route, Type::TEXT)],
+                            &[
+                                (&ROUTE_LOCK, Type::INT4),
+                                (&encode(offer.route), Type::TEXT),
+                            ],
                         )?;
                         // A statement of its own after the lock, so it sees what the host that
                         // held the lock before committed.
@@ -247,7 +252,7 @@ impl PgTaskQueue {
                                 "SELECT count(*) FROM (SELECT 1 FROM tasks
                                  WHERE route = $1 AND created_ms >= $2 LIMIT $3) AS recent",
                                 &[
-                                    (&offer.route, Type::TEXT),
+                                    (&encode(offer.route), Type::TEXT),
                                     (&(now - machine::HOUR_MS), Type::INT8),
                                     (&i64::from(limit), Type::INT8),
                                 ],
@@ -283,13 +288,14 @@ impl PgTaskQueue {
         identities: &[&str],
     ) -> Result<HashMap<String, Looked>, Fail> {
         let mut looked: HashMap<String, Looked> = HashMap::new();
+        let identities: Vec<Cow<'_, str>> = identities.iter().map(|i| encode(i)).collect();
         for row in tx.query_typed(
             "SELECT id, identity, last_arrival, last_arrival_host FROM tasks
              WHERE identity = ANY($1) AND status IN ('pending', 'running')
              ORDER BY id FOR UPDATE",
             &[(&identities, Type::TEXT_ARRAY)],
         )? {
-            looked.entry(row.get(1)).or_default().live = Some(Live {
+            looked.entry(decoded(row.get(1))).or_default().live = Some(Live {
                 id: row.get(0),
                 counted: row.get(2),
                 counted_at: row.get(3),
@@ -303,7 +309,7 @@ impl PgTaskQueue {
             &[(&identities, Type::TEXT_ARRAY)],
         )? {
             let task_id: i64 = row.get(1);
-            looked.entry(row.get(0)).or_default().last_run = Some(LastRun {
+            looked.entry(decoded(row.get(0))).or_default().last_run = Some(LastRun {
                 task_id,
                 status: parse_status(task_id, row.get(2))?,
                 finished_at: row.get::<_, Option<i64>>(3).unwrap_or(0),
@@ -373,9 +379,9 @@ impl PgTaskQueue {
         } else {
             "alert offered".to_string()
         };
-        let identities: Vec<&str> = offers.iter().map(|o| o.identity).collect();
-        let alerts: Vec<&str> = offers.iter().map(|o| o.alert_json).collect();
-        let routes: Vec<&str> = offers.iter().map(|o| o.route).collect();
+        let identities: Vec<Cow<'_, str>> = offers.iter().map(|o| encode(o.identity)).collect();
+        let alerts: Vec<Cow<'_, str>> = offers.iter().map(|o| encode(o.alert_json)).collect();
+        let routes: Vec<Cow<'_, str>> = offers.iter().map(|o| encode(o.route)).collect();
         let arrivals: Vec<Option<i64>> = offers.iter().map(|o| o.arrival).collect();
         let rows = tx.query_typed(
             "WITH input AS (
@@ -405,11 +411,11 @@ impl PgTaskQueue {
                 (&now, Type::INT8),
                 (&life.status.as_str(), Type::TEXT),
                 (&life.ready_at, Type::INT8),
-                (&why, Type::TEXT),
+                (&encode(&why), Type::TEXT),
                 (&TASKS_CHANNEL, Type::TEXT),
             ],
         )?;
-        Ok(rows.iter().map(|r| (r.get(1), r.get(0))).collect())
+        Ok(rows.iter().map(|r| (decoded(r.get(1)), r.get(0))).collect())
     }
 
     /// The batch's plain offers waiting in `waiting` (indexes into `ops`), created together;
@@ -455,7 +461,7 @@ impl PgTaskQueue {
                     "SELECT {TASK_COLUMNS} FROM tasks
                      WHERE identity = $1 AND status IN ('pending', 'running') FOR UPDATE"
                 ),
-                &[(&identity, Type::TEXT)],
+                &[(&encode(identity), Type::TEXT)],
             )?
             .map(|r| read_task(&r))
             .transpose()?;
@@ -522,8 +528,8 @@ impl PgTaskQueue {
                 (&i64::from(n.attempt), Type::INT8),
                 (&n.ready_at, Type::INT8),
                 (&n.lease_until, Type::INT8),
-                (&n.worker, Type::TEXT),
-                (&n.last_error, Type::TEXT),
+                (&encode_opt(n.worker.as_deref()), Type::TEXT),
+                (&encode_opt(n.last_error.as_deref()), Type::TEXT),
                 (&n.finished_at, Type::INT8),
                 (&step.escalate, Type::BOOL),
                 (&i64::from(n.deferrals), Type::INT8),
@@ -532,7 +538,7 @@ impl PgTaskQueue {
                 (&now, Type::INT8),
                 (&from, Type::TEXT),
                 (&to, Type::TEXT),
-                (&why, Type::TEXT),
+                (&encode_opt(why.as_deref()), Type::TEXT),
                 (&TASKS_CHANNEL, Type::TEXT),
             ],
         )?;
@@ -557,7 +563,7 @@ impl PgTaskQueue {
                 (&now, Type::INT8),
                 (&from.map(Status::as_str), Type::TEXT),
                 (&to.as_str(), Type::TEXT),
-                (&why, Type::TEXT),
+                (&encode(why), Type::TEXT),
             ],
         )?;
         Ok(())
@@ -663,7 +669,8 @@ impl TaskQueue for PgTaskQueue {
         now: i64,
         lease_ms: i64,
     ) -> Result<Option<Claim>, TaskError> {
-        let routes: Option<Vec<&str>> = routes.map(|r| r.iter().map(String::as_str).collect());
+        let routes: Option<Vec<Cow<'_, str>>> =
+            routes.map(|r| r.iter().map(|r| encode(r)).collect());
         self.db.write(|tx| {
             loop {
                 // The pending task ready longest and the running one whose lease ran out
@@ -749,10 +756,10 @@ impl TaskQueue for PgTaskQueue {
                 .iter()
                 .map(|r| Escalation {
                     task_id: r.get(0),
-                    identity: r.get(1),
-                    route: r.get(2),
+                    identity: decoded(r.get(1)),
+                    route: decoded(r.get(2)),
                     attempts: count_u32(r.get(3)),
-                    last_error: r.get(4),
+                    last_error: r.get::<_, Option<String>>(4).map(decoded),
                 })
                 .collect();
             for e in &taken {
@@ -788,7 +795,9 @@ impl TaskQueue for PgTaskQueue {
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
         let status = filter.status.map(Status::as_str);
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
-        if let Some(identity) = &filter.identity {
+        let identity = filter.identity.as_deref().map(encode);
+        let prefix = filter.worker_prefix.as_deref().map(encode);
+        if let Some(identity) = &identity {
             params.push(identity);
             // A task is live or finished; each half searches its own partial index.
             clauses.push(format!(
@@ -804,7 +813,7 @@ impl TaskQueue for PgTaskQueue {
             params.push(after);
             clauses.push(format!("id > ${}", params.len()));
         }
-        if let Some(prefix) = &filter.worker_prefix {
+        if let Some(prefix) = &prefix {
             params.push(prefix);
             let n = params.len();
             clauses.push(format!("left(worker, char_length(${n})) = ${n}"));
@@ -900,7 +909,7 @@ impl TaskQueue for PgTaskQueue {
                             .map(|f| parse_status(task_id, f))
                             .transpose()?,
                         to: parse_status(task_id, r.get(4))?,
-                        why: r.get(5),
+                        why: decoded(r.get(5)),
                     })
                 })
                 .collect()
@@ -923,7 +932,7 @@ impl TaskQueue for PgTaskQueue {
             let changed = tx.execute(
                 "UPDATE tasks SET runbook = $3
                  WHERE id = $1 AND attempt = $2 AND status = 'running'",
-                &[&task_id, &i64::from(attempt), &noted],
+                &[&task_id, &i64::from(attempt), &encode(&noted)],
             )?;
             if changed == 1 {
                 return Ok(());
@@ -949,12 +958,12 @@ impl TaskQueue for PgTaskQueue {
                 rows.iter()
                     .filter_map(|r| {
                         // A note this version cannot read names no process it could safely stop.
-                        let process = serde_json::from_str(r.get(4)).ok()?;
+                        let process = serde_json::from_str(&decode(r.get(4))).ok()?;
                         Some(NotedRunbook {
                             task_id: r.get(0),
                             attempt: count_u32(r.get(1)),
-                            route: r.get(2),
-                            identity: r.get(3),
+                            route: decoded(r.get(2)),
+                            identity: decoded(r.get(3)),
                             process,
                         })
                     })
@@ -1046,9 +1055,9 @@ fn read_task(r: &Row) -> Result<Task, Fail> {
     let id: i64 = r.try_get(0)?;
     Ok(Task {
         id,
-        identity: r.try_get(1)?,
-        alert_json: r.try_get(2)?,
-        route: r.try_get(3)?,
+        identity: decoded(r.try_get(1)?),
+        alert_json: decoded(r.try_get(2)?),
+        route: decoded(r.try_get(3)?),
         created_at: r.try_get(4)?,
         repeats: count_u32(r.try_get(5)?),
         last_seen: r.try_get(6)?,
@@ -1057,8 +1066,8 @@ fn read_task(r: &Row) -> Result<Task, Fail> {
             attempt: count_u32(r.try_get(8)?),
             ready_at: r.try_get(9)?,
             lease_until: r.try_get(10)?,
-            worker: r.try_get(11)?,
-            last_error: r.try_get(12)?,
+            worker: r.try_get::<_, Option<String>>(11)?.map(decoded),
+            last_error: r.try_get::<_, Option<String>>(12)?.map(decoded),
             finished_at: r.try_get(13)?,
             deferrals: count_u32(r.try_get(14)?),
         },

@@ -44,3 +44,7 @@ pub fn result(n: i64, session: &str, stdout: &str) -> Entry {
         ..Entry::new(event::RESULT, T0 + n * 1000 + 500, agent(), "exec")
     }
 }
+
+/// Text hostile input can carry: a NUL (which PostgreSQL's `text` refuses), the escape a store
+/// may write for it (U+FFFF) alone and as it would appear escaped, and another control.
+pub const HOSTILE: &str = "a\0b\u{FFFF}0c\u{FFFF}\u{FFFF}d\u{1}\u{FFFF}";

@@ -48,6 +48,31 @@ pub fn state_survives_a_restart(backend: &dyn Backend) {
     assert_eq!(loaded.first_seen(Kind::Branch, "/src/app#fix"), Some(1_000));
 }
 
+/// Hostile text in an item's id and a failure's error is kept exactly across a restart.
+pub fn hostile_text_in_ids_and_errors_survives_a_restart(backend: &dyn Backend) {
+    let place = backend.place();
+    let rules = FailureRules::default();
+    let id = format!("c{}", crate::fixtures::HOSTILE);
+    let mut state = JanitorState::new();
+    state.note_first_seen(Kind::Container, &id, 1_000);
+    state.note_activity(Kind::Container, &id, 5_000);
+    state.record_failure(
+        Kind::Container,
+        &id,
+        10_000,
+        &rules,
+        crate::fixtures::HOSTILE,
+    );
+    place.janitor().save(&mut state).unwrap();
+    let loaded = place.janitor().load().unwrap();
+    assert_eq!(loaded, state);
+    assert_eq!(loaded.first_seen(Kind::Container, &id), Some(1_000));
+    let store = place.janitor();
+    store.note_activity(Kind::Container, &id, 7_000).unwrap();
+    assert_eq!(store.activity(Kind::Container, &id).unwrap(), Some(7_000));
+    assert_eq!(store.activity(Kind::Container, "c").unwrap(), None);
+}
+
 pub fn a_watcher_and_a_sweep_do_not_overwrite_each_other(backend: &dyn Backend) {
     let place = backend.place();
     let sweep_store = place.janitor();

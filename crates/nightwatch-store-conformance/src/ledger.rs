@@ -3,7 +3,7 @@
 //! however many handles append at once.
 
 use crate::Backend;
-use crate::fixtures::{T0, agent, decision, result};
+use crate::fixtures::{HOSTILE, T0, agent, decision, result};
 use nightwatch_ledger::{Entry, Filter, GENESIS_HASH, Outputs, Record, RecordActor, event};
 use nightwatch_store::memory::MemoryLedger;
 use nightwatch_store::{Ledger, LedgerReader, StoreError, verify};
@@ -379,6 +379,79 @@ pub fn scan_visits_every_record_in_order_and_a_visitor_can_stop_it(backend: &dyn
     });
     assert!(matches!(stopped, Err(StoreError::Visit(_))), "{stopped:?}");
     assert_eq!(visits, 1);
+}
+
+/// Hostile text in every field that takes text (a NUL, the escape a store may use for it) is
+/// kept exactly, hashed as the memory ledger hashes it, found by it, and verifies.
+pub fn hostile_text_is_kept_exactly_found_by_it_and_verifies(backend: &dyn Backend) {
+    let place = backend.place();
+    let ledger = place.ledger(CAP);
+    let memory = MemoryLedger::with_output_cap(CAP);
+    let session = format!("s{HOSTILE}");
+    let mut asked = decision(1, &session, &format!("echo '{HOSTILE}'"), HOSTILE);
+    asked.tool = HOSTILE.into();
+    asked.actor.id = HOSTILE.into();
+    asked.rule = Some(HOSTILE.into());
+    asked.reasons = vec![HOSTILE.into()];
+    asked.call_id = Some(HOSTILE.into());
+    asked.cwd = Some(format!("/srv/{HOSTILE}"));
+    asked.context.alert_id = Some(HOSTILE.into());
+    asked.context.host = Some(HOSTILE.into());
+    asked.context.task = Some(HOSTILE.into());
+    asked.safeguards = Some(json!({ "note": HOSTILE }));
+    let mut ran = result(1, &session, HOSTILE);
+    ran.call_id = Some(HOSTILE.into());
+    if let Some(o) = ran.outputs.as_mut() {
+        o.stderr = HOSTILE.into();
+    }
+    let stored: Vec<Record> = [asked.clone(), ran.clone()]
+        .into_iter()
+        .map(|e| ledger.append(e).unwrap())
+        .collect();
+    let expected: Vec<Record> = [asked, ran]
+        .into_iter()
+        .map(|e| memory.append(e).unwrap())
+        .collect();
+    assert_eq!(stored, expected);
+    assert_eq!(
+        ledger.get(&stored[0].id).unwrap().as_ref(),
+        Some(&stored[0])
+    );
+    assert_eq!(
+        seqs(
+            &*ledger,
+            Filter {
+                session: Some(session),
+                ..Filter::default()
+            }
+        ),
+        [1, 2]
+    );
+    for filter in [
+        Filter {
+            tool: Some(HOSTILE.into()),
+            ..Filter::default()
+        },
+        Filter {
+            verdict: Some(HOSTILE.into()),
+            ..Filter::default()
+        },
+        Filter {
+            alert: Some(HOSTILE.into()),
+            ..Filter::default()
+        },
+        Filter {
+            actor: Some(HOSTILE.into()),
+            ..Filter::default()
+        },
+    ] {
+        assert_eq!(seqs(&*ledger, filter), [1]);
+    }
+    assert_eq!(
+        ledger.decision_for_call(HOSTILE).unwrap().map(|r| r.seq),
+        Some(1)
+    );
+    assert!(verify(&*ledger).unwrap().is_intact());
 }
 
 pub fn an_empty_ledger_verifies(backend: &dyn Backend) {

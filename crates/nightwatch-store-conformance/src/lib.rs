@@ -68,6 +68,7 @@ macro_rules! conformance_tests {
                 filters_select_by_time_session_actor_verdict_tool_alert_event,
                 scan_visits_every_record_in_order_and_a_visitor_can_stop_it,
                 an_empty_ledger_verifies,
+                hostile_text_is_kept_exactly_found_by_it_and_verifies,
                 a_thousand_appends_verify_clean_up_to_the_head_checkpoint,
                 unguarded_results_are_reported_by_verify,
                 safeguards_are_stored_chained_and_redacted,
@@ -94,6 +95,7 @@ macro_rules! conformance_tests {
                 a_batch_of_ops_sees_its_own_earlier_ops_and_the_hourly_limit_counts_them,
                 offering_the_same_arrival_again_answers_as_the_first_time_and_changes_nothing,
                 an_identitys_tasks_are_found_live_or_finished,
+                hostile_text_in_identities_and_errors_is_kept_exactly,
                 the_kept_counts_equal_a_count_of_the_tasks_after_any_run,
                 a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit,
                 tasks_page_by_cursor_and_filter,
@@ -111,6 +113,7 @@ macro_rules! conformance_tests {
             }
             janitor {
                 state_survives_a_restart,
+                hostile_text_in_ids_and_errors_survives_a_restart,
                 a_watcher_and_a_sweep_do_not_overwrite_each_other,
                 removed_and_released_items_are_forgotten,
             }

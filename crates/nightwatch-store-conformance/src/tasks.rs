@@ -610,6 +610,82 @@ pub fn an_identitys_tasks_are_found_live_or_finished(backend: &dyn Backend) {
     assert_eq!(of(Some(Status::Running)), Vec::<i64>::new());
 }
 
+/// Hostile text in an identity, a route, an alert and a runbook's error (a NUL, the escape a
+/// store may use for it) is kept exactly and found by it; identities that differ only there
+/// stay apart.
+pub fn hostile_text_in_identities_and_errors_is_kept_exactly(backend: &dyn Backend) {
+    let place = backend.place();
+    let store = place.queue(policy());
+    let identity = format!("vm/{}", crate::fixtures::HOSTILE);
+    let alert = serde_json::json!({ "title": crate::fixtures::HOSTILE }).to_string();
+    let first = created(
+        store
+            .offer(&identity, &alert, crate::fixtures::HOSTILE, 0)
+            .unwrap(),
+    );
+    let near = created(store.offer("vm/a\u{FFFF}0b", "{}", "r", 0).unwrap());
+    let nul = created(store.offer("vm/a\0b", "{}", "r", 0).unwrap());
+    assert_eq!(
+        HashSet::from([first, near, nul]).len(),
+        3,
+        "identities that differ only in a NUL or the escape are different tasks"
+    );
+    match store.offer(&identity, "{}", "r", 1).unwrap() {
+        Offered::Attached(id) => assert_eq!(id, first),
+        other => panic!("a repeat attaches to its task: {other:?}"),
+    }
+    let task = store.task(first).unwrap().unwrap();
+    assert_eq!(
+        (
+            task.identity.as_str(),
+            task.alert_json.as_str(),
+            task.route.as_str()
+        ),
+        (identity.as_str(), alert.as_str(), crate::fixtures::HOSTILE)
+    );
+    let worker = format!("w{}", crate::fixtures::HOSTILE);
+    let claim = store
+        .claim_for(
+            &worker,
+            Some(&[crate::fixtures::HOSTILE.to_string()]),
+            2,
+            MIN,
+        )
+        .unwrap()
+        .unwrap();
+    assert_eq!(claim.task_id, first);
+    store
+        .complete(first, claim.attempt, &failed(crate::fixtures::HOSTILE), 3)
+        .unwrap();
+    let task = store.task(first).unwrap().unwrap();
+    assert_eq!(task.lifecycle.worker.as_deref(), Some(worker.as_str()));
+    assert_eq!(
+        task.lifecycle.last_error.as_deref(),
+        Some(crate::fixtures::HOSTILE)
+    );
+    let found: Vec<i64> = store
+        .tasks(&TaskFilter {
+            identity: Some(identity.clone()),
+            ..TaskFilter::default()
+        })
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(found, [first]);
+    assert!(
+        store
+            .events(first)
+            .unwrap()
+            .iter()
+            .all(|e| !e.why.is_empty())
+    );
+    assert_eq!(
+        store.resolve("vm/a\0b", 4).unwrap(),
+        Resolved::CancelledBeforeStart(nul)
+    );
+}
+
 /// The gauges' counts are kept as tasks change (not counted at each scrape): after a long
 /// mixed run of offers, claims, results, resolves and escalations they equal a count of the
 /// tasks themselves.
