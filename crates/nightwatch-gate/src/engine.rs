@@ -67,6 +67,14 @@ impl Clock for Simulated<'_> {
     }
 }
 
+/// Whether the job an engine acts for still holds its place (a singleton job's lease): once
+/// it does not, every action it proposes is denied with the reason, and recorded so. Another
+/// host may have taken the job over, and two hosts must never act for it at once.
+pub trait Fence: Send + Sync {
+    /// `Ok` while the place is held at `now_ms`; otherwise why not.
+    fn holds(&self, now_ms: i64) -> Result<(), String>;
+}
+
 /// Tells people about a record that names notifiers (its `safeguards.notify`), without holding
 /// up the caller; the delivery records every attempt itself.
 pub trait Escalator: Send + Sync {
@@ -228,6 +236,7 @@ pub struct Engine<'a> {
     clock: &'a dyn Clock,
     escalator: &'a dyn Escalator,
     host: Option<String>,
+    fence: Option<&'a dyn Fence>,
 }
 
 impl<'a> Engine<'a> {
@@ -244,6 +253,7 @@ impl<'a> Engine<'a> {
             clock,
             escalator,
             host,
+            fence: None,
         }
     }
 
@@ -268,6 +278,7 @@ impl<'a> Engine<'a> {
             clock,
             escalator: self.escalator,
             host: self.host.clone(),
+            fence: self.fence,
         }
     }
 
@@ -282,13 +293,24 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// This engine acting for a job that must hold `fence` (see [`Fence`]).
+    pub fn with_fence<'b>(&self, fence: &'b dyn Fence) -> Engine<'b>
+    where
+        'a: 'b,
+    {
+        Engine {
+            fence: Some(fence),
+            ..self.with_clock(self.clock)
+        }
+    }
+
     /// Decides the proposal under `policy` and records the decision; a halt or ask is handed
     /// to the escalator. An error means nothing was recorded: the caller must refuse.
     pub fn propose(&self, policy: &Policy, proposal: Proposal) -> Result<Ruling, LedgerError> {
         let mut proposal = proposal;
         let judged_ms = self.clock.now_ms();
         self.complete(&mut proposal.action, policy, judged_ms)?;
-        let ruling = Gate::new(policy, self.ledger, self.guards).propose(
+        let ruling = Gate::new(policy, self.ledger, self.guards, self.fence).propose(
             proposal,
             judged_ms,
             self.clock.written_ms(),

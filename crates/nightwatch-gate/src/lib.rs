@@ -32,7 +32,8 @@ mod written;
 
 pub use approvals::{LONGEST_APPROVAL_MS, usable_approval};
 pub use engine::{
-    Clock, Dispatch, Engine, Escalator, Event, NoEscalator, Simulated, dispatcher, local_time,
+    Clock, Dispatch, Engine, Escalator, Event, Fence, NoEscalator, Simulated, dispatcher,
+    local_time,
 };
 pub use facts::{LiveFacts, Named, Places};
 pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};
@@ -88,6 +89,7 @@ pub(crate) struct Gate<'a> {
     policy: &'a Policy,
     ledger: &'a dyn Ledger,
     guards: &'a dyn Guards,
+    fence: Option<&'a dyn Fence>,
 }
 
 impl<'a> Gate<'a> {
@@ -95,11 +97,13 @@ impl<'a> Gate<'a> {
         policy: &'a Policy,
         ledger: &'a dyn Ledger,
         guards: &'a dyn Guards,
+        fence: Option<&'a dyn Fence>,
     ) -> Gate<'a> {
         Gate {
             policy,
             ledger,
             guards,
+            fence,
         }
     }
 
@@ -156,6 +160,18 @@ impl<'a> Gate<'a> {
                 judged_ms,
                 zone,
             );
+        }
+
+        // A job that lost its place (a singleton's lease) acts no more: it is asked last, just
+        // before what would run, so a place lost during the checks still stops it.
+        if decision.verdict < Verdict::Deny
+            && let Some(fence) = self.fence
+            && let Err(why) = fence.holds(judged_ms)
+        {
+            decision.verdict = Verdict::Deny;
+            decision.reason = format!("fence: {why}");
+            decision.instead = None;
+            reasons.push(decision.reason.clone());
         }
 
         // Backups follow what may still run: an allowed call, and an asked one, which the

@@ -139,3 +139,50 @@ fn backups_take_the_paths_as_the_line_names_them() {
     let reasons = ruling.record.reasons.join("\n");
     assert!(!reasons.contains("elsewhere"), "{reasons}");
 }
+
+/// A fence that holds until `until_ms`, then says why not.
+struct Until(i64);
+
+impl Fence for Until {
+    fn holds(&self, now_ms: i64) -> Result<(), String> {
+        if now_ms < self.0 {
+            Ok(())
+        } else {
+            Err(format!("the lease ran out at {}", self.0))
+        }
+    }
+}
+
+#[test]
+fn a_job_whose_fence_no_longer_holds_is_denied_and_the_record_says_why() {
+    let policy = Policy::from_yaml(POLICY, nightwatch_shell::analyse).expect("policy");
+    let ledger = ledger();
+    let guards = MadeUp::default();
+    let engine = Engine::new(&ledger, &guards, &CLOCK, &NoEscalator, None);
+    let held = Until(CLOCK.0 + 1);
+    let ruling = propose(&engine.with_fence(&held), &policy, "cat README.md", None);
+    assert_eq!(
+        ruling.decision.verdict,
+        Verdict::Allow,
+        "held: as policy says"
+    );
+
+    let lost = Until(CLOCK.0);
+    let ruling = propose(&engine.with_fence(&lost), &policy, "cat README.md", None);
+    assert_eq!(ruling.decision.verdict, Verdict::Deny);
+    assert_eq!(ruling.record.verdict.as_deref(), Some("deny"));
+    let reasons = ruling.record.reasons.join("\n");
+    assert!(
+        reasons.contains(&format!("fence: the lease ran out at {}", CLOCK.0)),
+        "{reasons}"
+    );
+    // A verdict that already stops the action keeps its own reason.
+    let denied = propose(
+        &engine.with_fence(&lost),
+        &policy,
+        "cat state/ledger.db",
+        Some("/srv/app"),
+    );
+    assert_eq!(denied.decision.verdict, Verdict::Deny);
+    assert!(!denied.decision.reason.starts_with("fence:"));
+}

@@ -282,7 +282,7 @@ fn housekeeping(daemon: &Daemon) {
                     daemon,
                     crate::singleton::JANITOR_SWEEP,
                     term,
-                    |_| scheduled_sweep(daemon),
+                    |fence| scheduled_sweep(daemon, Some(fence)),
                 );
                 // Standing down until another host's lease ends: try again as it does, so a
                 // host that died mid-sweep is taken over then, not a whole period later.
@@ -296,7 +296,7 @@ fn housekeeping(daemon: &Daemon) {
                     next_sweep = next_sweep.map(|at| at.min(retry));
                 }
             } else {
-                scheduled_sweep(daemon);
+                scheduled_sweep(daemon, None);
             }
         }
         // Up to a second, or until the sweep is due (schedules shorter than a second, in tests).
@@ -311,8 +311,14 @@ fn housekeeping(daemon: &Daemon) {
 
 /// One run of the janitor's sweep through the daemon's engine; a sweep that could not run at
 /// all is recorded, so a silent schedule is impossible.
-fn scheduled_sweep(daemon: &Daemon) {
+/// The janitor's sweep on its schedule; under `fence` when it runs as a singleton, so that it
+/// removes nothing once its lease is lost.
+fn scheduled_sweep(daemon: &Daemon, fence: Option<&dyn nightwatch_gate::Fence>) {
     let engine = daemon.engine();
+    let engine = match fence {
+        Some(fence) => engine.with_fence(fence),
+        None => engine,
+    };
     let outcome =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| daemon.edges.sweep(&engine)))
             .unwrap_or_else(|_| Err("the sweep panicked".to_owned()));

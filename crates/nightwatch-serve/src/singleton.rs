@@ -11,13 +11,18 @@
 //! all through the engine, so the ledger shows where and when it ran and that no two runs
 //! overlapped.
 //!
-//! A lease lost while the job runs (the store unreachable for a whole TTL, or this host's
-//! clock far off) cannot stop the job half-way: the `singleton-end` record says so.
+//! The job is fenced by its lease: it is handed a [`LeaseFence`] for its engine, and once the
+//! lease is lost (a renewal found it taken over, or it ran out unrenewed, with the store
+//! unreachable for a whole TTL) every action the job still proposes is denied, with the
+//! reason, so a job that runs on cannot act where another host may have started it. The
+//! `singleton-end` record says the lease was lost.
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 
-use nightwatch_gate::Event;
+use nightwatch_gate::{Event, Fence};
 use nightwatch_store::{Acquired, Lease};
 
 use crate::Daemon;
@@ -54,6 +59,60 @@ impl Term {
     }
 }
 
+/// How long before its lease runs out a job stops acting: another host, whose clock may run a
+/// little ahead, can take the lease over once it has.
+pub const FENCE_MARGIN: Duration = Duration::from_secs(2);
+
+/// The fence of a job running under a lease (see [`Fence`]): it holds until the lease, as last
+/// renewed, is within [`FENCE_MARGIN`] of running out, or a renewal found it lost.
+pub struct LeaseFence {
+    lease: Lease,
+    until_ms: AtomicI64,
+    lost: Mutex<Option<String>>,
+}
+
+impl LeaseFence {
+    fn new(lease: Lease) -> LeaseFence {
+        LeaseFence {
+            until_ms: AtomicI64::new(lease.until_ms),
+            lease,
+            lost: Mutex::new(None),
+        }
+    }
+
+    /// The lease as first taken: its name and fencing token.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    fn renewed(&self, lease: &Lease) {
+        self.until_ms.store(lease.until_ms, Ordering::SeqCst);
+    }
+
+    fn lose(&self, why: &str) {
+        *self.lost.lock().unwrap_or_else(|p| p.into_inner()) = Some(why.to_owned());
+    }
+}
+
+impl Fence for LeaseFence {
+    fn holds(&self, now_ms: i64) -> Result<(), String> {
+        let (name, token) = (&self.lease.name, self.lease.token);
+        if let Some(why) = &*self.lost.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Err(format!(
+                "the lease on {name} (token {token}) was lost: {why}"
+            ));
+        }
+        let until = self.until_ms.load(Ordering::SeqCst);
+        if now_ms >= until.saturating_sub(ms(FENCE_MARGIN)) {
+            return Err(format!(
+                "the lease on {name} (token {token}) runs out at {} and was not renewed in time: another host may take the job over",
+                instant(until)
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// How a call of [`run_once`] went.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Outcome<T> {
@@ -73,13 +132,13 @@ pub fn holder(daemon: &Daemon) -> String {
 }
 
 /// Runs `job` here if this daemon gets its lease, holding it as `term` says; otherwise
-/// records that it stood down and why. `f` is given the lease it runs under (its token fences
-/// whatever it writes elsewhere).
+/// records that it stood down and why. `f` is given the fence of the lease it runs under, for
+/// the engine it acts through (its token fences whatever it writes elsewhere).
 pub fn run_once<T>(
     daemon: &Daemon,
     job: &str,
     term: Term,
-    f: impl FnOnce(&Lease) -> T,
+    f: impl FnOnce(&LeaseFence) -> T,
 ) -> Outcome<T> {
     let me = holder(daemon);
     let engine = daemon.engine();
@@ -131,11 +190,14 @@ pub fn run_once<T>(
         );
     }
 
+    let fence = LeaseFence::new(lease.clone());
     let (value, held) = std::thread::scope(|scope| {
         let (stop, stopped) = mpsc::channel::<()>();
         let renewing = lease.clone();
-        let beat = scope.spawn(move || renew_while_running(daemon, renewing, term.ttl, &stopped));
-        let value = f(&lease);
+        let fenced = &fence;
+        let beat =
+            scope.spawn(move || renew_while_running(daemon, renewing, term.ttl, fenced, &stopped));
+        let value = f(&fence);
         drop(stop);
         let held = beat
             .join()
@@ -167,6 +229,7 @@ fn renew_while_running(
     daemon: &Daemon,
     mut lease: Lease,
     ttl: Duration,
+    fence: &LeaseFence,
     stop: &mpsc::Receiver<()>,
 ) -> Result<Lease, String> {
     loop {
@@ -175,12 +238,17 @@ fn renew_while_running(
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return Ok(lease),
         }
         match daemon.leases.renew(&lease, ms(ttl), daemon.now_ms()) {
-            Ok(Some(renewed)) => lease = renewed,
+            Ok(Some(renewed)) => {
+                fence.renewed(&renewed);
+                lease = renewed;
+            }
             Ok(None) => {
-                return Err(format!(
+                let why = format!(
                     "token {} expired or was taken over before it was renewed",
                     lease.token
-                ));
+                );
+                fence.lose(&why);
+                return Err(why);
             }
             // Tried again at the next beat; the lease lasts a whole TTL.
             Err(e) => tracing::warn!("{}: the lease could not be renewed: {e}", lease.name),
@@ -239,4 +307,43 @@ fn ms(d: Duration) -> i64 {
 /// A time as people read it in a reason (RFC 3339, UTC).
 fn instant(ms: i64) -> String {
     nightwatch_time::rfc3339(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lease(until_ms: i64) -> Lease {
+        Lease {
+            name: "janitor-sweep".into(),
+            holder: "db-1".into(),
+            token: 7,
+            until_ms,
+        }
+    }
+
+    #[test]
+    fn the_fence_holds_until_the_margin_before_the_lease_runs_out_and_moves_with_renewals() {
+        let margin = ms(FENCE_MARGIN);
+        let fence = LeaseFence::new(lease(100_000));
+        assert_eq!(fence.holds(100_000 - margin - 1), Ok(()));
+        let why = fence.holds(100_000 - margin).unwrap_err();
+        assert!(why.contains("janitor-sweep (token 7)"), "{why}");
+        assert!(why.contains("not renewed in time"), "{why}");
+        fence.renewed(&lease(200_000));
+        assert_eq!(fence.holds(150_000), Ok(()));
+    }
+
+    #[test]
+    fn a_lease_found_lost_fences_the_job_at_once_with_the_reason() {
+        let fence = LeaseFence::new(lease(100_000));
+        fence.lose("token 7 expired or was taken over before it was renewed");
+        let why = fence.holds(0).unwrap_err();
+        assert!(
+            why.contains("was lost: token 7 expired or was taken over"),
+            "{why}"
+        );
+        fence.renewed(&lease(200_000));
+        assert!(fence.holds(0).is_err(), "a lost lease stays lost");
+    }
 }
