@@ -538,7 +538,7 @@ impl PgTaskQueue {
                 (&now, Type::INT8),
                 (&from, Type::TEXT),
                 (&to, Type::TEXT),
-                (&encode_opt(why.as_deref()), Type::TEXT),
+                (&encode_opt(why), Type::TEXT),
                 (&TASKS_CHANNEL, Type::TEXT),
             ],
         )?;
