@@ -18,11 +18,18 @@ fn env<'a>(home: &'a Path, url: &'a str, host: &'a str) -> Vec<(&'a str, &'a OsS
     ]
 }
 
-/// One Claude Code PreToolUse call, distinct by `n`; its answer must be a decision.
+/// One Claude Code PreToolUse call, distinct by `n`; its answer must be a decision. Every
+/// seventh carries a NUL (and the escape PostgreSQL's copy writes for it) in its session id and
+/// directory, as hostile input can: it must be shipped and verified like any other.
 fn hook_call(vars: &[(&str, &OsStr)], n: usize) {
+    let (session, cwd) = if n % 7 == 3 {
+        ("sess\u{0}fleet\u{FFFF}0", "/srv/app\u{0}")
+    } else {
+        ("sess_fleet", "/srv/app")
+    };
     let call = serde_json::json!({
-        "session_id": "sess_fleet",
-        "cwd": "/srv/app",
+        "session_id": session,
+        "cwd": cwd,
         "hook_event_name": "PreToolUse",
         "tool_name": "Bash",
         "tool_input": { "command": format!("ls /srv/app/releases/{n}") },
