@@ -138,6 +138,10 @@ enum Next {
 /// Advisory lock classes (the first key of the two-key form).
 const ROUTE_LOCK: i32 = 0x6e77_0001;
 const FOLD_LOCK: i32 = 0x6e77_0002;
+/// Held from a transaction's first new task until it commits, so tasks commit in id order
+/// across hosts: a reader following new tasks by id (`after`) never passes an id whose task
+/// commits later.
+const TASK_ID_LOCK: i32 = 0x6e77_0003;
 
 /// Delta rows in `task_counts` above which `counts` folds them.
 const FOLD_AFTER: i64 = 1_000;
@@ -383,6 +387,10 @@ impl PgTaskQueue {
         let alerts: Vec<Cow<'_, str>> = offers.iter().map(|o| encode(o.alert_json)).collect();
         let routes: Vec<Cow<'_, str>> = offers.iter().map(|o| encode(o.route)).collect();
         let arrivals: Vec<Option<i64>> = offers.iter().map(|o| o.arrival).collect();
+        tx.execute_typed(
+            "SELECT pg_advisory_xact_lock($1, 0)",
+            &[(&TASK_ID_LOCK, Type::INT4)],
+        )?;
         let rows = tx.query_typed(
             "WITH input AS (
                  SELECT * FROM unnest($2::text[], $3::text[], $4::text[], $5::bigint[])

@@ -863,6 +863,79 @@ pub fn tasks_page_by_cursor_and_filter(backend: &dyn Backend) {
     assert_eq!(by("db-").len(), 2);
 }
 
+/// A reader following new tasks by id (`after` the last it saw) while several handles create
+/// tasks at once (hosts, in a fleet) never passes a task that commits later: every task is read
+/// exactly once.
+pub fn a_reader_following_new_tasks_by_cursor_misses_none(backend: &dyn Backend) {
+    const WRITERS: usize = 4;
+    const BATCHES: usize = 25;
+    let place: Arc<dyn Place> = Arc::from(backend.place());
+    let done = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let writers: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let place = place.clone();
+            let done = done.clone();
+            std::thread::spawn(move || {
+                let store = place.queue(Policy::default());
+                for b in 0..BATCHES {
+                    let identities: Vec<String> =
+                        (0..3).map(|i| format!("follow/{w}/{b}/{i}")).collect();
+                    let ops: Vec<QueueOp<'_>> = identities
+                        .iter()
+                        .map(|identity| {
+                            QueueOp::Offer(Offer {
+                                identity,
+                                alert_json: "{}",
+                                route: "r",
+                                max_per_hour: None,
+                                arrival: None,
+                                again: false,
+                            })
+                        })
+                        .collect();
+                    store.apply(&ops, 0).unwrap();
+                }
+                done.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            })
+        })
+        .collect();
+    let reader = place.queue(Policy::default());
+    let mut seen: Vec<i64> = Vec::new();
+    let mut after = None;
+    loop {
+        let finished = done.load(std::sync::atomic::Ordering::SeqCst) == WRITERS;
+        let page = reader
+            .tasks(&TaskFilter {
+                after,
+                limit: Some(7),
+                ..TaskFilter::default()
+            })
+            .unwrap();
+        if let Some(last) = page.last() {
+            after = Some(last.id);
+        }
+        let empty = page.is_empty();
+        seen.extend(page.iter().map(|t| t.id));
+        if finished && empty {
+            break;
+        }
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    let all: Vec<i64> = reader
+        .tasks(&TaskFilter::default())
+        .unwrap()
+        .iter()
+        .map(|t| t.id)
+        .collect();
+    assert_eq!(all.len(), WRITERS * BATCHES * 3);
+    assert_eq!(
+        seen, all,
+        "the reader saw every task once, in id order, though they were created at once"
+    );
+}
+
 /// Several workers, each with its own handle, never share a task.
 pub fn workers_with_their_own_handles_claim_each_task_exactly_once(backend: &dyn Backend) {
     const TASKS: usize = 120;
