@@ -409,7 +409,9 @@ impl PgTaskQueue {
                  INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
                  SELECT id, $1, $6, NULL, 'pending', $9 FROM task ORDER BY id
              )
-             SELECT id, identity, pg_notify($10, '') FROM task",
+             -- The word to listeners only when the tasks are claimable now: a delayed task
+             -- is found by the workers' next look after its time.
+             SELECT id, identity, (SELECT pg_notify($10, '') WHERE $8 <= $6) FROM task",
             &[
                 (&self.host, Type::TEXT),
                 (&identities, Type::TEXT_ARRAY),
@@ -529,7 +531,7 @@ impl PgTaskQueue {
                  INSERT INTO task_events (task_id, host, at_ms, from_status, to_status, why)
                  SELECT id, $12, $13, $14, $15, $16 FROM step WHERE $15 IS NOT NULL
              )
-             SELECT id, pg_notify($17, '') FROM step WHERE $15 = 'pending'",
+             SELECT id, pg_notify($17, '') FROM step WHERE $15 = 'pending' AND $4 <= $13",
             &[
                 (&task_id, Type::INT8),
                 (&n.status.as_str(), Type::TEXT),

@@ -296,10 +296,11 @@ fn a_tail_cut_off_the_records_shows_against_the_head() {
     assert_eq!(report.head_checkpoint.map(|c| c.0), Some(4));
 }
 
-/// Workers may LISTEN rather than poll: a task that becomes claimable (offered, or back to
-/// pending to retry) is announced when its transaction commits.
+/// A task claimable now is announced to listeners; one that becomes claimable only later (a
+/// retry's backoff, a resolve delay) is not, since a worker woken now would find nothing: the
+/// workers' next look after its time finds it.
 #[test]
-fn a_task_becoming_claimable_is_notified() {
+fn a_task_claimable_now_is_notified_and_a_delayed_one_is_not() {
     let db = support::database();
     let queue = PgStores::connect(&db.url, "db1")
         .unwrap()
@@ -308,17 +309,20 @@ fn a_task_becoming_claimable_is_notified() {
     listener
         .batch_execute(&format!("LISTEN {TASKS_CHANNEL}"))
         .unwrap();
-    let mut heard = |what: &str| {
+    let mut heard = |within: Duration| {
         let mut notes = listener.notifications();
-        let mut waiting = notes.timeout_iter(Duration::from_secs(10));
+        let mut waiting = notes.timeout_iter(within);
         let note = waiting.next().unwrap();
-        assert!(note.is_some(), "no notification after {what}");
-        assert_eq!(note.unwrap().channel(), TASKS_CHANNEL);
+        note.map(|n| n.channel().to_owned())
     };
     let Offered::Created(id) = queue.offer("disk/db1", "{}", "r", 0).unwrap() else {
         panic!("expected a new task");
     };
-    heard("an offer");
+    assert_eq!(
+        heard(Duration::from_secs(10)).as_deref(),
+        Some(TASKS_CHANNEL),
+        "an offer claimable now is announced"
+    );
     let claim = queue.claim("w", 0, 60_000).unwrap().unwrap();
     let failed = Outcome::Failed {
         error: "boom".into(),
@@ -327,7 +331,21 @@ fn a_task_becoming_claimable_is_notified() {
         queue.complete(id, claim.attempt, &failed, 10).unwrap(),
         Status::Pending
     );
-    heard("a failed attempt");
+    let delayed = PgStores::connect(&db.url, "db1")
+        .unwrap()
+        .task_queue(Policy {
+            resolve_delay_ms: 60_000,
+            ..Policy::default()
+        });
+    assert!(matches!(
+        delayed.offer("disk/db2", "{}", "r", 0).unwrap(),
+        Offered::Created(_)
+    ));
+    assert_eq!(
+        heard(Duration::from_secs(1)),
+        None,
+        "a retry after its backoff and a delayed offer are not announced"
+    );
 }
 
 /// Daemons on different hosts offering one alert at once: one task for the fleet, made by

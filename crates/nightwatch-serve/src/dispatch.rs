@@ -322,7 +322,10 @@ impl Daemon {
                 }
             })
             .collect();
-        if routed {
+        // A new task is claimable at once only without a resolve delay; a delayed one is found
+        // by the workers' next look after its time (waking them now, every batch, on every host
+        // of a fleet, only made them ask the queue for nothing).
+        if routed && self.tasks.policy().resolve_delay_ms <= 0 {
             self.wake_workers();
         }
         Ok(dispatched)
