@@ -101,6 +101,7 @@ pub fn daemon(
             let fleet = FleetStore {
                 host: at.host.clone(),
                 ledger: shared.fleet(),
+                inbox: shared.fleet_inbox(),
             };
             (
                 (shared.inbox(), shared.task_queue(policy), shared.leases()),

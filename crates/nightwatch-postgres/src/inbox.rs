@@ -1,9 +1,11 @@
 //! The alert inbox in PostgreSQL: each host's arrivals in `alert_events`, keyed by `(host,
 //! id)`. Ids count 1, 2, 3, ... per host from a counter row that each `receive` locks, so a
 //! host's arrivals commit in id order and a cursor over ids reads each exactly once.
+//! [`PgFleetInbox`] reads every host's arrivals together, in the fleet's order.
 
 use nightwatch_store::{
-    AlertEvent, AlertInbox, Arrival, Disposition, Settlement, StoreError, store_name,
+    AlertEvent, AlertInbox, Arrival, ArrivalCursor, Disposition, FleetArrival, FleetInbox,
+    Settlement, StoreError, store_name,
 };
 use postgres::Row;
 use postgres::types::{ToSql, Type};
@@ -37,10 +39,22 @@ CREATE INDEX alert_events_time ON alert_events (host, received_ms);
 CREATE INDEX alert_events_unrecorded ON alert_events (host, id) WHERE record IS NULL;
 ";
 
+/// Every host's arrivals read together ([`PgFleetInbox`]): in the fleet's order, host names
+/// compared byte by byte whatever the database's collation; one alert's arrivals on every
+/// host found by its id first (the same index still serves one host's).
+const SCHEMA_2: &str = r#"
+CREATE INDEX alert_events_fleet_order ON alert_events (received_ms, (host COLLATE "C"), id);
+DROP INDEX alert_events_alert;
+CREATE INDEX alert_events_alert ON alert_events (alert_id, host, id);
+"#;
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::INBOX,
-    migrations: &[SCHEMA_1],
+    migrations: &[SCHEMA_1, SCHEMA_2],
 };
+
+/// The fleet's order as SQL, the [`ArrivalCursor`]'s fields in turn.
+const FLEET_ORDER: &str = r#"(received_ms, host COLLATE "C", id)"#;
 
 const COLUMNS: &str = "id, received_ms, source, alert_id, status, title, alert_host, alert_json, \
      disposition, reason, route, task_id, record";
@@ -217,6 +231,100 @@ impl AlertInbox for PgInbox {
                     .get(0),
             )
         })
+    }
+}
+
+/// Every host's arrivals in the fleet's database, read together.
+pub struct PgFleetInbox {
+    db: Db,
+}
+
+impl PgFleetInbox {
+    pub(crate) fn new(db: Db) -> PgFleetInbox {
+        PgFleetInbox { db }
+    }
+
+    /// Arrivals (with their host) where `clause` holds, its placeholders numbered from `$1`.
+    fn select(
+        &self,
+        clause: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<FleetArrival>, StoreError> {
+        self.db.run(|client| {
+            client
+                .query(
+                    &format!("SELECT {COLUMNS}, host FROM alert_events WHERE {clause}"),
+                    params,
+                )?
+                .iter()
+                .map(|row| {
+                    Ok(FleetArrival {
+                        arrival: read_row(row)?,
+                        host: row.try_get(13)?,
+                    })
+                })
+                .collect()
+        })
+    }
+}
+
+impl FleetInbox for PgFleetInbox {
+    fn between(
+        &self,
+        host: Option<&str>,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<&ArrivalCursor>,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        // No cursor: a place after every arrival of the window.
+        let before = before.cloned().unwrap_or(ArrivalCursor {
+            received_ms: until_ms,
+            host: String::new(),
+            id: 0,
+        });
+        let mut rows = self.select(
+            &format!(
+                "received_ms >= $1 AND received_ms < $2 AND ($3::text IS NULL OR host = $3)
+                   AND {FLEET_ORDER} < ($4, $5 COLLATE \"C\", $6)
+                 ORDER BY received_ms DESC, host COLLATE \"C\" DESC, id DESC LIMIT $7"
+            ),
+            &[
+                &since_ms,
+                &until_ms,
+                &host,
+                &before.received_ms,
+                &before.host,
+                &before.id,
+                &limit,
+            ],
+        )?;
+        rows.reverse();
+        Ok(rows)
+    }
+
+    fn after(
+        &self,
+        host: Option<&str>,
+        after: &ArrivalCursor,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.select(
+            &format!(
+                "($1::text IS NULL OR host = $1) AND {FLEET_ORDER} > ($2, $3 COLLATE \"C\", $4)
+                 ORDER BY received_ms, host COLLATE \"C\", id LIMIT $5"
+            ),
+            &[&host, &after.received_ms, &after.host, &after.id, &limit],
+        )
+    }
+
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<FleetArrival>, StoreError> {
+        self.select(
+            "alert_id = $1 ORDER BY received_ms, host COLLATE \"C\", id",
+            &[&alert_id],
+        )
     }
 }
 

@@ -5,7 +5,7 @@
 //! | --- | --- | --- | --- |
 //! | ledger | `ledger_records`, `ledger_heads` | `(host, seq)`; `host` | [`PgLedger`] |
 //! | task queue | `tasks`, `task_events`, `task_counts` | `id` (one queue for the fleet) | [`PgTaskQueue`] |
-//! | alert inbox | `alert_events`, `alert_event_ids` | `(host, id)`; `host` | [`PgInbox`] |
+//! | alert inbox | `alert_events`, `alert_event_ids` | `(host, id)`; `host` | [`PgInbox`], [`PgFleetInbox`] |
 //! | fleet hosts | `fleet_hosts` (+ the ledger's tables) | `host` | [`PgFleet`] |
 //! | janitor state | `janitor_first_seen`, `janitor_activity`, `janitor_failures` | `(host, kind, id)` | [`PgJanitorStore`] |
 //! | leases | `leases` | `name` (one per job, for the fleet) | [`PgLeases`] |
@@ -66,7 +66,7 @@ mod text;
 
 pub use db::PgOptions;
 pub use fleet::PgFleet;
-pub use inbox::PgInbox;
+pub use inbox::{PgFleetInbox, PgInbox};
 pub use janitor::PgJanitorStore;
 pub use leases::PgLeases;
 pub use ledger::PgLedger;
@@ -160,6 +160,11 @@ impl PgStores {
     /// This host's alert inbox.
     pub fn inbox(&self) -> Arc<PgInbox> {
         Arc::new(PgInbox::new(self.db(store_name::INBOX), &self.host))
+    }
+
+    /// Every host's arrivals, read together.
+    pub fn fleet_inbox(&self) -> Arc<PgFleetInbox> {
+        Arc::new(PgFleetInbox::new(self.db(store_name::INBOX)))
     }
 
     /// Every host's chain, as the fleet holds it.

@@ -97,7 +97,8 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     let applied: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     // Each store's migrations, once each, in order.
     let want: Vec<(String, i64)> = [
-        ("alert inbox", 1),
+        // The fleet's order across hosts came with a second step (each store's own).
+        ("alert inbox", 2),
         ("fleet ledger", 2),
         ("janitor state", 1),
         ("leases", 1),
@@ -514,6 +515,18 @@ fn the_fleets_records_page_newest_first_across_hosts_each_once() {
     let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
     nightwatch_store_conformance::fleet::the_fleets_records_page_newest_first_across_hosts_each_once(
         &*fleet,
+    );
+}
+
+/// Every host's arrivals read together: the shared case, on PostgreSQL.
+#[test]
+fn the_fleets_arrivals_page_across_hosts_each_once() {
+    let db = support::database();
+    let reader = PgStores::connect(&db.url, "collector").unwrap();
+    let url = db.url.clone();
+    nightwatch_store_conformance::fleet::the_fleets_arrivals_page_across_hosts_each_once(
+        &|host| PgStores::connect(&url, host).unwrap().inbox() as Arc<dyn AlertInbox>,
+        &*reader.fleet_inbox(),
     );
 }
 

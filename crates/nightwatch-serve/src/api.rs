@@ -14,7 +14,9 @@ use axum::extract::{Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nightwatch_ledger::{Filter, Record};
-use nightwatch_store::{FleetCursor, FleetRecord, Task, TaskEvent, TaskFilter};
+use nightwatch_store::{
+    ArrivalCursor, FleetArrival, FleetCursor, FleetRecord, Task, TaskEvent, TaskFilter,
+};
 use nightwatch_tasks::Status;
 use serde::Deserialize;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
@@ -269,32 +271,56 @@ pub fn cursor_text(cursor: &FleetCursor) -> String {
 
 /// Reads what [`cursor_text`] wrote; `key` names the parameter in the error.
 pub fn record_cursor(key: &str, text: &str) -> Result<FleetCursor, String> {
+    let (timestamp_ms, seq, host) = place(key, text, "the records")?;
+    Ok(FleetCursor {
+        timestamp_ms,
+        host,
+        seq: seq as u64,
+    })
+}
+
+/// A place in the arrivals' order as a link carries it: `<received_ms>.<id>.<host>` (see
+/// [`arrival_cursor`]).
+pub fn arrival_cursor_text(cursor: &ArrivalCursor) -> String {
+    format!("{}.{}.{}", cursor.received_ms, cursor.id, cursor.host)
+}
+
+/// Reads what [`arrival_cursor_text`] wrote; `key` names the parameter in the error.
+pub fn arrival_cursor(key: &str, text: &str) -> Result<ArrivalCursor, String> {
+    let (received_ms, id, host) = place(key, text, "the arrivals")?;
+    Ok(ArrivalCursor {
+        received_ms,
+        host,
+        id,
+    })
+}
+
+/// `<time>.<number>.<host>`: a time in Unix milliseconds, a number from 0 to `i64::MAX`, and
+/// a host's name as `host=` takes it (empty only at the end); `among` names what it is a
+/// place among, for the error.
+fn place(key: &str, text: &str, among: &str) -> Result<(i64, i64, String), String> {
     let bad = || {
         format!(
-            "{key} {:?} is not a place among the records (the `next` link of the page before \
+            "{key} {:?} is not a place among {among} (the `next` link of the page before \
              carries one)",
             clip(text, 64).0
         )
     };
     let mut parts = text.splitn(3, '.');
-    let (Some(at), Some(seq), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
+    let (Some(at), Some(number), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
         return Err(bad());
     };
-    let timestamp_ms = at.parse::<i64>().map_err(|_| bad())?;
-    let seq = seq
+    let at = at.parse::<i64>().map_err(|_| bad())?;
+    let number = number
         .parse::<u64>()
         .ok()
-        .filter(|n| i64::try_from(*n).is_ok())
+        .and_then(|n| i64::try_from(n).ok())
         .ok_or_else(bad)?;
-    // The end of the records names no host; any other place names one as `host=` would.
+    // The end names no host; any other place names one as `host=` would.
     if !host.is_empty() && host_param(host).ok().as_deref() != Some(host) {
         return Err(bad());
     }
-    Ok(FleetCursor {
-        timestamp_ms,
-        host: host.to_owned(),
-        seq,
-    })
+    Ok((at, number, host.to_owned()))
 }
 
 struct Window {
@@ -382,6 +408,71 @@ pub fn ledger_page(
         .map(|record| FleetRecord {
             host: own.clone(),
             record,
+        })
+        .collect())
+}
+
+/// The inbox as the daemon shows it: in a fleet, every host's arrivals (or only `host`'s),
+/// each with the host that received it; a host alone, its own (another `host` has none
+/// there), paged by its own arrival numbers. Received in `[since_ms, until_ms)`, oldest first,
+/// at most `limit` (the newest), before `before` (the oldest of the page after).
+pub fn arrivals_between(
+    daemon: &Daemon,
+    host: Option<&str>,
+    since_ms: i64,
+    until_ms: i64,
+    before: Option<&ArrivalCursor>,
+    limit: usize,
+) -> Result<Vec<FleetArrival>, ServeError> {
+    if let Some(fleet) = &daemon.fleet {
+        return Ok(fleet
+            .inbox
+            .between(host, since_ms, until_ms, before, limit)?);
+    }
+    own_arrivals(daemon, host, |inbox| {
+        inbox.between(since_ms, until_ms, before.map(|b| b.id), limit)
+    })
+}
+
+/// Every arrival after `after`, oldest first, at most `limit`, as [`arrivals_between`] reads
+/// them.
+pub fn arrivals_after(
+    daemon: &Daemon,
+    host: Option<&str>,
+    after: &ArrivalCursor,
+    limit: usize,
+) -> Result<Vec<FleetArrival>, ServeError> {
+    if let Some(fleet) = &daemon.fleet {
+        return Ok(fleet.inbox.after(host, after, limit)?);
+    }
+    own_arrivals(daemon, host, |inbox| inbox.after(after.id, limit))
+}
+
+/// Every arrival of `alert_id`: in a fleet, on every host.
+pub fn alert_arrivals(daemon: &Daemon, alert_id: &str) -> Result<Vec<FleetArrival>, ServeError> {
+    if let Some(fleet) = &daemon.fleet {
+        return Ok(fleet.inbox.for_alert(alert_id)?);
+    }
+    own_arrivals(daemon, None, |inbox| inbox.for_alert(alert_id))
+}
+
+/// A host alone: what `read` finds in its own inbox, named by its own host (none for another).
+fn own_arrivals(
+    daemon: &Daemon,
+    host: Option<&str>,
+    read: impl FnOnce(
+        &dyn crate::inbox::AlertInbox,
+    ) -> Result<Vec<AlertEvent>, nightwatch_store::StoreError>,
+) -> Result<Vec<FleetArrival>, ServeError> {
+    let own = daemon.edges.host().unwrap_or_default();
+    if host.is_some_and(|h| h != own) {
+        return Ok(Vec::new());
+    }
+    Ok(read(daemon.inbox.as_ref())?
+        .into_iter()
+        .map(|arrival| FleetArrival {
+            host: own.clone(),
+            arrival,
         })
         .collect())
 }
@@ -732,22 +823,54 @@ async fn task(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<Api
     .await
 }
 
-/// The cursor of `GET /api/alerts`.
+/// The host and cursor of `GET /api/alerts`.
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct ArrivalCursor {
-    /// Every arrival after this id, oldest first, instead of the window's newest (`next`
-    /// carries it).
-    #[param(value_type = Option<i64>)]
+pub struct ArrivalsQuery {
+    /// Only the arrivals this host's daemon received (a host alone holds only its own, so
+    /// another name finds none).
+    #[param(example = "web-1")]
+    host: Option<String>,
+    /// Every arrival after this place, oldest first, instead of the window's newest: the
+    /// `next` link of the page before carries it (`<received_ms>.<id>.<host>`, the fleet's
+    /// order: time received, host name, the host's arrival number); `0` starts from the
+    /// first. A host alone also takes an arrival number, as before.
+    #[param(example = "0")]
     after: Option<String>,
 }
 
-/// Alert arrivals: the newest of a time window, or every arrival after a cursor.
+/// Where `GET /api/alerts?after=` starts: a place, or (a host alone's, as before) an arrival
+/// number; in a fleet, where arrivals are numbered per host, a number other than 0 names no
+/// one place and is refused.
+fn arrivals_after_param(text: &str, fleet: bool) -> Result<ArrivalCursor, String> {
+    if let Ok(id) = text.parse::<i64>() {
+        if fleet && id > 0 {
+            return Err(format!(
+                "after {id} is an arrival number, and in a fleet each host numbers its own: \
+                 start from after=0 and follow `next` (it carries <received_ms>.<id>.<host>)"
+            ));
+        }
+        return Ok(ArrivalCursor {
+            id,
+            ..ArrivalCursor::end()
+        });
+    }
+    arrival_cursor("after", text).map_err(|_| {
+        format!(
+            "after {:?} is not an arrival number or a place among the arrivals (the `next` \
+             link of the page before carries one)",
+            clip(text, 64).0
+        )
+    })
+}
+
+/// Alert arrivals: the newest of a time window, or every arrival after a cursor. In a fleet,
+/// every host's, each naming the host that received it.
 #[utoipa::path(
     get,
     path = "/api/alerts",
     tag = "api",
-    params(WindowQuery, ArrivalCursor),
+    params(WindowQuery, ArrivalsQuery),
     responses(
         (status = 200, description = "Arrivals, oldest first, each with what became of it", body = AlertsPage),
         (status = 400, description = "A parameter is refused; the error says why", body = ErrorBody),
@@ -759,27 +882,44 @@ pub struct ArrivalCursor {
 async fn alerts(
     State(d): State<Arc<Daemon>>,
     window: Result<Query<WindowQuery>, QueryRejection>,
-    cursor: Result<Query<ArrivalCursor>, QueryRejection>,
+    query: Result<Query<ArrivalsQuery>, QueryRejection>,
 ) -> Reply<AlertsPage> {
     let Query(window) = window?;
-    let Query(cursor) = cursor?;
-    let after = match &cursor.after {
-        Some(text) => Some(
-            text.parse::<i64>()
-                .map_err(|_| ApiError::bad(format!("after {text:?} is not an arrival id")))?,
-        ),
-        None => None,
-    };
+    let Query(query) = query?;
+    let host = query
+        .host
+        .as_deref()
+        .map(host_param)
+        .transpose()
+        .map_err(ApiError::bad)?;
+    let after = query
+        .after
+        .as_deref()
+        .map(|text| arrivals_after_param(text, d.fleet.is_some()))
+        .transpose()
+        .map_err(ApiError::bad)?;
     blocking(move || {
         let w = window.window(d.now_ms())?;
-        let shown = |list: &[AlertEvent]| list.iter().map(ApiArrival::from).collect();
-        // With a cursor, every arrival after it, oldest first: paging by time would skip
-        // arrivals that share a millisecond across a page's edge.
+        let shown = |list: &[FleetArrival]| {
+            list.iter()
+                .map(|a| ApiArrival::of(&a.host, &a.arrival))
+                .collect()
+        };
+        // With a cursor, every arrival after it, oldest first, by a place that is total
+        // across hosts: paging by time alone would skip arrivals that share a millisecond
+        // across a page's edge, and by number would mix hosts' numbers.
         if let Some(after) = after {
-            let list = d.inbox.after(after, w.limit).map_err(ServeError::from)?;
-            let next = (list.len() == w.limit).then(|| {
-                let last = list.last().map_or(after, |a| a.id);
-                format!("/api/alerts?after={last}&limit={}", w.limit)
+            let list = arrivals_after(&d, host.as_deref(), &after, w.limit)?;
+            let next = list.last().filter(|_| list.len() == w.limit).map(|last| {
+                let mut next = format!(
+                    "/api/alerts?after={}&limit={}",
+                    enc(&arrival_cursor_text(&ArrivalCursor::of(last))),
+                    w.limit
+                );
+                if let Some(host) = &host {
+                    next.push_str(&format!("&host={}", enc(host)));
+                }
+                next
             });
             return Ok(AlertsPage {
                 alerts: shown(&list),
@@ -787,10 +927,7 @@ async fn alerts(
                 truncated: false,
             });
         }
-        let list = d
-            .inbox
-            .between(w.since, w.until, None, w.limit)
-            .map_err(ServeError::from)?;
+        let list = arrivals_between(&d, host.as_deref(), w.since, w.until, None, w.limit)?;
         // The newest `limit` of the window: say when older ones were left out.
         Ok(AlertsPage {
             truncated: list.len() == w.limit,
@@ -801,19 +938,21 @@ async fn alerts(
     .await
 }
 
-/// Everything about one alert id: its arrivals, its tasks with their events, its records.
+/// Everything about one alert id: its arrivals (in a fleet, on every host), its tasks with
+/// their events, its records (this host's ledger).
 pub struct AlertView {
-    pub arrivals: Vec<AlertEvent>,
+    pub arrivals: Vec<FleetArrival>,
     pub tasks: Vec<(Task, Vec<TaskEvent>)>,
     pub records: Vec<Record>,
 }
 
 pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeError> {
-    let arrivals = daemon.inbox.for_alert(alert_id)?;
-    let mut task_ids: Vec<i64> = arrivals.iter().filter_map(|a| a.task_id).collect();
+    let arrivals = alert_arrivals(daemon, alert_id)?;
+    let mut task_ids: Vec<i64> = arrivals.iter().filter_map(|a| a.arrival.task_id).collect();
     // Tasks a resolution never touched are found by the identity too.
     if let Some(first) = arrivals.first()
-        && let Ok(alert) = serde_json::from_value::<nightwatch_intake::Alert>(first.alert.clone())
+        && let Ok(alert) =
+            serde_json::from_value::<nightwatch_intake::Alert>(first.arrival.alert.clone())
     {
         for t in daemon.tasks.tasks(&TaskFilter {
             identity: Some(crate::route::task_identity(&alert)),
@@ -850,7 +989,7 @@ pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeErr
     tag = "api",
     params(("id" = String, Path, description = "An alert id, such as alert_88c2d1")),
     responses(
-        (status = 200, description = "Its arrivals, tasks and records", body = AlertDetail),
+        (status = 200, description = "Its arrivals (in a fleet, on every host), tasks and records", body = AlertDetail),
         (status = 401, description = "The readers' secret is set and the request did not carry it", body = ErrorBody),
         (status = 404, description = "No alert with this id has arrived", body = ErrorBody),
         (status = 503, description = "A store cannot be read now", body = ErrorBody),
@@ -865,7 +1004,11 @@ async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<Al
         }
         Ok(AlertDetail {
             alert_id: id,
-            arrivals: view.arrivals.iter().map(ApiArrival::from).collect(),
+            arrivals: view
+                .arrivals
+                .iter()
+                .map(|a| ApiArrival::of(&a.host, &a.arrival))
+                .collect(),
             tasks: view
                 .tasks
                 .iter()
@@ -1014,6 +1157,94 @@ mod tests {
             assert!(err.starts_with("before "), "{bad:?}: {err}");
             assert!(err.len() < 300, "{err}");
         }
+    }
+
+    /// An arrival's place reads back as written; `after` also takes an arrival number where
+    /// it names one arrival (a host alone) or the start (0); anything else is refused with
+    /// the parameter's name, never a panic, repeating at most a little of what was sent.
+    #[test]
+    fn an_arrival_cursor_reads_back_and_nothing_else_is_one() {
+        for cursor in [
+            ArrivalCursor {
+                received_ms: 1_771_039_042_000,
+                host: "db-1.example.com".into(),
+                id: 42,
+            },
+            ArrivalCursor {
+                received_ms: -5,
+                host: "a.b:9100&x=y".into(),
+                id: 1,
+            },
+            ArrivalCursor::end(),
+        ] {
+            let text = arrival_cursor_text(&cursor);
+            assert_eq!(arrival_cursor("after", &text), Ok(cursor.clone()), "{text}");
+            for fleet in [false, true] {
+                assert_eq!(arrivals_after_param(&text, fleet), Ok(cursor.clone()));
+            }
+        }
+        let number = |id| ArrivalCursor {
+            id,
+            ..ArrivalCursor::end()
+        };
+        assert_eq!(arrivals_after_param("7", false), Ok(number(7)));
+        assert_eq!(arrivals_after_param("0", true), Ok(number(0)));
+        let err = arrivals_after_param("7", true).unwrap_err();
+        assert!(err.contains("each host numbers its own"), "{err}");
+        let huge = format!("1.2.{}", "h".repeat(10_000));
+        for bad in [
+            "",
+            "soon",
+            "1.2",
+            "x.2.web-1",
+            "1.-2.web-1",
+            "1.99999999999999999999.web-1",
+            "1.9223372036854775808.web-1",
+            "99999999999999999999.2.web-1",
+            "1.2.web 1",
+            "1.2.web\u{0}",
+            "1.2.db\u{fffd}",
+            "1.2.\u{1b}[31m",
+            "1.2. web-1",
+            &huge,
+        ] {
+            let err = arrival_cursor("arrivals_before", bad).expect_err(bad);
+            assert!(err.starts_with("arrivals_before "), "{bad:?}: {err}");
+            assert!(err.len() < 300, "{err}");
+            for fleet in [false, true] {
+                let err = arrivals_after_param(bad, fleet).expect_err(bad);
+                assert!(err.starts_with("after "), "{bad:?}: {err}");
+                assert!(err.len() < 300, "{err}");
+            }
+        }
+    }
+
+    /// An arrival names the host that received it (a host alone itself; `null` when it has no
+    /// name), beside the host the alert is about.
+    #[test]
+    fn an_arrival_names_the_host_that_received_it() {
+        let a = AlertEvent {
+            id: 3,
+            received_ms: 1_771_039_042_000,
+            source: "alertmanager".into(),
+            alert_id: "alert_88c2d1".into(),
+            status: "firing".into(),
+            title: "DiskFull".into(),
+            host: Some("db-7".into()),
+            alert: json!({}),
+            disposition: None,
+            reason: None,
+            route: None,
+            task_id: None,
+            record: None,
+        };
+        let shown = serde_json::to_value(ApiArrival::of("web-1", &a)).unwrap();
+        assert_eq!(
+            (&shown["received_by"], &shown["host"]),
+            (&json!("web-1"), &json!("db-7"))
+        );
+        let shown = serde_json::to_value(ApiArrival::of("", &a)).unwrap();
+        assert_eq!(shown["received_by"], serde_json::Value::Null);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use nightwatch_intake::{Alert, IntakeError};
-use nightwatch_store::FleetCursor;
+use nightwatch_store::{ArrivalCursor, FleetCursor};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -653,10 +653,16 @@ async fn timeline(
         let mut records =
             api::ledger_page(&d, None, &window, before.records.as_ref()).map_err(internal)?;
         records.reverse();
-        let alerts = d
-            .inbox
-            .between(since, until, before.arrivals, page_arrivals)
-            .map_err(internal)?;
+        // In a fleet, every host's arrivals (see `api::arrivals_between`).
+        let alerts = api::arrivals_between(
+            &d,
+            None,
+            since,
+            until,
+            before.arrivals.as_ref(),
+            page_arrivals,
+        )
+        .map_err(internal)?;
         let tasks = d
             .tasks
             .active_between(since, until, before.tasks, page_tasks)
@@ -666,20 +672,19 @@ async fn timeline(
                 Some(oldest) if records.len() >= page_records => FleetCursor::of(oldest),
                 _ => FleetCursor::end(),
             }),
-            arrivals: Some(page_before(&alerts, page_arrivals, |a| a.id)),
+            arrivals: Some(match alerts.first() {
+                Some(oldest) if alerts.len() >= page_arrivals => ArrivalCursor::of(oldest),
+                _ => ArrivalCursor::end(),
+            }),
             tasks: Some(page_before(&tasks, page_tasks, |t| t.id)),
         };
         let nothing_before = web::PageCursor {
             records: Some(FleetCursor::end()),
-            arrivals: Some(0),
+            arrivals: Some(ArrivalCursor::end()),
             tasks: Some(0),
         };
         query.earlier = (earlier != nothing_before).then_some(earlier);
-        // The arrivals are this host's (its inbox), and so are the records they name.
-        let here = d.edges.host().unwrap_or_default();
-        Ok(web::timeline_page(
-            &query, now, &here, &records, &alerts, &tasks,
-        ))
+        Ok(web::timeline_page(&query, now, &records, &alerts, &tasks))
     })
     .await
 }

@@ -107,11 +107,13 @@ pub struct Stores {
     pub leases: Arc<dyn Leases>,
 }
 
-/// Where this host's records go to be held with the fleet's, and the name they go under.
+/// Where this host's records go to be held with the fleet's, and the name they go under; and
+/// every host's arrivals, read together (the pages and the API show the fleet's).
 #[derive(Clone)]
 pub struct FleetStore {
     pub host: String,
     pub ledger: Arc<dyn nightwatch_store::FleetLedger>,
+    pub inbox: Arc<dyn nightwatch_store::FleetInbox>,
 }
 
 /// The daemon's shared state.

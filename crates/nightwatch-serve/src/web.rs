@@ -20,7 +20,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use maud::{DOCTYPE, Markup, PreEscaped, Render, html};
 use nightwatch_intake::Alert;
 use nightwatch_ledger::{Record, event, rfc3339};
-use nightwatch_store::{FleetCursor, FleetRecord, Task, TaskEvent};
+use nightwatch_store::{ArrivalCursor, FleetArrival, FleetCursor, FleetRecord, Task, TaskEvent};
 use serde_json::Value;
 
 use crate::inbox::AlertEvent;
@@ -62,12 +62,13 @@ pub struct TimelineQuery {
 }
 
 /// Where a page of the timeline starts, by source: only what comes before these (a record's
-/// place in the ledger's order, the arrival's and the task's id). A source read to its end
-/// before is `Some(0)` (for records, [`FleetCursor::end`]): nothing of it is left.
+/// place in the ledger's order, an arrival's in the inbox's, the task's id). A source read to
+/// its end before is `Some(0)` (for records, [`FleetCursor::end`], for arrivals,
+/// [`ArrivalCursor::end`]): nothing of it is left.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PageCursor {
     pub records: Option<FleetCursor>,
-    pub arrivals: Option<i64>,
+    pub arrivals: Option<ArrivalCursor>,
     pub tasks: Option<i64>,
 }
 
@@ -113,7 +114,9 @@ impl TimelineQuery {
             records: get("records_before")
                 .map(|text| crate::api::record_cursor("records_before", text))
                 .transpose()?,
-            arrivals: as_id(cursor("arrivals_before")?),
+            arrivals: get("arrivals_before")
+                .map(|text| crate::api::arrival_cursor("arrivals_before", text))
+                .transpose()?,
             tasks: as_id(cursor("tasks_before")?),
         };
         let verdict = get("verdict").map(str::to_ascii_lowercase);
@@ -157,17 +160,17 @@ impl TimelineQuery {
     }
 
     /// How many of one source a page reads: the caller's `most`, or less when `limit` says.
-    /// Whether arrival `id` falls in this page's share of the arrivals: before the page's
-    /// cursor (the pages after were shown first) and not past where the caller cut them (the
-    /// page before holds those). `Some(0)` on either side means that side holds none.
-    fn arrival_on_this_page(&self, id: i64) -> bool {
-        let below_cursor = self.before.arrivals.is_none_or(|before| id < before);
-        let above_cut = self
-            .earlier
-            .as_ref()
-            .and_then(|e| e.arrivals)
-            .is_none_or(|oldest| oldest == 0 || id >= oldest);
-        below_cursor && above_cut
+    /// Whether an arrival falls in this page's share of the arrivals: it is one of those
+    /// the page read (`on_page`), or the arrivals are not paged at all (no cursor, none cut
+    /// off), so one the page did not read is outside the window and nowhere else either.
+    fn arrival_on_this_page(&self, on_page: bool) -> bool {
+        let paged = self.before.arrivals.is_some()
+            || self
+                .earlier
+                .as_ref()
+                .and_then(|e| e.arrivals.as_ref())
+                .is_some_and(|cut| *cut != ArrivalCursor::end());
+        on_page || !paged
     }
 
     pub fn page_size(&self, most: usize) -> usize {
@@ -201,7 +204,13 @@ impl TimelineQuery {
                 "records_before",
                 cursor.records.as_ref().map(crate::api::cursor_text),
             ),
-            ("arrivals_before", cursor.arrivals.map(|n| n.to_string())),
+            (
+                "arrivals_before",
+                cursor
+                    .arrivals
+                    .as_ref()
+                    .map(crate::api::arrival_cursor_text),
+            ),
             ("tasks_before", cursor.tasks.map(|n| n.to_string())),
         ];
         for (key, id) in ids {
@@ -630,7 +639,7 @@ struct Item {
 /// One alert's row: its arrivals, its tasks and what became of them, folded together.
 #[derive(Default)]
 struct AlertRow<'a> {
-    arrivals: Vec<&'a AlertEvent>,
+    arrivals: Vec<&'a FleetArrival>,
     tasks: Vec<(&'a Task, bool, bool)>,
     records: Vec<&'a Record>,
     title: Option<String>,
@@ -656,22 +665,24 @@ struct Fold {
 /// inside it. `records` are each with the host whose ledger holds them (in a fleet, every
 /// host's): when they come from more than one host, each line names its host, and the host
 /// filter matches that host as well as the one a record names in its context. `alerts` are
-/// the arrivals of host `here` (its inbox), so only its records are an arrival's own.
+/// each with the host that received them (in a fleet, every host's), named on their lines
+/// alike, and the host filter matches it too; an arrival's own record is the one its host
+/// holds.
 pub fn timeline_page(
     query: &TimelineQuery,
     now_ms: i64,
-    here: &str,
     records: &[FleetRecord],
-    alerts: &[AlertEvent],
+    alerts: &[FleetArrival],
     tasks: &[Task],
 ) -> String {
     let in_window = |at: i64| at >= query.since_ms && at < query.until_ms;
     // The rows of alerts, by alert id; which task and which record belongs to which alert.
     let mut rows: BTreeMap<String, AlertRow> = BTreeMap::new();
     let mut task_alerts: HashMap<i64, String> = HashMap::new();
-    for a in alerts {
+    for held in alerts {
+        let a = &held.arrival;
         let row = rows.entry(a.alert_id.clone()).or_default();
-        row.arrivals.push(a);
+        row.arrivals.push(held);
         if let Some(t) = a.task_id {
             task_alerts.insert(t, a.alert_id.clone());
         }
@@ -687,8 +698,16 @@ pub fn timeline_page(
             row.tasks.push((task, created, finished));
         }
     }
-    let arrival_records: HashSet<&str> =
-        alerts.iter().filter_map(|a| a.record.as_deref()).collect();
+    // Arrivals and their records are told apart by host too: in a fleet, hosts' arrival
+    // numbers and record ids overlap.
+    let arrival_records: HashSet<(&str, &str)> = alerts
+        .iter()
+        .filter_map(|a| Some((a.host.as_str(), a.arrival.record.as_deref()?)))
+        .collect();
+    let on_page: HashSet<(&str, i64)> = alerts
+        .iter()
+        .map(|a| (a.host.as_str(), a.arrival.id))
+        .collect();
     // Records are told apart by host and seq: in a fleet, hosts' sequence numbers overlap.
     let mut folded: HashSet<(&str, u64)> = HashSet::new();
     for FleetRecord {
@@ -699,9 +718,8 @@ pub fn timeline_page(
         // An arrival's own record belongs to the page its arrival is on (the arrival's line
         // says the same): when the sources are paged apart, it would otherwise make a second
         // line for the alert on this page.
-        if held_by == here
-            && let Some(arrival) = r.inputs.get("arrival").and_then(Value::as_i64)
-            && !query.arrival_on_this_page(arrival)
+        if let Some(arrival) = r.inputs.get("arrival").and_then(Value::as_i64)
+            && !query.arrival_on_this_page(on_page.contains(&(held_by.as_str(), arrival)))
         {
             folded.insert((held_by, r.seq));
             continue;
@@ -731,32 +749,49 @@ pub fn timeline_page(
             row.host = r.context.host.clone();
         }
         // An arrival's own record says what its line already says.
-        if !(held_by == here && arrival_records.contains(r.id.as_str())) {
+        if !arrival_records.contains(&(held_by.as_str(), r.id.as_str())) {
             row.records.push(r);
         }
     }
 
+    // When the page holds more than one host's entries, each line names its host.
+    let from_hosts: BTreeSet<&str> = records
+        .iter()
+        .map(|r| r.host.as_str())
+        .chain(alerts.iter().map(|a| a.host.as_str()))
+        .collect();
+    let name_hosts = from_hosts.len() > 1;
     let mut items = Vec::new();
     let mut task_ids = BTreeSet::new();
     for (alert_id, row) in &rows {
-        let latest = row.arrivals.iter().max_by_key(|a| (a.received_ms, a.id));
+        let latest = row
+            .arrivals
+            .iter()
+            .max_by_key(|a| ArrivalCursor::of(a))
+            .map(|a| &a.arrival);
         let host = latest
             .and_then(|a| a.host.clone())
             .or_else(|| row.host.clone());
         let source = latest.map(|a| a.source.as_str()).or(row.source.as_deref());
         let mut actors = vec!["dispatcher", "nightwatch-serve"];
-        actors.extend(row.arrivals.iter().map(|a| a.source.as_str()));
+        actors.extend(row.arrivals.iter().map(|a| a.arrival.source.as_str()));
+        // The host the alert is about, and every host that received it.
+        let hosts: Vec<&str> = host
+            .as_deref()
+            .into_iter()
+            .chain(row.arrivals.iter().map(|a| a.host.as_str()))
+            .filter(|h| !h.is_empty())
+            .collect();
         // An alert has no verdict, so a verdict filter hides it.
-        if !query.keeps(host.as_deref().as_slice(), &actors, None) {
+        if !query.keeps(&hosts, &actors, None) {
             continue;
         }
-        if let Some(item) = alert_item(alert_id, row, host, source, query, now_ms) {
+        if let Some(item) = alert_item(alert_id, row, host, source, query, name_hosts, now_ms) {
             task_ids.extend(row.tasks.iter().map(|(t, _, _)| t.id));
             items.push(item);
         }
     }
     let joined = Joined::new(records.iter().map(|r| &r.record));
-    let from_hosts: BTreeSet<&str> = records.iter().map(|r| r.host.as_str()).collect();
     let mut sessions = BTreeSet::new();
     for FleetRecord {
         host: held_by,
@@ -783,7 +818,7 @@ pub fn timeline_page(
             sessions.insert(s.as_str());
         }
         let mut item = record_item(r, joined.result_of(r), now_ms);
-        if from_hosts.len() > 1 {
+        if name_hosts {
             let body = item.body;
             item.body = html! { span.host { (Text(held_by)) } " " (body) };
             item.host = Some(held_by.clone());
@@ -1022,8 +1057,12 @@ fn decision_chart(query: &TimelineQuery, decisions: &[(i64, &str)]) -> Markup {
 }
 
 /// The alert id and host of a task: from an arrival that names it, else from its alert JSON.
-fn task_alert(task: &Task, alerts: &[AlertEvent]) -> (Option<String>, Option<String>) {
-    if let Some(a) = alerts.iter().find(|a| a.task_id == Some(task.id)) {
+fn task_alert(task: &Task, alerts: &[FleetArrival]) -> (Option<String>, Option<String>) {
+    if let Some(a) = alerts
+        .iter()
+        .map(|a| &a.arrival)
+        .find(|a| a.task_id == Some(task.id))
+    {
         return (Some(a.alert_id.clone()), a.host.clone());
     }
     match serde_json::from_str::<Alert>(&task.alert_json) {
@@ -1040,18 +1079,25 @@ fn alert_item(
     host: Option<String>,
     source: Option<&str>,
     query: &TimelineQuery,
+    name_hosts: bool,
     now_ms: i64,
 ) -> Option<Item> {
     let mut folds: Vec<Fold> = Vec::new();
     let routed_tasks: HashSet<i64> = row
         .arrivals
         .iter()
+        .map(|a| &a.arrival)
         .filter(|a| a.disposition == Some(crate::inbox::Disposition::Routed))
         .filter_map(|a| a.task_id)
         .collect();
-    let mut arrivals = row.arrivals.clone();
-    arrivals.sort_by_key(|a| (a.received_ms, a.id));
-    for (n, a) in arrivals.iter().enumerate() {
+    let mut held = row.arrivals.clone();
+    held.sort_by_key(|a| ArrivalCursor::of(a));
+    let arrivals: Vec<&AlertEvent> = held.iter().map(|a| &a.arrival).collect();
+    for (n, (a, received_by)) in arrivals
+        .iter()
+        .zip(held.iter().map(|h| h.host.as_str()))
+        .enumerate()
+    {
         let disposition = a.disposition.map_or("unsettled", |d| d.as_str());
         folds.push(Fold {
             at: a.received_ms,
@@ -1061,7 +1107,9 @@ fn alert_item(
             body: html! {
                 span class={ "status st-" (class_word(&a.status)) } { (Text(&a.status)) }
                 @if n > 0 && a.status == "firing" { " again" }
-                " from " b { (Text(&a.source)) } " → " (disposition_badge(disposition))
+                " from " b { (Text(&a.source)) }
+                @if name_hosts && !received_by.is_empty() { " received by " span.host { (Text(received_by)) } }
+                " → " (disposition_badge(disposition))
                 @if let Some(route) = &a.route { " route " code { (Text(route)) } }
                 @if let Some(task) = a.task_id { " task #" (task) }
                 @if let Some(why) = &a.reason { div.why { (prose(why, now_ms)) } }
@@ -1706,13 +1754,16 @@ fn step_html(
 /// the ledger records about it.
 pub fn alert_page(
     alert_id: &str,
-    arrivals: &[AlertEvent],
+    arrivals: &[FleetArrival],
     tasks: &[(Task, Vec<TaskEvent>)],
     records: &[Record],
     now_ms: i64,
 ) -> String {
-    let mut arrivals: Vec<&AlertEvent> = arrivals.iter().collect();
-    arrivals.sort_by_key(|a| (a.received_ms, a.id));
+    let mut held: Vec<&FleetArrival> = arrivals.iter().collect();
+    held.sort_by_key(|a| ArrivalCursor::of(a));
+    // Each arrival with the host that received it (in a fleet, any host), when hosts are named.
+    let name_hosts = held.iter().any(|a| !a.host.is_empty());
+    let arrivals: Vec<&AlertEvent> = held.iter().map(|a| &a.arrival).collect();
     let latest = arrivals.last();
     let title = latest.map(|a| a.title.as_str()).unwrap_or("");
     let mut records: Vec<&Record> = records.iter().collect();
@@ -1775,11 +1826,15 @@ pub fn alert_page(
         }
         h2 { "Arrivals (" (arrivals.len()) ")" }
         table #arrivals {
-            thead { tr { @for c in ["#", "arrived", "status", "disposition", "why", "route", "task", "record"] { th { (c) } } } }
+            thead { tr {
+                @if name_hosts { th { "received by" } }
+                @for c in ["#", "arrived", "status", "disposition", "why", "route", "task", "record"] { th { (c) } }
+            } }
             tbody {
-                @for a in &arrivals {
+                @for (a, received_by) in arrivals.iter().zip(held.iter().map(|h| h.host.as_str())) {
                     @let disposition = a.disposition.map_or("unsettled", |d| d.as_str());
                     tr.arrival data-disposition=(Text(disposition)) {
+                        @if name_hosts { td.host { (Text(received_by)) } }
                         td { (a.id) }
                         td { (time_cell(a.received_ms, &mut arrival_day)) }
                         td { span class={ "status st-" (class_word(&a.status)) } { (Text(&a.status)) } }
@@ -2250,6 +2305,17 @@ mod tests {
         query(&[("since", "1d")]).unwrap()
     }
 
+    /// `arrivals` as a host alone with no name received them.
+    fn received(arrivals: &[AlertEvent]) -> Vec<FleetArrival> {
+        arrivals
+            .iter()
+            .map(|arrival| FleetArrival {
+                host: String::new(),
+                arrival: arrival.clone(),
+            })
+            .collect()
+    }
+
     /// `records` as a host alone with no name holds them.
     fn held(records: &[Record]) -> Vec<FleetRecord> {
         records
@@ -2273,13 +2339,13 @@ mod tests {
     #[test]
     fn a_cut_window_links_to_the_page_before_with_its_filters() {
         let mut q = query(&[("since", "1d"), ("host", "db 1&x"), ("verdict", "deny")]).unwrap();
-        assert!(!timeline_page(&q, NOW, "", &[], &[], &[]).contains("id=\"truncated\""));
+        assert!(!timeline_page(&q, NOW, &[], &[], &[]).contains("id=\"truncated\""));
         q.earlier = Some(PageCursor {
             records: Some(place(42)),
-            arrivals: Some(0),
+            arrivals: Some(ArrivalCursor::end()),
             tasks: Some(7),
         });
-        let html = timeline_page(&q, NOW, "", &[], &[], &[]);
+        let html = timeline_page(&q, NOW, &[], &[], &[]);
         assert!(html.contains("id=\"truncated\""), "{html}");
         let href = html
             .split("id=\"earlier\" href=\"")
@@ -2292,7 +2358,7 @@ mod tests {
         );
         assert!(
             href.ends_with(
-                "&amp;records_before=1771039042042.42.db1&amp;arrivals_before=0&amp;tasks_before=7"
+                "&amp;records_before=1771039042042.42.db1&amp;arrivals_before=-9223372036854775808.0.&amp;tasks_before=7"
             ),
             "{href}"
         );
@@ -2317,7 +2383,7 @@ mod tests {
         assert_eq!((next.since_ms, next.until_ms), (q.since_ms, q.until_ms));
         assert_eq!(next.host.as_deref(), Some("db 1&x"));
         assert_eq!(next.before, q.earlier.unwrap());
-        assert!(timeline_page(&next, NOW, "", &[], &[], &[]).contains("id=\"newest\""));
+        assert!(timeline_page(&next, NOW, &[], &[], &[]).contains("id=\"newest\""));
     }
 
     /// When the arrivals and the records are paged apart, an arrival's own dispatch record
@@ -2349,10 +2415,20 @@ mod tests {
         let mut newest = window();
         newest.earlier = Some(PageCursor {
             records: Some(FleetCursor::end()),
-            arrivals: Some(4),
+            arrivals: Some(ArrivalCursor {
+                received_ms: at,
+                host: String::new(),
+                id: 4,
+            }),
             tasks: Some(0),
         });
-        let html = timeline_page(&newest, NOW, "", &held(&records), &arrivals[3..], &[]);
+        let html = timeline_page(
+            &newest,
+            NOW,
+            &held(&records),
+            &received(&arrivals[3..]),
+            &[],
+        );
         assert_eq!(alert_lines(&html), 3, "{html}");
         for id in 1..=3 {
             assert!(
@@ -2364,13 +2440,23 @@ mod tests {
         let mut before = window();
         before.before = PageCursor {
             records: Some(FleetCursor::end()),
-            arrivals: Some(4),
+            arrivals: Some(ArrivalCursor {
+                received_ms: at,
+                host: String::new(),
+                id: 4,
+            }),
             tasks: Some(0),
         };
-        let html = timeline_page(&before, NOW, "", &[], &arrivals[..3], &[]);
+        let html = timeline_page(&before, NOW, &[], &received(&arrivals[..3]), &[]);
         assert_eq!(alert_lines(&html), 3, "{html}");
         // A record read on a later page than its arrival is left to the arrival's page too.
-        let html = timeline_page(&before, NOW, "", &held(&records[4..]), &arrivals[..3], &[]);
+        let html = timeline_page(
+            &before,
+            NOW,
+            &held(&records[4..]),
+            &received(&arrivals[..3]),
+            &[],
+        );
         assert_eq!(alert_lines(&html), 3, "{html}");
     }
 
@@ -2396,10 +2482,10 @@ mod tests {
             ),
         ];
         let shown = |q: &TimelineQuery| {
-            let html = timeline_page(q, NOW, "", &records, &[], &[]);
+            let html = timeline_page(q, NOW, &records, &[], &[]);
             ["ls /srv/web", "df -h /var/db", "rm -rf /tmp/web-1"].map(|line| html.contains(line))
         };
-        let html = timeline_page(&window(), NOW, "", &records, &[], &[]);
+        let html = timeline_page(&window(), NOW, &records, &[], &[]);
         assert_eq!(shown(&window()), [true, true, true], "{html}");
         assert_eq!(
             html.matches("<span class=\"host\">db-1</span>").count(),
@@ -2412,7 +2498,7 @@ mod tests {
         assert_eq!(shown(&host("web-1")), [true, false, true]);
         assert_eq!(shown(&host("db-10")), [false, false, false]);
         // One host's records (a host alone) name no host on each line, as before.
-        let alone = timeline_page(&window(), NOW, "", &records[1..], &[], &[]);
+        let alone = timeline_page(&window(), NOW, &records[1..], &[], &[]);
         assert!(!alone.contains("<span class=\"host\">"), "{alone}");
     }
 
@@ -2445,18 +2531,87 @@ mod tests {
             dispatch("web-1", "alert_here"),
             dispatch("db-1", "alert_there"),
         ];
-        let html = timeline_page(&window(), NOW, "web-1", &records, &[a], &[]);
+        let a = FleetArrival {
+            host: "web-1".into(),
+            arrival: a,
+        };
+        let html = timeline_page(&window(), NOW, &records, &[a], &[]);
         let alerts = html.matches("class=\"entry kind-alert").count();
         assert_eq!(alerts, 2, "{html}");
         assert!(html.contains("data-alert=\"alert_there\""), "{html}");
     }
 
+    /// In a fleet the timeline holds every host's arrivals: each arrival's line names the host
+    /// that received it, two hosts' arrivals with the same number are both shown, and the
+    /// host filter matches the receiving host as well as the host the alert is about.
+    #[test]
+    fn fleet_arrivals_name_the_host_that_received_them_and_the_host_filter_matches_it() {
+        let at = NOW - HOUR_MS;
+        let on = |host: &str, alert_id: &str, about: &str| {
+            let mut a = arrival(1, at, Some(about), Disposition::NoRoute);
+            a.alert_id = alert_id.into();
+            a.task_id = None;
+            FleetArrival {
+                host: host.into(),
+                arrival: a,
+            }
+        };
+        let arrivals = [
+            on("web-1", "alert_disk", "db-7"),
+            on("db-1", "alert_disk", "db-7"),
+            on("db-1", "alert_load", "mail-3"),
+        ];
+        let shown = |q: &TimelineQuery| {
+            let html = timeline_page(q, NOW, &[], &arrivals, &[]);
+            ["alert_disk", "alert_load"].map(|id| html.contains(&format!("data-alert=\"{id}\"")))
+        };
+        let html = timeline_page(&window(), NOW, &[], &arrivals, &[]);
+        assert_eq!(
+            html.matches("class=\"entry kind-alert").count(),
+            2,
+            "{html}"
+        );
+        assert_eq!(html.matches("data-arrival=\"1\"").count(), 3, "{html}");
+        for host in ["web-1", "db-1"] {
+            assert!(
+                html.contains(&format!("received by <span class=\"host\">{host}</span>")),
+                "{host}: {html}"
+            );
+        }
+        let host = |name| query(&[("since", "1d"), ("host", name)]).unwrap();
+        assert_eq!(shown(&host("web-1")), [true, false]);
+        assert_eq!(shown(&host("db-1")), [true, true]);
+        assert_eq!(
+            shown(&host("mail-3")),
+            [false, true],
+            "the host it is about"
+        );
+        assert_eq!(shown(&host("db-10")), [false, false]);
+        // One host's arrivals (a host alone) name no receiving host on each line, as before.
+        let alone = timeline_page(&window(), NOW, &[], &arrivals[2..], &[]);
+        assert!(!alone.contains("received by"), "{alone}");
+    }
+
     #[test]
     fn a_cursor_that_is_not_an_id_is_refused_with_why() {
-        for bad in ["-1", "soon", "99999999999999999999", "1.5"] {
-            let err = query(&[("records_before", bad)]).unwrap_err();
-            assert!(err.contains("records_before"), "{bad}: {err}");
+        for bad in ["-1", "soon", "99999999999999999999", "1.5", "4"] {
+            for key in ["records_before", "arrivals_before"] {
+                let err = query(&[(key, bad)]).unwrap_err();
+                assert!(err.starts_with(key), "{bad}: {err}");
+            }
         }
+        // An arrival's place across hosts: time received, number, host.
+        assert_eq!(
+            query(&[("arrivals_before", "1771039042000.4.db-1")])
+                .unwrap()
+                .before
+                .arrivals,
+            Some(ArrivalCursor {
+                received_ms: 1_771_039_042_000,
+                host: "db-1".into(),
+                id: 4,
+            })
+        );
         assert_eq!(
             query(&[("tasks_before", "12")]).unwrap().before.tasks,
             Some(12)
@@ -2543,12 +2698,12 @@ mod tests {
             let mut a = arrival(1, T0, Some("db1"), Disposition::Routed);
             let mut t = task(3, T0, "disk-full");
             edit(&mut r, &mut a, &mut t);
-            let html = timeline_page(&window(), T0 + MIN, "", &held(&[r]), &[a], &[t]);
+            let html = timeline_page(&window(), T0 + MIN, &held(&[r]), &received(&[a]), &[t]);
             assert_inert(&html, what);
         }
         let mut hostile_filters = window();
         hostile_filters.host = Some(EVIL.into());
-        let html = timeline_page(&hostile_filters, T0, "", &[], &[], &[]);
+        let html = timeline_page(&hostile_filters, T0, &[], &[], &[]);
         assert_inert(&html, "host filter");
         assert_inert(&error_page(400, EVIL), "error message");
     }
@@ -2630,7 +2785,7 @@ mod tests {
             };
             edit(&mut a, &mut t, &mut e);
             assert_inert(
-                &alert_page("alert_88c2d1", &[a], &[(t, vec![e])], &[], NOW),
+                &alert_page("alert_88c2d1", &received(&[a]), &[(t, vec![e])], &[], NOW),
                 what,
             );
         }
@@ -2638,7 +2793,7 @@ mod tests {
 
         let mut a = arrival(1, T0, None, Disposition::Routed);
         a.alert["link"] = json!("javascript:alert(1)");
-        let html = alert_page("alert_88c2d1", &[a], &[], &[], NOW);
+        let html = alert_page("alert_88c2d1", &received(&[a]), &[], &[], NOW);
         assert!(!html.contains("href=\"javascript"), "{html}");
     }
 
@@ -2693,7 +2848,13 @@ mod tests {
             let mut pairs = vec![("since", "1d")];
             pairs.extend_from_slice(params);
             let q = query(&pairs).unwrap();
-            let html = timeline_page(&q, T0 + 10 * MIN, "", &held(&records), &alerts, &tasks);
+            let html = timeline_page(
+                &q,
+                T0 + 10 * MIN,
+                &held(&records),
+                &received(&alerts),
+                &tasks,
+            );
             let list = timeline_of(&html);
             for m in markers {
                 assert_eq!(
@@ -2723,7 +2884,7 @@ mod tests {
                 Some("db1"),
             ),
         ];
-        let html = timeline_page(&window(), T0 + MIN, "", &held(&records), &[], &[]);
+        let html = timeline_page(&window(), T0 + MIN, &held(&records), &[], &[]);
         assert_eq!(
             timeline_of(&html)
                 .matches("<li class=\"entry kind-call")
@@ -2753,7 +2914,7 @@ mod tests {
             decision(2, midnight - MIN / 2, "b", "allow", None),
             decision(3, midnight + MIN, "c", "allow", None),
         ];
-        let html = timeline_page(&window(), midnight + 2 * MIN, "", &held(&records), &[], &[]);
+        let html = timeline_page(&window(), midnight + 2 * MIN, &held(&records), &[], &[]);
         let list = timeline_of(&html);
         assert_eq!(
             list.matches("<span class=\"date\">Sat 14 Feb</span>")
@@ -2961,7 +3122,33 @@ mod tests {
         call.context.alert_id = Some("alert_88c2d1".into());
         let html = alert_page(
             "alert_88c2d1",
-            &arrivals,
+            &received(&arrivals),
+            &[(task(3, T0, "disk-full"), events.clone())],
+            &[call.clone(), dispatch.clone()],
+            NOW,
+        );
+        assert!(!html.contains("received by"), "a host with no name: {html}");
+        // In a fleet, each arrival with the host that received it, in the fleet's order.
+        let on = |host: &str, a: &AlertEvent| FleetArrival {
+            host: host.into(),
+            arrival: a.clone(),
+        };
+        let fleet = [
+            on("web-1", &arrivals[2]),
+            on("db-1", &arrivals[1]),
+            on("db-1", &arrivals[0]),
+        ];
+        let shown = alert_page("alert_88c2d1", &fleet, &[], &[], NOW);
+        assert!(shown.contains("<th>received by</th>"), "{shown}");
+        let cells: Vec<&str> = shown
+            .split("<td class=\"host\">")
+            .skip(1)
+            .map(|rest| rest.split('<').next().unwrap())
+            .collect();
+        assert_eq!(cells, ["web-1", "db-1", "db-1"], "{shown}");
+        let html = alert_page(
+            "alert_88c2d1",
+            &received(&arrivals),
             &[(task(3, T0, "disk-full"), events)],
             &[call, dispatch],
             NOW,
@@ -2991,7 +3178,7 @@ mod tests {
     #[test]
     fn pages_are_html5_with_a_title_and_no_script() {
         for html in [
-            timeline_page(&window(), T0, "", &[], &[], &[]),
+            timeline_page(&window(), T0, &[], &[], &[]),
             session_page("s", &[], NOW),
             alert_page("a", &[], &[], &[], NOW),
             error_page(404, "no such alert"),
@@ -3074,7 +3261,7 @@ mod tests {
             decision(2, T0 + MIN, "cmd-halt", "halt", None),
             decision(3, T0 + 2 * MIN, "cmd-deny", "deny", None),
         ];
-        let html = timeline_page(&window(), NOW, "", &held(&records), &[], &[]);
+        let html = timeline_page(&window(), NOW, &held(&records), &[], &[]);
         let entry = |cmd: &str| {
             timeline_of(&html)
                 .split("<li ")
@@ -3136,7 +3323,7 @@ mod tests {
                 "the gate refused 1 of its steps",
             ),
         ];
-        let html = timeline_page(&window(), NOW, "", &held(&records), &arrivals, &[t]);
+        let html = timeline_page(&window(), NOW, &held(&records), &received(&arrivals), &[t]);
         let list = timeline_of(&html);
         assert_eq!(list.matches("class=\"entry ").count(), 1, "{list}");
         assert!(
@@ -3179,15 +3366,8 @@ mod tests {
                 every
             },
         ];
-        let html = timeline_of(&timeline_page(
-            &window(),
-            NOW,
-            "",
-            &held(&records),
-            &[],
-            &[],
-        ))
-        .to_owned();
+        let html =
+            timeline_of(&timeline_page(&window(), NOW, &held(&records), &[], &[])).to_owned();
         assert!(html.contains("<span class=\"sweep-what sw-kept\">kept container pg-replica</span>: <span class=\"kept-why\">keep label nightwatch.keep=true</span>"), "{html}");
         assert!(
             html.contains(
@@ -3207,9 +3387,9 @@ mod tests {
             decision(1, T0, "first-call", "allow", None),
             decision(2, T0 + MIN, "second-call", "allow", None),
         ];
-        let newest = timeline_page(&window(), NOW, "", &held(&records), &[], &[]);
+        let newest = timeline_page(&window(), NOW, &held(&records), &[], &[]);
         let oldest_q = query(&[("since", "1d"), ("order", "oldest"), ("limit", "2")]).unwrap();
-        let oldest = timeline_page(&oldest_q, NOW, "", &held(&records), &[], &[]);
+        let oldest = timeline_page(&oldest_q, NOW, &held(&records), &[], &[]);
         let pos = |html: &str, s: &str| timeline_of(html).find(s).unwrap();
         assert!(pos(&newest, "second-call") < pos(&newest, "first-call"));
         assert!(pos(&oldest, "first-call") < pos(&oldest, "second-call"));
@@ -3229,10 +3409,10 @@ mod tests {
         let mut cut = oldest_q.clone();
         cut.earlier = Some(PageCursor {
             records: Some(place(1)),
-            arrivals: Some(0),
+            arrivals: Some(ArrivalCursor::end()),
             tasks: Some(0),
         });
-        let html = timeline_page(&cut, NOW, "", &held(&records), &[], &[]);
+        let html = timeline_page(&cut, NOW, &held(&records), &[], &[]);
         let earlier = html
             .split("id=\"earlier\" href=\"")
             .nth(1)
@@ -3253,7 +3433,7 @@ mod tests {
         assert!(html.find("id=\"earlier\"").unwrap() < html.find("<ol id=\"timeline\"").unwrap());
         let mut cut_newest = window();
         cut_newest.earlier = cut.earlier.clone();
-        let html = timeline_page(&cut_newest, NOW, "", &held(&records), &[], &[]);
+        let html = timeline_page(&cut_newest, NOW, &held(&records), &[], &[]);
         assert!(html.find("id=\"earlier\"").unwrap() > html.find("<ol id=\"timeline\"").unwrap());
         assert!(
             query(&[("order", "sideways")])
@@ -3399,7 +3579,7 @@ mod tests {
             assert!(events.contains(says), "{says}: {events}");
             assert!(!html.contains("handed to a person"), "{html}");
         }
-        let timeline = timeline_page(&window(), NOW, "", &held(&[nobody]), &[], &[]);
+        let timeline = timeline_page(&window(), NOW, &held(&[nobody]), &[], &[]);
         assert!(
             timeline.contains("nobody was told: no notifier is configured"),
             "{timeline}"
@@ -3421,7 +3601,7 @@ mod tests {
             decision(4, at("2026-02-14T03:30:00Z"), "d", "allow", None),
             decision(5, at("2026-02-14T04:10:00Z"), "e", "halt", None),
         ];
-        let html = timeline_page(&q, NOW, "", &held(&records), &[], &[]);
+        let html = timeline_page(&q, NOW, &held(&records), &[], &[]);
         let chart = html
             .split("<figure id=\"chart\">")
             .nth(1)
@@ -3458,9 +3638,9 @@ mod tests {
             ("verdict", "deny"),
         ])
         .unwrap();
-        let html = timeline_page(&q, NOW, "", &held(&records), &[], &[]);
+        let html = timeline_page(&q, NOW, &held(&records), &[], &[]);
         assert!(html.contains("1 decisions from"), "{html}");
-        let empty = timeline_page(&window(), NOW, "", &[], &[], &[]);
+        let empty = timeline_page(&window(), NOW, &[], &[], &[]);
         assert!(empty.contains("No decisions in this window to chart."));
     }
 
@@ -3474,9 +3654,8 @@ mod tests {
         let html = timeline_page(
             &window(),
             NOW,
-            "",
             &held(&[write.clone()]),
-            &[a.clone()],
+            &received(&[a.clone()]),
             &[],
         );
         let list = timeline_of(&html);
@@ -3487,7 +3666,7 @@ mod tests {
         assert!(!list.contains("{&quot;") && !list.contains("{\""), "{list}");
         assert!(list.contains("until 03:33:20 UTC"), "{list}");
         assert!(!list.contains("1771040000000"), "{list}");
-        let page = alert_page("alert_88c2d1", &[a], &[], &[write], NOW);
+        let page = alert_page("alert_88c2d1", &received(&[a]), &[], &[write], NOW);
         assert!(
             !page.contains("1771040000000") && !page.contains("{&quot;"),
             "{page}"

@@ -17,7 +17,7 @@ use nightwatch_ledger::{Outputs, Record, RecordActor, RecordContext, event, pars
 use nightwatch_serve::inbox::{AlertEvent, Disposition};
 use nightwatch_serve::route;
 use nightwatch_serve::web::{self, TimelineQuery};
-use nightwatch_store::{FleetRecord, Task, TaskEvent};
+use nightwatch_store::{FleetArrival, FleetRecord, Task, TaskEvent};
 use nightwatch_tasks::{Lifecycle, Status};
 use serde_json::{Value, json};
 
@@ -424,7 +424,8 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
             record: record.clone(),
         })
         .collect();
-    let html = web::timeline_page(&query, now, "db1", &records, &night.arrivals, &tasks);
+    let arrivals = received_by_db1(&night.arrivals);
+    let html = web::timeline_page(&query, now, &records, &arrivals, &tasks);
     let path = write_page(dir.path(), "timeline.html", &html);
 
     let dom = chromium_dom(&file_url(&path));
@@ -537,6 +538,17 @@ fn session_page_in_chromium_reads_like_a_runbook() {
     keep_screenshot(&png);
 }
 
+/// `arrivals` as a host alone, db1, received them.
+fn received_by_db1(arrivals: &[AlertEvent]) -> Vec<FleetArrival> {
+    arrivals
+        .iter()
+        .map(|arrival| FleetArrival {
+            host: "db1".into(),
+            arrival: arrival.clone(),
+        })
+        .collect()
+}
+
 #[test]
 fn alert_page_in_chromium_follows_the_alert_to_resolution() {
     let night = night();
@@ -554,7 +566,13 @@ fn alert_page_in_chromium_follows_the_alert_to_resolution() {
         .cloned()
         .collect();
     let now = at("2026-02-14T07:00:00Z");
-    let html = web::alert_page(&night.alert_id, &arrivals, &night.tasks, &records, now);
+    let html = web::alert_page(
+        &night.alert_id,
+        &received_by_db1(&arrivals),
+        &night.tasks,
+        &records,
+        now,
+    );
     let path = write_page(dir.path(), "alert.html", &html);
 
     let dom = chromium_dom(&file_url(&path));
@@ -593,7 +611,7 @@ fn alert_page_in_chromium_follows_the_alert_to_resolution() {
     let path = write_page(
         dir.path(),
         "hostile.html",
-        &web::alert_page("alert_0bad00", &hostile, &[], &[], now),
+        &web::alert_page("alert_0bad00", &received_by_db1(&hostile), &[], &[], now),
     );
     assert_hostile_text_is_inert(&chromium_dom(&file_url(&path)));
 }

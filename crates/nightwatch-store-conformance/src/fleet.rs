@@ -1,12 +1,17 @@
-//! What every `FleetLedger` must do when the fleet's records are read across hosts. Only the
-//! in-memory and the PostgreSQL stores hold a fleet (SQLite is a host's own), so this case is
-//! not in [`crate::conformance_tests!`]: this crate's own tests run it on the in-memory fleet
-//! and `nightwatch-postgres`'s on its own.
+//! What every `FleetLedger` must do when the fleet's records are read across hosts, and every
+//! `FleetInbox` when the fleet's arrivals are. Only the in-memory and the PostgreSQL stores
+//! hold a fleet (SQLite is a host's own), so these cases are not in
+//! [`crate::conformance_tests!`]: this crate's own tests run them on the in-memory fleet and
+//! `nightwatch-postgres`'s on its own.
 
 use crate::fixtures::{T0, decision};
 use nightwatch_ledger::Filter;
 use nightwatch_store::memory::MemoryLedger;
-use nightwatch_store::{FleetCursor, FleetLedger, FleetRecord, Ledger, ship};
+use nightwatch_store::{
+    AlertInbox, Arrival, ArrivalCursor, Disposition, FleetArrival, FleetCursor, FleetInbox,
+    FleetLedger, FleetRecord, Ledger, Settlement, ship,
+};
+use std::sync::Arc;
 
 /// Three hosts' records, shipped: their times interleave, two hosts record in the same
 /// millisecond, and one host records twice in one. Returns every record as the fleet must
@@ -127,9 +132,219 @@ pub fn the_fleets_records_page_newest_first_across_hosts_each_once(fleet: &dyn F
     );
 }
 
+/// Three hosts' arrivals, each received by its own host's inbox (`inbox_of`): their times
+/// interleave, three hosts receive in the same millisecond, one host twice in one, and one
+/// alert arrives on all three. Returns every arrival as the fleet must list it, oldest first:
+/// by time, then host name, then the host's arrival number.
+fn three_hosts_arrivals(inbox_of: &dyn Fn(&str) -> Arc<dyn AlertInbox>) -> Vec<FleetArrival> {
+    // (host, seconds after T0, alert id); a host's arrivals in the order it received them.
+    let received = [
+        ("web-1", 0, "a"),
+        ("web-1", 2, "b"),
+        ("web-1", 2, "shared"),
+        ("web-1", 7, "c"),
+        ("db-1", 1, "d"),
+        ("db-1", 2, "shared"),
+        ("db-1", 5, "e"),
+        ("db-1", 9, "f"),
+        ("db-10", 2, "g"),
+        ("db-10", 3, "h"),
+        ("db-10", 11, "shared"),
+    ];
+    let mut all = Vec::new();
+    for host in ["web-1", "db-1", "db-10"] {
+        let inbox = inbox_of(host);
+        let mine: Vec<_> = received.iter().filter(|r| r.0 == host).collect();
+        // Two batches, as two deliveries.
+        for batch in mine.chunks(3) {
+            let arrivals: Vec<Arrival> = batch
+                .iter()
+                .map(|(_, secs, alert_id)| Arrival {
+                    received_ms: T0 + secs * 1000,
+                    source: "alertmanager",
+                    alert_id,
+                    status: "firing",
+                    title: "DiskFull",
+                    host: Some("db1"),
+                    alert_json: r#"{"identity":"x"}"#,
+                })
+                .collect();
+            for id in inbox.receive(&arrivals).unwrap() {
+                all.push(FleetArrival {
+                    host: host.into(),
+                    arrival: inbox.get(id).unwrap().unwrap(),
+                });
+            }
+        }
+        // Each host settles its arrival of the shared alert: a settled arrival reads alike.
+        let shared = all
+            .iter_mut()
+            .find(|a| a.host == host && a.arrival.alert_id == "shared")
+            .unwrap();
+        let record = format!("r{}", shared.arrival.id);
+        inbox
+            .settle(&[Settlement {
+                arrival: shared.arrival.id,
+                disposition: Disposition::Deduplicated,
+                reason: "a task for it is live",
+                route: Some("disk"),
+                task_id: Some(7),
+                record: &record,
+            }])
+            .unwrap();
+        shared.arrival = inbox.get(shared.arrival.id).unwrap().unwrap();
+        assert_eq!(shared.arrival.record.as_deref(), Some(record.as_str()));
+    }
+    all.sort_by_key(ArrivalCursor::of);
+    all
+}
+
+fn arrival_places(arrivals: &[FleetArrival]) -> Vec<(String, i64)> {
+    arrivals
+        .iter()
+        .map(|a| (a.host.clone(), a.arrival.id))
+        .collect()
+}
+
+/// Every host's arrivals, read together: oldest first, each with the host that received it;
+/// the newest of a window a page at a time (`between` from the oldest of the page after) and
+/// every arrival a page at a time (`after` from the newest of the page before), each exactly
+/// once, even where hosts share a millisecond across a page's edge; one host's alike (db-1's
+/// are not db-10's); one alert's arrivals on every host.
+pub fn the_fleets_arrivals_page_across_hosts_each_once(
+    inbox_of: &dyn Fn(&str) -> Arc<dyn AlertInbox>,
+    fleet: &dyn FleetInbox,
+) {
+    let all = three_hosts_arrivals(inbox_of);
+    let (since, until) = (T0 - 1, T0 + 60_000);
+    let every = fleet.between(None, since, until, None, 100).unwrap();
+    assert_eq!(arrival_places(&every), arrival_places(&all));
+    assert_eq!(every, all, "the arrivals as the hosts received them");
+
+    let window = fleet
+        .between(None, T0 + 2_000, T0 + 9_000, None, 100)
+        .unwrap();
+    let want: Vec<_> = all
+        .iter()
+        .filter(|a| (T0 + 2_000..T0 + 9_000).contains(&a.arrival.received_ms))
+        .cloned()
+        .collect();
+    assert_eq!(arrival_places(&window), arrival_places(&want));
+
+    for size in [1, 2, 3, 4, 11, 50] {
+        // Newest first, a window's pages.
+        let mut read: Vec<FleetArrival> = Vec::new();
+        let mut before: Option<ArrivalCursor> = None;
+        loop {
+            let got = fleet
+                .between(None, since, until, before.as_ref(), size)
+                .unwrap();
+            assert!(got.len() <= size);
+            read.splice(0..0, got.iter().cloned());
+            match got.first() {
+                Some(oldest) if got.len() == size => before = Some(ArrivalCursor::of(oldest)),
+                _ => break,
+            }
+            assert!(read.len() <= all.len(), "pages of {size} repeat arrivals");
+        }
+        assert_eq!(
+            arrival_places(&read),
+            arrival_places(&all),
+            "pages of {size}"
+        );
+        // Oldest first, from the start.
+        let mut read: Vec<FleetArrival> = Vec::new();
+        let mut after = ArrivalCursor::end();
+        loop {
+            let got = fleet.after(None, &after, size).unwrap();
+            assert!(got.len() <= size);
+            read.extend(got.iter().cloned());
+            match got.last() {
+                Some(newest) if got.len() == size => after = ArrivalCursor::of(newest),
+                _ => break,
+            }
+            assert!(read.len() <= all.len(), "pages of {size} repeat arrivals");
+        }
+        assert_eq!(
+            arrival_places(&read),
+            arrival_places(&all),
+            "after, pages of {size}"
+        );
+    }
+
+    let db1: Vec<_> = all.iter().filter(|a| a.host == "db-1").cloned().collect();
+    let got = fleet
+        .between(Some("db-1"), since, until, None, 100)
+        .unwrap();
+    assert_eq!(arrival_places(&got), arrival_places(&db1), "db-1's only");
+    let first_two = fleet.after(Some("db-1"), &ArrivalCursor::end(), 2).unwrap();
+    let rest = fleet
+        .after(Some("db-1"), &ArrivalCursor::of(&first_two[1]), 100)
+        .unwrap();
+    assert_eq!(
+        arrival_places(&[first_two, rest].concat()),
+        arrival_places(&db1)
+    );
+    let newest_two = fleet.between(Some("db-1"), since, until, None, 2).unwrap();
+    let older = fleet
+        .between(
+            Some("db-1"),
+            since,
+            until,
+            Some(&ArrivalCursor::of(&newest_two[0])),
+            100,
+        )
+        .unwrap();
+    assert_eq!(
+        arrival_places(&[older, newest_two].concat()),
+        arrival_places(&db1)
+    );
+
+    let shared = fleet.for_alert("shared").unwrap();
+    assert_eq!(
+        arrival_places(&shared),
+        [
+            ("db-1".to_string(), 2),
+            ("web-1".to_string(), 3),
+            ("db-10".to_string(), 3)
+        ],
+        "one alert's arrivals on every host, in the fleet's order"
+    );
+    assert!(
+        shared
+            .iter()
+            .all(|a| a.arrival.disposition == Some(Disposition::Deduplicated))
+    );
+    assert!(fleet.for_alert("nothing").unwrap().is_empty());
+    assert!(
+        fleet
+            .between(Some("mail-1"), since, until, None, 100)
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        fleet
+            .between(None, since, until, Some(&ArrivalCursor::end()), 100)
+            .unwrap()
+            .is_empty(),
+        "nothing comes before the end"
+    );
+}
+
 #[cfg(test)]
 mod tests {
-    use nightwatch_store::memory::MemoryFleet;
+    use nightwatch_store::AlertInbox;
+    use nightwatch_store::memory::{MemoryFleet, MemoryInboxes};
+    use std::sync::Arc;
+
+    #[test]
+    fn the_fleets_arrivals_page_across_hosts_each_once() {
+        let fleet = MemoryInboxes::new();
+        super::the_fleets_arrivals_page_across_hosts_each_once(
+            &|host| Arc::new(fleet.host(host)) as Arc<dyn AlertInbox>,
+            &fleet,
+        );
+    }
 
     #[test]
     fn the_fleets_records_page_newest_first_across_hosts_each_once() {

@@ -148,6 +148,78 @@ pub trait AlertInbox: Send + Sync {
     fn count(&self) -> Result<i64, StoreError>;
 }
 
+/// An arrival as the fleet holds it: with the host whose daemon received it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FleetArrival {
+    pub host: String,
+    pub arrival: AlertEvent,
+}
+
+/// An arrival's place in the fleet's order, which [`FleetInbox`] reads in: by the time it was
+/// received, then the receiving host's name (compared byte by byte), then its number on that
+/// host. Arrivals are numbered per host, so two never share a place, and a page read from the
+/// place of the last arrival of the page before neither skips nor repeats one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ArrivalCursor {
+    pub received_ms: i64,
+    pub host: String,
+    pub id: i64,
+}
+
+impl ArrivalCursor {
+    /// Before every arrival: read newest first from it, nothing is left (the end); read
+    /// oldest first, everything is.
+    pub fn end() -> ArrivalCursor {
+        ArrivalCursor {
+            received_ms: i64::MIN,
+            host: String::new(),
+            id: 0,
+        }
+    }
+
+    /// Where `arrival` is: the page after it starts with the arrival that comes next.
+    pub fn of(arrival: &FleetArrival) -> ArrivalCursor {
+        ArrivalCursor {
+            received_ms: arrival.arrival.received_ms,
+            host: arrival.host.clone(),
+            id: arrival.arrival.id,
+        }
+    }
+}
+
+/// Every host's arrivals held together: in a fleet, the inbox every host's daemon receives
+/// into, read across hosts. A host alone has none (its own [`AlertInbox`] is all there is).
+/// The reads are [`AlertInbox`]'s, across hosts, in the fleet's order ([`ArrivalCursor`]).
+///
+/// An arrival stored after a page was read, with a place before that page's cursor (another
+/// host's clock behind, or a commit that landed late), is not on the pages that follow: the
+/// cursor pages what the fleet held when each page was read.
+pub trait FleetInbox: Send + Sync {
+    /// Arrivals of every host (or of `host` only) received in `[since_ms, until_ms)`, oldest
+    /// first, at most `limit` (the newest); with `before`, only those before that place (the
+    /// cursor of the page after).
+    fn between(
+        &self,
+        host: Option<&str>,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<&ArrivalCursor>,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError>;
+
+    /// Arrivals of every host (or of `host` only) after place `after`, oldest first, at most
+    /// `limit`: read from the last arrival of the page before, each comes once.
+    fn after(
+        &self,
+        host: Option<&str>,
+        after: &ArrivalCursor,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError>;
+
+    /// Every arrival of one alert id on every host, oldest first in the fleet's order.
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<FleetArrival>, StoreError>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::Disposition;

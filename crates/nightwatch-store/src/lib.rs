@@ -4,7 +4,8 @@
 //!   every decision and result. The record schema, its canonical encoding and redaction are
 //!   `nightwatch-ledger`'s; a store only keeps the fields it is handed.
 //! - [`TaskQueue`]: the daemon's durable queue; the pure lifecycle is `nightwatch-tasks`'.
-//! - [`AlertInbox`]: every alert that arrived, stored before its sender gets a reply.
+//! - [`AlertInbox`]: every alert that arrived, stored before its sender gets a reply;
+//!   [`FleetInbox`], every host's arrivals read together.
 //! - [`JanitorStore`]: the janitor's memory (first sightings, activity, failures).
 //! - [`FleetLedger`]: every host's ledger held together, filled by [`ship`].
 //! - [`Leases`]: named leases with fencing tokens, for jobs that run in exactly one place.
@@ -27,7 +28,10 @@ pub mod memory;
 mod tasks;
 
 pub use fleet::{FleetCursor, FleetHost, FleetLedger, FleetRecord, ShipError, Shipped, ship};
-pub use inbox::{AlertEvent, AlertInbox, Arrival, Disposition, Settlement};
+pub use inbox::{
+    AlertEvent, AlertInbox, Arrival, ArrivalCursor, Disposition, FleetArrival, FleetInbox,
+    Settlement,
+};
 pub use janitor::JanitorStore;
 pub use leases::{Acquired, Lease, Leases};
 pub use ledger::{Ledger, LedgerReader, verify};

@@ -1,15 +1,19 @@
-//! An in-memory [`Ledger`] and [`FleetLedger`] for tests in process: no files, nothing kept
-//! after drop.
+//! An in-memory [`Ledger`] and [`FleetLedger`], and an in-memory fleet's inbox
+//! ([`MemoryInboxes`]: each host's [`AlertInbox`], read together as a [`FleetInbox`]), for
+//! tests in process: no files, nothing kept after drop.
 //!
 //! It chains, redacts and caps exactly as every store must, through the ledger crate's
 //! [`PreparedEntry`] and canonical encoding, so [`crate::verify`] passes on it and a record it
 //! returns is the record a durable store would return for the same entry.
 
-use crate::{FleetCursor, FleetHost, FleetLedger, FleetRecord, Ledger, LedgerReader, StoreError};
+use crate::{
+    AlertEvent, AlertInbox, Arrival, ArrivalCursor, FleetArrival, FleetCursor, FleetHost,
+    FleetInbox, FleetLedger, FleetRecord, Ledger, LedgerReader, Settlement, StoreError,
+};
 use nightwatch_ledger::{
     DEFAULT_OUTPUT_CAP, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, event,
 };
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Records in a vector behind a lock; appends are serialised by the lock as a durable store
 /// serialises them by its write transaction.
@@ -309,5 +313,194 @@ impl FleetLedger for MemoryFleet {
                 record: r.clone(),
             })
             .collect())
+    }
+}
+
+/// A fleet's inbox in memory: every host's arrivals, each numbered 1, 2, 3, ... on its host
+/// as PostgreSQL numbers them. [`MemoryInboxes::host`] is one host's [`AlertInbox`].
+#[derive(Clone, Default)]
+pub struct MemoryInboxes {
+    arrivals: Arc<Mutex<Vec<FleetArrival>>>,
+}
+
+/// One host's inbox of a [`MemoryInboxes`].
+pub struct MemoryInbox {
+    fleet: MemoryInboxes,
+    host: String,
+}
+
+impl MemoryInboxes {
+    pub fn new() -> MemoryInboxes {
+        MemoryInboxes::default()
+    }
+
+    /// The inbox `host`'s daemon receives into.
+    pub fn host(&self, host: &str) -> MemoryInbox {
+        MemoryInbox {
+            fleet: self.clone(),
+            host: host.to_owned(),
+        }
+    }
+
+    fn all(&self) -> std::sync::MutexGuard<'_, Vec<FleetArrival>> {
+        self.arrivals.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Those of `host` (or every host's) that `keep` keeps, in the fleet's order.
+    fn sorted(
+        &self,
+        host: Option<&str>,
+        keep: impl Fn(&FleetArrival) -> bool,
+    ) -> Vec<FleetArrival> {
+        let mut found: Vec<FleetArrival> = self
+            .all()
+            .iter()
+            .filter(|a| host.is_none_or(|h| h == a.host) && keep(a))
+            .cloned()
+            .collect();
+        found.sort_by_key(ArrivalCursor::of);
+        found
+    }
+}
+
+impl MemoryInbox {
+    /// This host's arrivals that `keep` keeps, by id.
+    fn own(&self, keep: impl Fn(&AlertEvent) -> bool) -> Vec<AlertEvent> {
+        let mut found: Vec<AlertEvent> = self
+            .fleet
+            .all()
+            .iter()
+            .filter(|a| a.host == self.host && keep(&a.arrival))
+            .map(|a| a.arrival.clone())
+            .collect();
+        found.sort_by_key(|a| a.id);
+        found
+    }
+}
+
+impl AlertInbox for MemoryInbox {
+    fn receive(&self, arrivals: &[Arrival<'_>]) -> Result<Vec<i64>, StoreError> {
+        let mut all = self.fleet.all();
+        let mut last = all
+            .iter()
+            .filter(|a| a.host == self.host)
+            .map(|a| a.arrival.id)
+            .max()
+            .unwrap_or(0);
+        let mut ids = Vec::new();
+        for a in arrivals {
+            last += 1;
+            let alert = serde_json::from_str(a.alert_json).map_err(|e| StoreError::Corrupt {
+                store: crate::store_name::INBOX,
+                what: format!("the alert JSON of arrival {last} is unreadable: {e}"),
+            })?;
+            all.push(FleetArrival {
+                host: self.host.clone(),
+                arrival: AlertEvent {
+                    id: last,
+                    received_ms: a.received_ms,
+                    source: a.source.to_owned(),
+                    alert_id: a.alert_id.to_owned(),
+                    status: a.status.to_owned(),
+                    title: a.title.to_owned(),
+                    host: a.host.map(str::to_owned),
+                    alert,
+                    disposition: None,
+                    reason: None,
+                    route: None,
+                    task_id: None,
+                    record: None,
+                },
+            });
+            ids.push(last);
+        }
+        Ok(ids)
+    }
+
+    fn settle(&self, settlements: &[Settlement<'_>]) -> Result<(), StoreError> {
+        let mut all = self.fleet.all();
+        for s in settlements {
+            let held = all
+                .iter_mut()
+                .filter(|a| a.host == self.host && a.arrival.id == s.arrival);
+            for a in held {
+                let a = &mut a.arrival;
+                a.disposition = Some(s.disposition);
+                a.reason = Some(s.reason.to_owned());
+                a.route = s.route.map(str::to_owned);
+                a.task_id = s.task_id;
+                a.record = Some(s.record.to_owned());
+            }
+        }
+        Ok(())
+    }
+
+    fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        let mut found = self.own(|a| a.record.is_none());
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {
+        Ok(self.own(|a| a.id == id).into_iter().next())
+    }
+
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError> {
+        Ok(self.own(|a| a.alert_id == alert_id))
+    }
+
+    fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
+        let mut found = self.own(|a| a.id > after_id);
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    fn between(
+        &self,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<AlertEvent>, StoreError> {
+        let found = self.own(|a| {
+            a.received_ms >= since_ms && a.received_ms < until_ms && before.is_none_or(|b| a.id < b)
+        });
+        Ok(found[found.len().saturating_sub(limit)..].to_vec())
+    }
+
+    fn count(&self) -> Result<i64, StoreError> {
+        Ok(self.own(|_| true).len() as i64)
+    }
+}
+
+impl FleetInbox for MemoryInboxes {
+    fn between(
+        &self,
+        host: Option<&str>,
+        since_ms: i64,
+        until_ms: i64,
+        before: Option<&ArrivalCursor>,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError> {
+        let found = self.sorted(host, |a| {
+            let at = a.arrival.received_ms;
+            at >= since_ms && at < until_ms && before.is_none_or(|b| ArrivalCursor::of(a) < *b)
+        });
+        Ok(found[found.len().saturating_sub(limit)..].to_vec())
+    }
+
+    fn after(
+        &self,
+        host: Option<&str>,
+        after: &ArrivalCursor,
+        limit: usize,
+    ) -> Result<Vec<FleetArrival>, StoreError> {
+        let mut found = self.sorted(host, |a| ArrivalCursor::of(a) > *after);
+        found.truncate(limit);
+        Ok(found)
+    }
+
+    fn for_alert(&self, alert_id: &str) -> Result<Vec<FleetArrival>, StoreError> {
+        Ok(self.sorted(None, |a| a.arrival.alert_id == alert_id))
     }
 }

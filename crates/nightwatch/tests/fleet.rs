@@ -701,3 +701,194 @@ fn any_daemon_shows_every_hosts_records_by_host_and_pages_them_once() {
     assert!(html.contains("<span class=\"host\">h2</span>"));
     assert!(!html.contains("<span class=\"host\">h1</span>"), "{html}");
 }
+
+/// An arrival as `/api/alerts` names it: the host that received it and its number there.
+fn arrival_place(arrival: &serde_json::Value) -> (String, i64) {
+    (
+        arrival["received_by"]
+            .as_str()
+            .expect("every arrival names the host that received it")
+            .to_owned(),
+        arrival["id"].as_i64().unwrap(),
+    )
+}
+
+/// Every arrival of `path` and the pages after it, following `next`, in the order read
+/// (oldest first), each as (received_ms, host, id).
+fn read_arrival_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, i64)>, usize) {
+    let mut read = Vec::new();
+    let mut pages = 0;
+    let mut next = Some(path.to_owned());
+    while let Some(path) = next {
+        let page = daemon.json(&path);
+        pages += 1;
+        read.extend(page["alerts"].as_array().unwrap().iter().map(|a| {
+            let (host, id) = arrival_place(a);
+            (a["received_ms"].as_i64().unwrap(), host, id)
+        }));
+        next = page["next"].as_str().map(str::to_owned);
+        assert!(pages < 100, "the pages never end: {path}");
+    }
+    (read, pages)
+}
+
+/// Issue 16's fleet view of the inbox: alerts posted to three hosts' daemons all show on any
+/// daemon's `/api/alerts`, each naming the host that received it; `?host=a2` keeps a2's;
+/// reading page after page from `next` gives every arrival exactly once, oldest first by
+/// time, host and number; an alert received on two hosts shows both arrivals on its
+/// `/api/alerts/{id}` and its page; hostile parameters are a 400; the timeline names each
+/// arrival's host and its host filter matches it.
+#[test]
+fn any_daemon_shows_every_hosts_arrivals_by_host_and_pages_them_once() {
+    let pg = Cluster::start("arrivals");
+    let url = pg.url();
+    let hosts = ["a1", "a2", "a3"];
+    let daemons: Vec<Daemon> = hosts
+        .iter()
+        .map(|host| host_daemon("arrivals", host, &url, "queue: { workers: 1 }\n"))
+        .collect();
+    // Each host receives its own alerts, 3, 4 and 5 of them, in one delivery each.
+    for (i, daemon) in daemons.iter().enumerate() {
+        let fps: Vec<String> = (0..3 + i).map(|k| format!("fp{i}-{k}")).collect();
+        let reply = daemon.post(
+            "/hooks/alertmanager",
+            "application/json",
+            &group("DiskFull", &fps),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    // One alert reaches a1 and a2 (two Alertmanager receivers).
+    for daemon in &daemons[..2] {
+        let reply = daemon.post(
+            "/hooks/alertmanager",
+            "application/json",
+            &group("LoadHigh", &["shared".to_owned()]),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+    }
+    let own: [i64; 3] = [4, 5, 5];
+    let total = own.iter().sum::<i64>() as usize;
+
+    // Any daemon: every host's arrivals, each naming its host, numbered per host.
+    let all = daemons[2].json("/api/alerts?limit=5000");
+    let mut everyone: Vec<(String, i64)> = all["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(arrival_place)
+        .collect();
+    assert_eq!(everyone.len(), total, "{all}");
+    assert_eq!(all["truncated"], false);
+    for (host, n) in hosts.iter().zip(own) {
+        let mut ids: Vec<i64> = everyone
+            .iter()
+            .filter(|(h, _)| h == host)
+            .map(|(_, id)| *id)
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, (1..=n).collect::<Vec<_>>(), "all of {host}'s");
+    }
+    let mut there: Vec<(String, i64)> = daemons[0].json("/api/alerts?limit=5000")["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(arrival_place)
+        .collect();
+    everyone.sort();
+    there.sort();
+    assert_eq!(there, everyone, "every daemon shows the fleet's arrivals");
+
+    // One host's.
+    let a2 = daemons[0].json("/api/alerts?host=a2&limit=5000");
+    let a2: Vec<(String, i64)> = a2["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(arrival_place)
+        .collect();
+    assert_eq!(a2.len() as i64, own[1]);
+    assert!(a2.iter().all(|(h, _)| h == "a2"), "{a2:?}");
+    let none = daemons[0].json("/api/alerts?host=a4");
+    assert_eq!(none["alerts"].as_array().unwrap().len(), 0);
+
+    // Page by page from the start, each arrival once, in the fleet's order (oldest first).
+    for size in [1, 2, 5] {
+        let (read, pages) =
+            read_arrival_pages(&daemons[1], &format!("/api/alerts?after=0&limit={size}"));
+        assert!(pages >= total / size, "{pages} pages of {size}");
+        let mut sorted = read.clone();
+        sorted.sort();
+        assert_eq!(read, sorted, "pages of {size} read oldest first");
+        let mut places: Vec<(String, i64)> =
+            read.iter().map(|(_, h, id)| (h.clone(), *id)).collect();
+        places.sort();
+        assert_eq!(
+            places, everyone,
+            "pages of {size}: every arrival exactly once"
+        );
+    }
+    let (read, _) = read_arrival_pages(&daemons[1], "/api/alerts?after=0&limit=2&host=a3");
+    assert_eq!(read.len() as i64, own[2]);
+    assert!(read.iter().all(|(_, h, _)| h == "a3"));
+
+    // The alert received on two hosts: both arrivals, from any daemon.
+    let shared = all["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["alert"]["identity"] == "shared")
+        .expect("the shared alert");
+    let alert_id = shared["alert_id"].as_str().unwrap();
+    let detail = daemons[2].json(&format!("/api/alerts/{alert_id}"));
+    let mut received: Vec<String> = detail["arrivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| arrival_place(a).0)
+        .collect();
+    received.sort();
+    assert_eq!(received, ["a1", "a2"], "{detail}");
+    let page = daemons[2].get(&format!("/alerts/{alert_id}"));
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    assert!(html.contains("<th>received by</th>"), "{html}");
+    for host in ["a1", "a2"] {
+        assert!(
+            html.contains(&format!("<td class=\"host\">{host}</td>")),
+            "{host}: {html}"
+        );
+    }
+
+    // Hostile input is a 400 with a sentence, never a crash.
+    let long = "h".repeat(300);
+    for bad in [
+        "/api/alerts?host=".to_owned(),
+        format!("/api/alerts?host={long}"),
+        "/api/alerts?host=a%001".to_owned(),
+        "/api/alerts?host=%FF%FE".to_owned(),
+        "/api/alerts?after=soon".to_owned(),
+        "/api/alerts?after=1.2.a%202".to_owned(),
+        "/api/alerts?after=99999999999999999999.1.a1".to_owned(),
+        // Arrivals are numbered per host: a bare number names no one arrival in a fleet.
+        "/api/alerts?after=3".to_owned(),
+        "/?arrivals_before=3".to_owned(),
+    ] {
+        let reply = daemons[0].get(&bad);
+        assert_eq!(reply.status, 400, "{bad}: {}", reply.text());
+    }
+    assert_eq!(daemons[0].get("/healthz").status, 200, "still serving");
+
+    // The timeline: every host's arrivals, each naming its host; its host filter keeps a3's.
+    let by = |host: &str| format!("received by <span class=\"host\">{host}</span>");
+    let html = daemons[0].get("/").text();
+    for host in hosts {
+        assert!(html.contains(&by(host)), "{host} on the timeline: {html}");
+    }
+    let html = daemons[0].get("/?host=a3").text();
+    assert!(html.contains(&by("a3")), "{html}");
+    assert!(!html.contains(&by("a1")), "{html}");
+    assert!(
+        !html.contains(alert_id),
+        "the alert a1 and a2 received: {html}"
+    );
+}

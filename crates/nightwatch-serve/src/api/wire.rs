@@ -416,7 +416,7 @@ pub enum AlertStatus {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 #[schema(as = AlertEvent)]
 pub struct ApiArrival {
-    /// Arrival number, 1, 2, 3, ...
+    /// Arrival number, 1, 2, 3, ... on the host that received it.
     pub id: i64,
     /// When it arrived, RFC 3339.
     pub received: String,
@@ -444,13 +444,18 @@ pub struct ApiArrival {
     pub route: Option<String>,
     #[schema(required = true)]
     pub task_id: Option<i64>,
-    /// The ledger record of the disposition, once written.
+    /// The ledger record of the disposition, once written (in the receiving host's ledger).
     #[schema(required = true)]
     pub record: Option<String>,
+    /// The host whose daemon received it (and numbered it): in a fleet, any host; a host
+    /// alone names itself (`null` when it has no name).
+    #[schema(required = true)]
+    pub received_by: Option<String>,
 }
 
-impl From<&AlertEvent> for ApiArrival {
-    fn from(a: &AlertEvent) -> ApiArrival {
+impl ApiArrival {
+    /// `a` as the API shows it, received by `host` (empty: a host with no name).
+    pub fn of(host: &str, a: &AlertEvent) -> ApiArrival {
         let status = match a.status.as_str() {
             "resolved" => AlertStatus::Resolved,
             "test" => AlertStatus::Test,
@@ -471,6 +476,7 @@ impl From<&AlertEvent> for ApiArrival {
             route: a.route.clone(),
             task_id: a.task_id,
             record: a.record.clone(),
+            received_by: (!host.is_empty()).then(|| host.to_owned()),
         }
     }
 }
@@ -478,6 +484,8 @@ impl From<&AlertEvent> for ApiArrival {
 /// `GET /api/alerts`.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct AlertsPage {
+    /// Oldest first. In a fleet, every host's (or `host`'s), ordered by time received, then
+    /// the receiving host's name, then its arrival number.
     pub alerts: Vec<ApiArrival>,
     /// With `after`: the next page's path, or `null` when this page is the last. Without it,
     /// always `null` (see `truncated`).
@@ -492,7 +500,8 @@ pub struct AlertsPage {
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct AlertDetail {
     pub alert_id: String,
-    /// Every arrival of it (firing, repeats, resolved), oldest first.
+    /// Every arrival of it (firing, repeats, resolved), oldest first; in a fleet, on every
+    /// host, in the fleet's order (time received, host name, arrival number).
     pub arrivals: Vec<ApiArrival>,
     /// The tasks it started, each with its events.
     pub tasks: Vec<ApiTask>,
