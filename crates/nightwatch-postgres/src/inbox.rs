@@ -3,6 +3,8 @@
 //! host's arrivals commit in id order and a cursor over ids reads each exactly once.
 //! [`PgFleetInbox`] reads every host's arrivals together, in the fleet's order.
 
+use std::borrow::Cow;
+
 use nightwatch_store::{
     AlertEvent, AlertInbox, Arrival, ArrivalCursor, Disposition, FleetArrival, FleetInbox,
     Settlement, StoreError, store_name,
@@ -11,6 +13,7 @@ use postgres::Row;
 use postgres::types::{ToSql, Type};
 
 use crate::db::{Db, Failure, Schema};
+use crate::text::{decode, decoded, encode, encode_opt};
 
 const SCHEMA_1: &str = "
 CREATE TABLE alert_event_ids (
@@ -105,12 +108,13 @@ impl AlertInbox for PgInbox {
         }
         let n = i64::try_from(arrivals.len()).unwrap_or(i64::MAX);
         let received: Vec<i64> = arrivals.iter().map(|a| a.received_ms).collect();
-        let sources: Vec<&str> = arrivals.iter().map(|a| a.source).collect();
-        let alert_ids: Vec<&str> = arrivals.iter().map(|a| a.alert_id).collect();
-        let statuses: Vec<&str> = arrivals.iter().map(|a| a.status).collect();
-        let titles: Vec<&str> = arrivals.iter().map(|a| a.title).collect();
-        let hosts: Vec<Option<&str>> = arrivals.iter().map(|a| a.host).collect();
-        let jsons: Vec<&str> = arrivals.iter().map(|a| a.alert_json).collect();
+        let sources: Vec<Cow<'_, str>> = arrivals.iter().map(|a| encode(a.source)).collect();
+        let alert_ids: Vec<Cow<'_, str>> = arrivals.iter().map(|a| encode(a.alert_id)).collect();
+        let statuses: Vec<Cow<'_, str>> = arrivals.iter().map(|a| encode(a.status)).collect();
+        let titles: Vec<Cow<'_, str>> = arrivals.iter().map(|a| encode(a.title)).collect();
+        let jsons: Vec<Cow<'_, str>> = arrivals.iter().map(|a| encode(a.alert_json)).collect();
+        let hosts: Vec<Option<Cow<'_, str>>> =
+            arrivals.iter().map(|a| encode_opt(a.host)).collect();
         self.db.write(|tx| {
             // One statement, one round trip: the counter row is created or advanced (and locked
             // until commit, so the next receive numbers after these), and the batch is written
@@ -155,10 +159,11 @@ impl AlertInbox for PgInbox {
         }
         let ids: Vec<i64> = settlements.iter().map(|s| s.arrival).collect();
         let dispositions: Vec<&str> = settlements.iter().map(|s| s.disposition.as_str()).collect();
-        let reasons: Vec<&str> = settlements.iter().map(|s| s.reason).collect();
-        let routes: Vec<Option<&str>> = settlements.iter().map(|s| s.route).collect();
+        let reasons: Vec<Cow<'_, str>> = settlements.iter().map(|s| encode(s.reason)).collect();
+        let routes: Vec<Option<Cow<'_, str>>> =
+            settlements.iter().map(|s| encode_opt(s.route)).collect();
         let task_ids: Vec<Option<i64>> = settlements.iter().map(|s| s.task_id).collect();
-        let records: Vec<&str> = settlements.iter().map(|s| s.record).collect();
+        let records: Vec<Cow<'_, str>> = settlements.iter().map(|s| encode(s.record)).collect();
         self.db.write_relaxed(|tx| {
             // The whole batch in one statement. An arrival settled twice in one batch takes
             // its last settlement, as when each was its own UPDATE.
@@ -195,7 +200,7 @@ impl AlertInbox for PgInbox {
     }
 
     fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError> {
-        self.select("AND alert_id = $2 ORDER BY id", &[&alert_id])
+        self.select("AND alert_id = $2 ORDER BY id", &[&encode(alert_id)])
     }
 
     fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
@@ -323,31 +328,33 @@ impl FleetInbox for PgFleetInbox {
     fn for_alert(&self, alert_id: &str) -> Result<Vec<FleetArrival>, StoreError> {
         self.select(
             "alert_id = $1 ORDER BY received_ms, host COLLATE \"C\", id",
-            &[&alert_id],
+            &[&encode(alert_id)],
         )
     }
 }
 
 fn read_row(r: &Row) -> Result<AlertEvent, Failure<StoreError>> {
     let id: i64 = r.try_get(0)?;
-    let alert_json: &str = r.try_get(7)?;
+    let alert_json = decode(r.try_get(7)?);
     let disposition: Option<&str> = r.try_get(8)?;
+    let text = |i: usize| r.try_get::<_, String>(i).map(decoded);
+    let optional = |i: usize| r.try_get::<_, Option<String>>(i).map(|v| v.map(decoded));
     Ok(AlertEvent {
         id,
         received_ms: r.try_get(1)?,
-        source: r.try_get(2)?,
-        alert_id: r.try_get(3)?,
-        status: r.try_get(4)?,
-        title: r.try_get(5)?,
-        host: r.try_get(6)?,
-        alert: serde_json::from_str(alert_json).map_err(|e| StoreError::Corrupt {
+        source: text(2)?,
+        alert_id: text(3)?,
+        status: text(4)?,
+        title: text(5)?,
+        host: optional(6)?,
+        alert: serde_json::from_str(&alert_json).map_err(|e| StoreError::Corrupt {
             store: store_name::INBOX,
             what: format!("the stored alert JSON of arrival {id} is unreadable: {e}"),
         })?,
         disposition: disposition.and_then(Disposition::parse),
-        reason: r.try_get(9)?,
-        route: r.try_get(10)?,
+        reason: optional(9)?,
+        route: optional(10)?,
         task_id: r.try_get(11)?,
-        record: r.try_get(12)?,
+        record: optional(12)?,
     })
 }

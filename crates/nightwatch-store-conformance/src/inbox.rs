@@ -54,6 +54,66 @@ pub fn arrivals_are_stored_unsettled_then_settled_with_their_record(backend: &dy
     inbox.settle(&[]).unwrap();
 }
 
+/// Hostile text in every field of an arrival and its settlement (a NUL, the escape a store may
+/// use for it) is kept exactly and found by it, and the arrivals beside it are not lost.
+pub fn hostile_text_in_an_arrival_is_kept_exactly(backend: &dyn Backend) {
+    use crate::fixtures::HOSTILE;
+    let place = backend.place();
+    let inbox = place.inbox();
+    let alert_id = format!("alert_{HOSTILE}");
+    let json = serde_json::json!({ "title": HOSTILE }).to_string();
+    let hostile = Arrival {
+        received_ms: 10,
+        source: HOSTILE,
+        alert_id: &alert_id,
+        status: HOSTILE,
+        title: HOSTILE,
+        host: Some(HOSTILE),
+        alert_json: &json,
+    };
+    let ids = inbox
+        .receive(&[arrival("alert_1", 9), hostile, arrival("alert_2", 11)])
+        .unwrap();
+    assert_eq!(ids.len(), 3, "the arrivals beside it are stored too");
+    inbox
+        .settle(&[Settlement {
+            arrival: ids[1],
+            disposition: Disposition::Routed,
+            reason: HOSTILE,
+            route: Some(HOSTILE),
+            task_id: None,
+            record: HOSTILE,
+        }])
+        .unwrap();
+    let stored = inbox.get(ids[1]).unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.source.as_str(),
+            stored.alert_id.as_str(),
+            stored.status.as_str(),
+            stored.title.as_str(),
+            stored.host.as_deref(),
+        ),
+        (HOSTILE, alert_id.as_str(), HOSTILE, HOSTILE, Some(HOSTILE))
+    );
+    assert_eq!(stored.alert["title"], HOSTILE);
+    assert_eq!(
+        (
+            stored.reason.as_deref(),
+            stored.route.as_deref(),
+            stored.record.as_deref()
+        ),
+        (Some(HOSTILE), Some(HOSTILE), Some(HOSTILE))
+    );
+    let found: Vec<i64> = inbox
+        .for_alert(&alert_id)
+        .unwrap()
+        .iter()
+        .map(|a| a.id)
+        .collect();
+    assert_eq!(found, [ids[1]]);
+}
+
 pub fn arrivals_survive_reopening_and_are_found_by_alert_and_time(backend: &dyn Backend) {
     let place = backend.place();
     {

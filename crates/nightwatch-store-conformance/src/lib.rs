@@ -108,6 +108,7 @@ macro_rules! conformance_tests {
             }
             inbox {
                 arrivals_are_stored_unsettled_then_settled_with_their_record,
+                hostile_text_in_an_arrival_is_kept_exactly,
                 arrivals_survive_reopening_and_are_found_by_alert_and_time,
                 the_after_cursor_reads_every_arrival_once_even_from_concurrent_receivers,
                 unrecorded_arrivals_come_oldest_first_up_to_the_limit,
