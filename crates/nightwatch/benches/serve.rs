@@ -1,9 +1,10 @@
 //! Webhook intake under load: `cargo build --release && cargo bench -p nightwatch --bench serve`.
 //!
 //! Starts the release `nightwatch serve` on 127.0.0.1 with the embedded (SQLite) stores in a
-//! fresh data directory and one route for `alertname=DiskFull` (whose tasks wait an hour, so
+//! fresh data directory and one route for `alertname=DiskFull` (whose tasks wait a year, so
 //! the workers stay idle and what is measured is intake: store the arrival, offer the task,
-//! write the ledger record, all durable before the reply). Debian's `wrk` posts Alertmanager
+//! write the ledger record, all durable before the reply; a year, not an hour, so a cached
+//! history's tasks do not come due and run during a later run). Debian's `wrk` posts Alertmanager
 //! notifications at 1, 4 and 16 connections for a fixed time, first routed (each a new
 //! DiskFull alert, so a new task), then unrouted (an alert no route takes).
 //!
@@ -46,7 +47,7 @@ fn main() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("serve.yaml"),
-        "queue: { resolve_delay: 1h }\nroutes:\n  - id: disk\n    when: { labels: { alertname: DiskFull } }\n    run: [\"true\"]\n",
+        "queue: { resolve_delay: 52w }\nroutes:\n  - id: disk\n    when: { labels: { alertname: DiskFull } }\n    run: [\"true\"]\n",
     )
     .unwrap();
     let script = dir.join("post.lua");
