@@ -943,7 +943,8 @@ async fn alerts(
 pub struct AlertView {
     pub arrivals: Vec<FleetArrival>,
     pub tasks: Vec<(Task, Vec<TaskEvent>)>,
-    pub records: Vec<Record>,
+    /// Oldest first; in a fleet, every host's as the fleet holds them (see [`ledger_page`]).
+    pub records: Vec<FleetRecord>,
 }
 
 pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeError> {
@@ -970,11 +971,17 @@ pub fn alert_view(daemon: &Daemon, alert_id: &str) -> Result<AlertView, ServeErr
             tasks.push((t, events));
         }
     }
-    let records = daemon.reader().query(&Filter {
-        alert: Some(alert_id.to_owned()),
-        limit: Some(MAX_LIMIT),
-        ..Filter::default()
-    })?;
+    let mut records = ledger_page(
+        daemon,
+        None,
+        &Filter {
+            alert: Some(alert_id.to_owned()),
+            limit: Some(MAX_LIMIT),
+            ..Filter::default()
+        },
+        None,
+    )?;
+    records.reverse();
     Ok(AlertView {
         arrivals,
         tasks,
@@ -1014,7 +1021,11 @@ async fn alert(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<Al
                 .iter()
                 .map(|(t, e)| ApiTask::of(t, Some(e)))
                 .collect(),
-            records: api_records(&d.edges.host().unwrap_or_default(), &view.records),
+            records: view
+                .records
+                .iter()
+                .map(|r| ApiRecord::of(&r.host, &r.record))
+                .collect(),
         })
     })
     .await

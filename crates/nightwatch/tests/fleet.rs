@@ -848,6 +848,27 @@ fn any_daemon_shows_every_hosts_arrivals_by_host_and_pages_them_once() {
         .collect();
     received.sort();
     assert_eq!(received, ["a1", "a2"], "{detail}");
+    // Its records too: each receiving host's `dispatch`, once the hosts have shipped them.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let detail = daemons[2].json(&format!("/api/alerts/{alert_id}"));
+        let mut recorded: Vec<String> = detail["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["event"] == "dispatch")
+            .map(|r| r["host"].as_str().unwrap().to_owned())
+            .collect();
+        recorded.sort();
+        if recorded == ["a1", "a2"] {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the alert's records name both receiving hosts' dispatch: {detail}"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let page = daemons[2].get(&format!("/alerts/{alert_id}"));
     assert_eq!(page.status, 200);
     let html = page.text();
