@@ -538,15 +538,30 @@ fn place(record: &serde_json::Value) -> (String, u64) {
     )
 }
 
-/// Every record of `path` and the pages after it, following `next`, in the order read
-/// (newest first: each page is oldest first, the next one older).
-fn read_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, u64)>, usize) {
+/// Every page of `path` and the pages after it, following `next`, each read with `items`;
+/// what was read, in the order read, and how many pages.
+fn follow_pages<T>(
+    daemon: &Daemon,
+    path: &str,
+    items: impl Fn(&serde_json::Value) -> Vec<T>,
+) -> (Vec<T>, usize) {
     let mut read = Vec::new();
     let mut pages = 0;
     let mut next = Some(path.to_owned());
     while let Some(path) = next {
         let page = daemon.json(&path);
         pages += 1;
+        read.extend(items(&page));
+        next = page["next"].as_str().map(str::to_owned);
+        assert!(pages < 100, "the pages never end: {path}");
+    }
+    (read, pages)
+}
+
+/// Every record of `path` and the pages after it, in the order read (newest first: each
+/// page is oldest first, the next one older).
+fn read_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, u64)>, usize) {
+    follow_pages(daemon, path, |page| {
         let mut records: Vec<_> = page["records"]
             .as_array()
             .unwrap()
@@ -559,11 +574,8 @@ fn read_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, u64)>, usize) {
             })
             .collect();
         records.reverse();
-        read.extend(records);
-        next = page["next"].as_str().map(str::to_owned);
-        assert!(pages < 100, "the pages never end: {path}");
-    }
-    (read, pages)
+        records
+    })
 }
 
 /// Issue 16's fleet view: three hosts record on their own, and any one daemon's
@@ -713,23 +725,20 @@ fn arrival_place(arrival: &serde_json::Value) -> (String, i64) {
     )
 }
 
-/// Every arrival of `path` and the pages after it, following `next`, in the order read
-/// (oldest first), each as (received_ms, host, id).
+/// Every arrival of `path` and the pages after it, in the order read (oldest first), each as
+/// (received_ms, host, id).
 fn read_arrival_pages(daemon: &Daemon, path: &str) -> (Vec<(i64, String, i64)>, usize) {
-    let mut read = Vec::new();
-    let mut pages = 0;
-    let mut next = Some(path.to_owned());
-    while let Some(path) = next {
-        let page = daemon.json(&path);
-        pages += 1;
-        read.extend(page["alerts"].as_array().unwrap().iter().map(|a| {
-            let (host, id) = arrival_place(a);
-            (a["received_ms"].as_i64().unwrap(), host, id)
-        }));
-        next = page["next"].as_str().map(str::to_owned);
-        assert!(pages < 100, "the pages never end: {path}");
-    }
-    (read, pages)
+    follow_pages(daemon, path, |page| {
+        page["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| {
+                let (host, id) = arrival_place(a);
+                (a["received_ms"].as_i64().unwrap(), host, id)
+            })
+            .collect()
+    })
 }
 
 /// Issue 16's fleet view of the inbox: alerts posted to three hosts' daemons all show on any
