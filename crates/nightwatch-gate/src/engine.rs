@@ -152,6 +152,17 @@ pub enum Event {
         token: u64,
         why: String,
     },
+    /// The idle controller's word on an app (`idle`): a state flip `from` -> `to` (the same
+    /// phase twice for a hold or a finding), what it saw in `details`, and why. Naming
+    /// notifiers escalates it, as a quarantine does.
+    Idle {
+        app: String,
+        from: String,
+        to: String,
+        details: Value,
+        why: String,
+        notify: Vec<String>,
+    },
     /// A person's undo of a record's changes, done or not.
     Undo {
         by: Actor,
@@ -220,6 +231,9 @@ pub struct Dispatch {
     /// The tool it is about (`alert`, `runbook`).
     pub tool: String,
 }
+
+/// The idle controller's actor id, on its proposals and its `idle` records.
+pub const IDLE_CONTROLLER: &str = "idle-controller";
 
 /// The actor every daemon record is written by.
 pub fn dispatcher() -> RecordActor {
@@ -495,6 +509,30 @@ impl<'a> Engine<'a> {
                 entry.inputs = json!({ "job": job, "holder": holder, "token": token });
                 entry.context.host = self.host.clone();
                 entry.reasons = vec![why];
+                entry
+            }
+            Event::Idle {
+                app,
+                from,
+                to,
+                details,
+                why,
+                notify,
+            } => {
+                let controller =
+                    Actor::new(nightwatch_core::ActorKind::IdleController, IDLE_CONTROLLER);
+                let mut entry =
+                    Entry::new(event::IDLE, written, RecordActor::from(&controller), "idle");
+                let mut inputs = json!({ "app": app, "from": from, "to": to });
+                if let (Some(all), Value::Object(more)) = (inputs.as_object_mut(), details) {
+                    for (k, v) in more {
+                        all.entry(k).or_insert(v);
+                    }
+                }
+                entry.inputs = inputs;
+                entry.context.host = self.host.clone();
+                entry.reasons = vec![why];
+                entry.safeguards = notify_only(notify);
                 entry
             }
             Event::Undo {

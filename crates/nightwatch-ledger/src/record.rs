@@ -49,6 +49,10 @@ pub mod event {
     /// That job ended: inputs `{job, holder, token}`, how it went and what became of its
     /// lease in `reasons`.
     pub const SINGLETON_END: &str = "singleton-end";
+    /// The idle controller's word on an app: a state flip (`awake`, `asleep`, `half-awake`,
+    /// `quarantined`, ...) or what holds it awake. Inputs `{app, from, to, ...}` (the last
+    /// person's request, the robots seen, the signals on), why in `reasons`.
+    pub const IDLE: &str = "idle";
 
     /// Every name this version writes, so a reader can tell a known event from a later one.
     pub const ALL: &[&str] = &[
@@ -73,6 +77,7 @@ pub mod event {
         STOOD_DOWN,
         SINGLETON_START,
         SINGLETON_END,
+        IDLE,
     ];
     /// What `nightwatch serve` did with an alert or its task: inputs `{disposition, alert_id,
     /// route, task, ...}`, why in `reasons` (routed, deduplicated, no route, ran, failed, ...).

@@ -60,6 +60,8 @@ pub struct Config {
     /// database, or one data directory), under the `janitor-sweep` lease; the others record
     /// that they stood down. False (the default): every host sweeps its own.
     pub janitor_singleton: bool,
+    /// The apps under idle control (`idle.apps`), each fronted by the daemon's proxy.
+    pub idle: Vec<nightwatch_idle::AppSpec>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -213,6 +215,8 @@ struct File {
     #[serde(default)]
     routes: Vec<FileRoute>,
     janitor: Option<FileJanitor>,
+    #[serde(default)]
+    idle: nightwatch_idle::IdleFile,
 }
 
 #[derive(Deserialize, Default)]
@@ -592,6 +596,13 @@ impl Config {
             }
             None => None,
         };
+        let idle = file.idle.check().map_err(|e| invalid(e.to_string()))?;
+        if let Some(app) = idle.iter().find(|a| a.listen == Some(listen)) {
+            return Err(invalid(format!(
+                "idle.apps.{}: listen {listen} is the daemon's own address",
+                app.name
+            )));
+        }
         let max_connections = file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
         if max_connections == 0 {
             return Err(invalid("max_connections must be at least 1".into()));
@@ -636,6 +647,7 @@ impl Config {
             routes,
             janitor_every,
             janitor_singleton,
+            idle,
         };
         // After every secret was looked up (none stands in for a real one past this point).
         let unset = unset.take();

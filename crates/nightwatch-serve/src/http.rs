@@ -180,6 +180,7 @@ async fn is_liveness_probe(stream: &tokio::net::TcpStream) -> bool {
 pub fn router(daemon: Arc<Daemon>) -> Router {
     let (hooks, _) = hooks().split_for_parts();
     let (probes, _) = probes().split_for_parts();
+    let (idle_auth, _) = crate::idle::http::auth_routes().split_for_parts();
     let (reads, _) = reads().split_for_parts();
     // What the readers' secret guards: everything but the hooks (each source has its own
     // secret) and the probes an orchestrator sends without one.
@@ -192,6 +193,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
     Router::new()
         .merge(hooks)
         .merge(probes)
+        .merge(idle_auth)
         .merge(read)
         .layer(middleware::from_fn_with_state(daemon.clone(), count))
         .with_state(daemon)
@@ -202,7 +204,10 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
 /// ([`api::openapi`]) is generated from them, so a route cannot be served undocumented.
 /// The pages are for people and are not in it.
 pub fn documented_routes() -> OpenApiRouter<Arc<Daemon>> {
-    hooks().merge(probes()).merge(reads())
+    hooks()
+        .merge(probes())
+        .merge(crate::idle::http::auth_routes())
+        .merge(reads())
 }
 
 fn hooks() -> OpenApiRouter<Arc<Daemon>> {
@@ -222,6 +227,7 @@ fn reads() -> OpenApiRouter<Arc<Daemon>> {
     OpenApiRouter::new()
         .routes(routes!(metrics))
         .merge(api::routes())
+        .merge(crate::idle::http::read_routes())
 }
 
 /// Uptime Kuma's webhook notification: JSON, `multipart/form-data` with a `data` field, or a
@@ -607,6 +613,9 @@ async fn metrics(State(daemon): State<Arc<Daemon>>) -> Response {
             .ok()
             .flatten()
             .map_or(0.0, |ready| (now - ready).max(0) as f64 / 1000.0);
+        if let Some(idle) = &d.idle {
+            d.metrics.idle_phases(&idle.phases());
+        }
         d.metrics.render(&counts, age)
     })
     .await

@@ -27,6 +27,7 @@ pub mod config;
 pub mod dispatch;
 pub mod fleet;
 pub mod http;
+pub mod idle;
 pub mod inbox;
 pub mod metrics;
 pub mod process;
@@ -69,6 +70,11 @@ pub trait Edges: Send + Sync {
     /// janitor's state; how many were noted. `None` when there is nothing to follow here.
     fn follow_activity(&self, span: std::time::Duration) -> Option<Result<usize, String>> {
         let _ = span;
+        None
+    }
+    /// The container engine the idle controller suspends and wakes apps through; `None`
+    /// when there is none here (a daemon with `idle.apps` then refuses to start).
+    fn idle_runtime(&self) -> Option<Arc<dyn nightwatch_idle::Runtime>> {
         None
     }
 }
@@ -132,6 +138,8 @@ pub struct Daemon {
     pub leases: Arc<dyn Leases>,
     pub edges: Arc<dyn Edges>,
     pub metrics: metrics::Metrics,
+    /// The idle controller, when `idle.apps` names any.
+    pub idle: Option<Arc<idle::control::IdleControl>>,
     shutting_down: AtomicBool,
     wake: (Mutex<u64>, Condvar),
     /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
@@ -148,7 +156,21 @@ impl Daemon {
         stores: Stores,
         edges: Arc<dyn Edges>,
     ) -> Result<Daemon, ServeError> {
+        let idle = if config.idle.is_empty() {
+            None
+        } else {
+            let runtime = edges.idle_runtime().ok_or_else(|| {
+                ServeError::Runtime(
+                    "idle.apps names apps, but no container engine is available here to suspend and wake them".into(),
+                )
+            })?;
+            Some(Arc::new(idle::control::IdleControl::new(
+                config.idle.clone(),
+                runtime,
+            )))
+        };
         Ok(Daemon {
+            idle,
             config,
             data_dir: data_dir.to_path_buf(),
             inbox: stores.inbox,
@@ -307,6 +329,9 @@ pub async fn serve(
     .await
     .map_err(|e| ServeError::Runtime(format!("starting the daemon failed: {e}")))??;
     ready();
+    if let Some(control) = daemon.idle.clone() {
+        tokio::spawn(control.run(daemon.clone()));
+    }
 
     let app = http::router(daemon.clone());
     let limits = http::ConnectionLimits {

@@ -8,6 +8,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 
@@ -43,6 +44,27 @@ pub struct StateLabel {
     pub state: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppLabel {
+    pub app: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppStateLabel {
+    pub app: String,
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppTrafficLabel {
+    pub app: String,
+    /// `person`, or the robot's kind (`monitor`, `crawler`, `polling`, ...).
+    pub traffic: String,
+}
+
+/// Wake latency buckets, seconds: an unpause takes milliseconds, a start seconds.
+const WAKE_BUCKETS: [f64; 10] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 15.0];
+
 pub struct Metrics {
     registry: Registry,
     requests: Family<RequestLabels, Counter>,
@@ -58,6 +80,10 @@ pub struct Metrics {
     shipped: Counter,
     ship_failures: Counter,
     ship_behind: Gauge,
+    idle_state: Family<AppStateLabel, Gauge>,
+    idle_wakes: Family<AppLabel, Counter>,
+    idle_wake_seconds: Family<AppLabel, Histogram>,
+    idle_requests: Family<AppTrafficLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -143,6 +169,32 @@ impl Metrics {
             "Records of this host's ledger the fleet store did not hold after the last round",
             ship_behind.clone(),
         );
+        let idle_state = Family::<AppStateLabel, Gauge>::default();
+        registry.register(
+            "idle_app_state",
+            "Apps under idle control: 1 for the state each app is in, 0 for the others",
+            idle_state.clone(),
+        );
+        let idle_wakes = Family::<AppLabel, Counter>::default();
+        registry.register(
+            "idle_wakes",
+            "Apps woken by the idle controller (for a person's request, or to recover)",
+            idle_wakes.clone(),
+        );
+        let idle_wake_seconds = Family::<AppLabel, Histogram>::new_with_constructor(
+            (|| Histogram::new(WAKE_BUCKETS)) as fn() -> Histogram,
+        );
+        registry.register(
+            "idle_wake_seconds",
+            "From the wake's start to the app's readiness check passing",
+            idle_wake_seconds.clone(),
+        );
+        let idle_requests = Family::<AppTrafficLabel, Counter>::default();
+        registry.register(
+            "idle_requests",
+            "Requests to apps under idle control, by who asked: person, or the robot's kind",
+            idle_requests.clone(),
+        );
         // Every series an alert rule may watch exists from the start, at zero: `rate()` over a
         // series that appears only on its first event misses that event.
         for d in crate::inbox::Disposition::ALL {
@@ -189,6 +241,56 @@ impl Metrics {
             shipped,
             ship_failures,
             ship_behind,
+            idle_state,
+            idle_wakes,
+            idle_wake_seconds,
+            idle_requests,
+        }
+    }
+
+    /// A request to an app under idle control, by who asked.
+    pub fn idle_request(&self, app: &str, traffic: &nightwatch_idle::Traffic) {
+        let traffic = match traffic {
+            nightwatch_idle::Traffic::Person => "person",
+            nightwatch_idle::Traffic::Robot { kind, .. } => kind.as_str(),
+        };
+        self.idle_requests
+            .get_or_create(&AppTrafficLabel {
+                app: app.to_owned(),
+                traffic: traffic.to_owned(),
+            })
+            .inc();
+    }
+
+    /// An app woke, taking `took`.
+    pub fn idle_woke(&self, app: &str, took: std::time::Duration) {
+        let label = AppLabel {
+            app: app.to_owned(),
+        };
+        self.idle_wakes.get_or_create(&label).inc();
+        self.idle_wake_seconds
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+    }
+
+    /// Sets each app's state gauge (at scrape time).
+    pub fn idle_phases(&self, phases: &[(String, nightwatch_idle::Phase)]) {
+        for (app, now) in phases {
+            for phase in nightwatch_idle::Phase::ALL {
+                self.idle_state
+                    .get_or_create(&AppStateLabel {
+                        app: app.clone(),
+                        state: phase.as_str().to_owned(),
+                    })
+                    .set(i64::from(phase == *now));
+            }
+            let _ = self
+                .idle_wakes
+                .get_or_create(&AppLabel { app: app.clone() });
+            let _ = self.idle_requests.get_or_create(&AppTrafficLabel {
+                app: app.clone(),
+                traffic: "person".into(),
+            });
         }
     }
 

@@ -1,0 +1,850 @@
+//! The idle controller: one more actor. It watches each app's traffic (through the proxy or
+//! forward-auth) and signals, and when an app has been idle for its `idle_after` it proposes
+//! `suspend_app` through the daemon's engine; a person's request to a sleeping app proposes
+//! `wake_app`. Policy can refuse either and a pre-flight check can veto a suspend; the
+//! decision is recorded whether it acts or not, and every state flip is an `idle` record.
+//!
+//! Concurrency: each app has one step lock (`steps`), so a suspend, a wake and a recovery
+//! never overlap; requests wait on the phase (`phase`, a watch channel) without holding it.
+//! State (`AppState`, the classifier, the last readiness answer) sits behind a plain mutex
+//! held for a few lines, never across an await. Store calls (proposals, records) run on the
+//! blocking pool, as every store call in the daemon does.
+//!
+//! Every step against the engine has `step_timeout`; a step that fails or times out is undone
+//! (a pause that hung is resumed, then the readiness check must pass) and recorded. The
+//! controller never deletes a container or a volume.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
+use nightwatch_gate::{Event, IDLE_CONTROLLER, Proposal};
+use nightwatch_idle::{
+    AppSpec, AppState, AsleepAnswer, Classifier, Due, Observed, PersonSeen, Phase, Request,
+    Runtime, SignalSeen,
+};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use super::ready::{self, ReadyAnswer};
+use crate::Daemon;
+
+/// How often each app is looked at (signals, idle time, recovery).
+pub const TICK: Duration = Duration::from_secs(1);
+/// How often an awake app's readiness answer is refreshed (what robots get while it sleeps).
+const READY_REFRESH: Duration = Duration::from_secs(30);
+/// Between readiness checks while an app wakes.
+const WAKE_POLL: Duration = Duration::from_millis(50);
+
+/// A request, as the proxy or forward-auth saw it.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub user_agent: Option<String>,
+    pub client: std::net::IpAddr,
+}
+
+/// What to do with a request.
+#[derive(Debug)]
+pub enum Admit {
+    /// The app is awake (or was woken for this request): forward it.
+    Forward,
+    /// A robot asking a sleeping app: the kept readiness answer.
+    Asleep(Option<ReadyAnswer>),
+    /// Not now, and why (503 with `Retry-After`).
+    Unavailable { why: String, retry_after: u64 },
+}
+
+/// One app under control.
+pub struct AppControl {
+    pub spec: AppSpec,
+    inner: Mutex<Inner>,
+    /// One step at a time: suspend, wake, recover.
+    steps: tokio::sync::Mutex<()>,
+    phase: watch::Sender<Phase>,
+}
+
+struct Inner {
+    state: AppState,
+    classifier: Classifier,
+    last_ready: Option<ReadyAnswer>,
+    ready_checked: Option<Instant>,
+}
+
+/// Every app's controller, and what they share.
+pub struct IdleControl {
+    pub apps: Vec<Arc<AppControl>>,
+    runtime: Arc<dyn Runtime>,
+    /// The zero of the controller's monotonic milliseconds.
+    base: Instant,
+}
+
+impl IdleControl {
+    pub fn new(specs: Vec<AppSpec>, runtime: Arc<dyn Runtime>) -> IdleControl {
+        let apps = specs
+            .into_iter()
+            .map(|spec| {
+                Arc::new(AppControl {
+                    spec,
+                    inner: Mutex::new(Inner {
+                        state: AppState::found(Phase::Waking, "not looked at yet", 0, 0),
+                        classifier: Classifier::new(),
+                        last_ready: None,
+                        ready_checked: None,
+                    }),
+                    steps: tokio::sync::Mutex::new(()),
+                    phase: watch::channel(Phase::Waking).0,
+                })
+            })
+            .collect();
+        IdleControl {
+            apps,
+            runtime,
+            base: Instant::now(),
+        }
+    }
+
+    pub fn app(&self, name: &str) -> Option<&Arc<AppControl>> {
+        self.apps.iter().find(|a| a.spec.name == name)
+    }
+
+    /// The app a request's host names (forward-auth).
+    pub fn app_for_host(&self, host: &str) -> Option<&Arc<AppControl>> {
+        self.apps.iter().find(|a| a.spec.answers_to(host))
+    }
+
+    fn mono(&self) -> u64 {
+        self.base.elapsed().as_millis() as u64
+    }
+
+    /// Finds each app's real state (after a start, or a restart that a crash cut mid-wake)
+    /// and records it.
+    pub async fn find_states(&self, daemon: &Arc<Daemon>) {
+        for app in &self.apps {
+            let _step = app.steps.lock().await;
+            let observed = self.observe(app).await;
+            let (phase, why) = match &observed {
+                Ok(Observed::Running) => {
+                    match ready::check(app.spec.upstream, &app.spec.ready, app.spec.step_timeout)
+                        .await
+                    {
+                        Ok(answer) => {
+                            app.keep_ready(answer);
+                            (
+                                Phase::Awake,
+                                "found running, and its readiness check passes".to_owned(),
+                            )
+                        }
+                        Err(why) => (
+                            Phase::HalfAwake,
+                            format!("found running, but its readiness check fails: {why}"),
+                        ),
+                    }
+                }
+                Ok(Observed::Paused) => (Phase::Asleep, "found paused".to_owned()),
+                Ok(Observed::Stopped) => (Phase::Asleep, "found stopped".to_owned()),
+                Ok(Observed::Missing) => (
+                    Phase::Failed,
+                    format!("{} not found", app.spec.target.describe()),
+                ),
+                Ok(Observed::Mixed(how)) => (Phase::Failed, format!("found half started: {how}")),
+                Err(why) => (Phase::Failed, format!("cannot see it: {why}")),
+            };
+            let now_ms = daemon.now_ms();
+            let details = {
+                let mut inner = app.lock();
+                inner.state = AppState::found(phase, why.clone(), now_ms, self.mono());
+                json!({ "found": observed.as_ref().map(|o| o.as_str().to_owned()).unwrap_or_else(|e| e.clone()) })
+            };
+            app.phase.send_replace(phase);
+            record(
+                daemon,
+                &app.spec,
+                "unknown",
+                phase,
+                details,
+                format!("the controller started: {why}"),
+                Vec::new(),
+            )
+            .await;
+        }
+    }
+
+    /// Looks at every app each [`TICK`] until the daemon shuts down.
+    pub async fn run(self: Arc<Self>, daemon: Arc<Daemon>) {
+        self.find_states(&daemon).await;
+        let mut ticks = tokio::time::interval(TICK);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        while !daemon.is_shutting_down() {
+            ticks.tick().await;
+            for app in &self.apps {
+                // An app busy with a step is looked at on a later tick.
+                if let Ok(step) = app.steps.try_lock() {
+                    self.tick(&daemon, app).await;
+                    drop(step);
+                }
+            }
+        }
+    }
+
+    async fn tick(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>) {
+        let phase = app.lock().state.phase;
+        let signals = if phase == Phase::Awake && !app.spec.signals.is_empty() {
+            match self.signals(app).await {
+                Ok(seen) => seen,
+                Err(why) => {
+                    // Signals that cannot be read must not let the app sleep under someone.
+                    let now = self.mono();
+                    app.lock().state.declined(app.spec.failures.initial, now);
+                    tracing::warn!("idle: {}: cannot read its signals: {why}", app.spec.name);
+                    return;
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        let on: Vec<(String, bool)> = signals
+            .iter()
+            .filter(|s| s.count > 0)
+            .map(|s| (s.name.clone(), s.activity))
+            .collect();
+        let now = self.mono();
+        let due = app.lock().state.due(&app.spec, &on, now);
+        if !matches!(due, Due::Held { .. }) {
+            app.lock().state.held_by.clear();
+        }
+        match due {
+            Due::Wait => {
+                if phase == Phase::Awake {
+                    self.refresh_ready(app).await;
+                }
+            }
+            Due::Held { by } => {
+                let changed = {
+                    let mut inner = app.lock();
+                    inner.state.active_mono = now;
+                    let changed = inner.state.held_by != by;
+                    inner.state.held_by = by.clone();
+                    changed
+                };
+                if changed {
+                    let details = json!({ "signals": signals_json(&signals) });
+                    record(
+                        daemon,
+                        &app.spec,
+                        phase.as_str(),
+                        phase,
+                        details,
+                        format!("kept awake by {}", by.join(", ")),
+                        Vec::new(),
+                    )
+                    .await;
+                }
+            }
+            Due::Suspend { idle_for } => self.suspend(daemon, app, idle_for, &signals).await,
+            Due::Recover => {
+                let _ = self.wake(daemon, app, None).await;
+            }
+        }
+    }
+
+    async fn refresh_ready(&self, app: &Arc<AppControl>) {
+        let stale = app
+            .lock()
+            .ready_checked
+            .is_none_or(|at| at.elapsed() >= READY_REFRESH);
+        if stale
+            && let Ok(answer) =
+                ready::check(app.spec.upstream, &app.spec.ready, app.spec.step_timeout).await
+        {
+            app.keep_ready(answer);
+        }
+    }
+
+    /// Proposes the suspend; when allowed, suspends within `step_timeout`, undoing a step
+    /// that failed or timed out.
+    async fn suspend(
+        &self,
+        daemon: &Arc<Daemon>,
+        app: &Arc<AppControl>,
+        idle_for: Duration,
+        signals: &[SignalSeen],
+    ) {
+        let spec = &app.spec;
+        let (last_person, seen) = {
+            let inner = app.lock();
+            (inner.state.last_person.clone(), inner.state.seen.clone())
+        };
+        let inputs = json!({
+            "app": spec.name,
+            "target": spec.target.describe(),
+            "mode": spec.suspend.as_str(),
+            "idle_for_s": idle_for.as_secs(),
+            "last_person": last_person,
+            "seen": seen,
+            "signals": signals_json(signals),
+        });
+        let ruling = match propose(daemon, spec, "suspend_app", inputs.clone(), "idle").await {
+            Ok(r) => r,
+            Err(why) => {
+                tracing::error!("idle: {}: the suspend was not decided: {why}", spec.name);
+                app.lock()
+                    .state
+                    .declined(spec.failures.initial, self.mono());
+                return;
+            }
+        };
+        if ruling.0 != Verdict::Allow {
+            // The decision record (with the checks' findings) says why; it stays awake and is
+            // proposed again after a while, not every tick.
+            let wait = spec.failures.initial.max(Duration::from_secs(30));
+            app.lock().state.declined(wait, self.mono());
+            return;
+        }
+        let call_id = ruling.1;
+        let now_ms = daemon.now_ms();
+        app.flip(
+            Phase::Suspending,
+            "idle, and the suspend was allowed",
+            now_ms,
+        );
+        let started = Instant::now();
+        let outcome = tokio::time::timeout(
+            spec.step_timeout,
+            self.runtime.suspend(&spec.target, spec.suspend),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "{} did not finish within {}",
+                spec.suspend.as_str(),
+                nightwatch_time::format_duration(spec.step_timeout)
+            ))
+        });
+        let verified = match outcome {
+            Ok(()) => match self.observe(app).await {
+                Ok(Observed::Paused) | Ok(Observed::Stopped) => Ok(()),
+                Ok(other) => Err(format!(
+                    "after the {}, the engine says it is {}",
+                    spec.suspend.as_str(),
+                    other.as_str()
+                )),
+                Err(why) => Err(why),
+            },
+            Err(why) => Err(why),
+        };
+        let duration_ms = started.elapsed().as_millis() as u64;
+        match verified {
+            Ok(()) => {
+                let why = format!(
+                    "{} after {} idle",
+                    match spec.suspend {
+                        nightwatch_idle::SuspendMode::Pause => "paused",
+                        nightwatch_idle::SuspendMode::Stop => "stopped",
+                    },
+                    nightwatch_time::format_duration(idle_for)
+                );
+                result(
+                    daemon,
+                    spec,
+                    "suspend_app",
+                    &call_id,
+                    inputs,
+                    0,
+                    &why,
+                    duration_ms,
+                )
+                .await;
+                let now_ms = daemon.now_ms();
+                app.flip(Phase::Asleep, &why, now_ms);
+                record(
+                    daemon,
+                    spec,
+                    "suspending",
+                    Phase::Asleep,
+                    json!({}),
+                    why,
+                    Vec::new(),
+                )
+                .await;
+            }
+            Err(why) => {
+                let failure = format!("the {} failed: {why}", spec.suspend.as_str());
+                result(
+                    daemon,
+                    spec,
+                    "suspend_app",
+                    &call_id,
+                    inputs,
+                    1,
+                    &failure,
+                    duration_ms,
+                )
+                .await;
+                self.undo_suspend(daemon, app, failure).await;
+            }
+        }
+    }
+
+    /// Resumes an app whose suspend failed or hung, then checks it answers again.
+    async fn undo_suspend(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>, failure: String) {
+        let spec = &app.spec;
+        let resumed = tokio::time::timeout(spec.step_timeout, self.runtime.resume(&spec.target))
+            .await
+            .unwrap_or_else(|_| Err("the resume did not finish in time".into()));
+        let (phase, why) = match resumed {
+            Ok(()) => match self.wait_ready(app, spec.wake_timeout).await {
+                Ok(()) => (
+                    Phase::Awake,
+                    format!("{failure}; undone: resumed, and its readiness check passes"),
+                ),
+                Err(not) => (
+                    Phase::HalfAwake,
+                    format!("{failure}; resumed, but its readiness check fails: {not}"),
+                ),
+            },
+            Err(e) => (
+                Phase::Failed,
+                format!("{failure}; the undo failed too: {e}"),
+            ),
+        };
+        self.failed_step(daemon, app, Phase::Suspending, phase, why)
+            .await;
+    }
+
+    /// Marks a failed step, backs off, records the flip, and on quarantine tells a person once.
+    async fn failed_step(
+        &self,
+        daemon: &Arc<Daemon>,
+        app: &Arc<AppControl>,
+        from: Phase,
+        phase: Phase,
+        why: String,
+    ) {
+        let spec = &app.spec;
+        let now_ms = daemon.now_ms();
+        let now = self.mono();
+        let (quarantined, failures, retry_in) = {
+            let mut inner = app.lock();
+            let failures_before = inner.state.failures;
+            inner.state.flip(phase, why.clone(), now_ms);
+            // `flip` to awake forgets failures: an undone step still counts as one.
+            inner.state.failures = failures_before;
+            let told = inner.state.failed(spec, now);
+            (told, inner.state.failures, inner.state.retry_in(now))
+        };
+        let final_phase = app.lock().state.phase;
+        app.phase.send_replace(final_phase);
+        let details = json!({ "failures": failures, "retry_in_s": retry_in.as_secs() });
+        if quarantined {
+            let why = format!(
+                "{why}; {failures} failures in a row: quarantined, the controller leaves it alone until a person looks (a person's request still tries to wake it)"
+            );
+            record(
+                daemon,
+                spec,
+                from.as_str(),
+                Phase::Quarantined,
+                details,
+                why,
+                spec.failures.notify.clone(),
+            )
+            .await;
+        } else {
+            let why = format!(
+                "{why}; failure {failures} in a row, next try in {}",
+                nightwatch_time::format_duration(retry_in)
+            );
+            record(daemon, spec, from.as_str(), phase, details, why, Vec::new()).await;
+        }
+    }
+
+    /// Wakes the app (for a person's request, or to recover it): proposes `wake_app`, resumes
+    /// it, waits for its readiness check. Ok when it is awake.
+    async fn wake(
+        &self,
+        daemon: &Arc<Daemon>,
+        app: &Arc<AppControl>,
+        person: Option<&PersonSeen>,
+    ) -> Result<(), String> {
+        let spec = &app.spec;
+        let from = app.lock().state.phase;
+        if from == Phase::Awake {
+            return Ok(());
+        }
+        let reason = match person {
+            Some(p) => format!("a person's request ({} from {})", p.path, p.client),
+            None => format!("recovering it from {}", from.as_str()),
+        };
+        let inputs = json!({
+            "app": spec.name,
+            "target": spec.target.describe(),
+            "from": from.as_str(),
+            "for": reason,
+            "person": person,
+        });
+        let trigger = if person.is_some() {
+            "request"
+        } else {
+            "recovery"
+        };
+        let (verdict, call_id, decided) =
+            match propose(daemon, spec, "wake_app", inputs.clone(), trigger).await {
+                Ok((v, id, why)) => (v, id, why),
+                Err(why) => return Err(format!("the wake could not be decided: {why}")),
+            };
+        if verdict != Verdict::Allow {
+            app.lock()
+                .state
+                .declined(spec.failures.initial, self.mono());
+            return Err(format!("policy says {verdict} to waking it: {decided}"));
+        }
+        let now_ms = daemon.now_ms();
+        app.flip(Phase::Waking, format!("waking for {reason}"), now_ms);
+        let started = Instant::now();
+        let resumed = tokio::time::timeout(spec.step_timeout, self.runtime.resume(&spec.target))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the start did not finish within {}",
+                    nightwatch_time::format_duration(spec.step_timeout)
+                ))
+            });
+        let ready = match resumed {
+            Ok(()) => self
+                .wait_ready(app, spec.wake_timeout)
+                .await
+                .map_err(|why| (Phase::HalfAwake, format!("started, but not ready: {why}"))),
+            Err(why) => Err((Phase::Failed, format!("cannot start it: {why}"))),
+        };
+        let took = started.elapsed();
+        match ready {
+            Ok(()) => {
+                daemon.metrics.idle_woke(&spec.name, took);
+                let why = format!("awake for {reason}: ready in {} ms", took.as_millis());
+                result(
+                    daemon,
+                    spec,
+                    "wake_app",
+                    &call_id,
+                    inputs,
+                    0,
+                    &why,
+                    took.as_millis() as u64,
+                )
+                .await;
+                let now_ms = daemon.now_ms();
+                app.flip(Phase::Awake, &why, now_ms);
+                app.lock().state.active_mono = self.mono();
+                record(
+                    daemon,
+                    spec,
+                    from.as_str(),
+                    Phase::Awake,
+                    json!({ "wake_ms": took.as_millis() as u64, "person": person }),
+                    why,
+                    Vec::new(),
+                )
+                .await;
+                Ok(())
+            }
+            Err((phase, why)) => {
+                result(
+                    daemon,
+                    spec,
+                    "wake_app",
+                    &call_id,
+                    inputs,
+                    1,
+                    &why,
+                    took.as_millis() as u64,
+                )
+                .await;
+                self.failed_step(daemon, app, Phase::Waking, phase, why.clone())
+                    .await;
+                Err(why)
+            }
+        }
+    }
+
+    async fn wait_ready(&self, app: &Arc<AppControl>, within: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let attempt = ready::check(
+                app.spec.upstream,
+                &app.spec.ready,
+                left.min(Duration::from_secs(2))
+                    .max(Duration::from_millis(50)),
+            )
+            .await;
+            match attempt {
+                Ok(answer) => {
+                    app.keep_ready(answer);
+                    return Ok(());
+                }
+                Err(why) if Instant::now() + WAKE_POLL >= deadline => {
+                    return Err(format!(
+                        "{why} (waited {})",
+                        nightwatch_time::format_duration(within)
+                    ));
+                }
+                Err(_) => tokio::time::sleep(WAKE_POLL).await,
+            }
+        }
+    }
+
+    async fn observe(&self, app: &AppControl) -> Result<Observed, String> {
+        tokio::time::timeout(
+            app.spec.step_timeout,
+            self.runtime.observe(&app.spec.target),
+        )
+        .await
+        .unwrap_or_else(|_| Err("the engine did not answer an inspect in time".into()))
+    }
+
+    async fn signals(&self, app: &AppControl) -> Result<Vec<SignalSeen>, String> {
+        tokio::time::timeout(
+            app.spec.step_timeout,
+            self.runtime.signals(&app.spec.target, &app.spec.signals),
+        )
+        .await
+        .unwrap_or_else(|_| Err("the engine did not answer in time".into()))
+    }
+
+    /// Classifies a request to `app`, counts it, and says what to do with it: forward (waking
+    /// the app first for a person), or answer it here.
+    pub async fn admit(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>, seen: &Seen) -> Admit {
+        let now = self.mono();
+        let now_ms = daemon.now_ms();
+        let (traffic, phase) = {
+            let mut inner = app.lock();
+            let request = Request {
+                method: &seen.method,
+                path: &seen.path,
+                user_agent: seen.user_agent.as_deref(),
+                client: seen.client,
+                at_ms: now,
+            };
+            let traffic = inner.classifier.classify(&app.spec, &request);
+            let person = || PersonSeen {
+                at_ms: now_ms,
+                client: seen.client.to_string(),
+                user_agent: shorten(seen.user_agent.as_deref().unwrap_or("")),
+                path: shorten(&seen.path),
+            };
+            inner.state.saw(&traffic, person, now);
+            (traffic, inner.state.phase)
+        };
+        daemon.metrics.idle_request(&app.spec.name, &traffic);
+        if phase == Phase::Awake {
+            return Admit::Forward;
+        }
+        if !traffic.is_person() {
+            return match app.spec.asleep_answer {
+                AsleepAnswer::LastReady if phase == Phase::Asleep => {
+                    Admit::Asleep(app.lock().last_ready.clone())
+                }
+                _ => Admit::Unavailable {
+                    why: format!("{} is {}", app.spec.name, phase.as_str()),
+                    retry_after: 30,
+                },
+            };
+        }
+        let person = app.lock().state.last_person.clone();
+        let woke = tokio::time::timeout(app.spec.wake_timeout + app.spec.step_timeout, async {
+            // Waits for a step in progress (a suspend finishing, another request's wake).
+            let _step = app.steps.lock().await;
+            self.wake(daemon, app, person.as_ref()).await
+        })
+        .await;
+        match woke {
+            Ok(Ok(())) => Admit::Forward,
+            Ok(Err(why)) => Admit::Unavailable {
+                why: format!("{} could not be woken: {why}", app.spec.name),
+                retry_after: 5,
+            },
+            Err(_) => Admit::Unavailable {
+                why: format!("{} did not wake in time", app.spec.name),
+                retry_after: 5,
+            },
+        }
+    }
+
+    /// Each app's phase, for `/metrics` and the API.
+    pub fn phases(&self) -> Vec<(String, Phase)> {
+        self.apps
+            .iter()
+            .map(|a| (a.spec.name.clone(), a.lock().state.phase))
+            .collect()
+    }
+
+    /// One app's state, for the API (and `nightwatch why` through it).
+    pub fn describe(&self, app: &AppControl) -> Value {
+        let inner = app.lock();
+        json!({
+            "app": app.spec.name,
+            "phase": inner.state.phase.as_str(),
+            "why": inner.state.why,
+            "since_ms": inner.state.since_ms,
+            "last_person": inner.state.last_person,
+            "seen_since": inner.state.seen,
+            "held_by": inner.state.held_by,
+            "failures": inner.state.failures,
+        })
+    }
+}
+
+impl AppControl {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        // A panic mid-update leaves plain data; the next tick looks at the engine again.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn flip(&self, phase: Phase, why: impl Into<String>, now_ms: i64) {
+        self.lock().state.flip(phase, why, now_ms);
+        self.phase.send_replace(phase);
+    }
+
+    fn keep_ready(&self, answer: Option<ReadyAnswer>) {
+        let mut inner = self.lock();
+        inner.ready_checked = Some(Instant::now());
+        if answer.is_some() {
+            inner.last_ready = answer;
+        }
+    }
+
+    /// Follows the app's phase (tests and the API wait on it).
+    pub fn watch(&self) -> watch::Receiver<Phase> {
+        self.phase.subscribe()
+    }
+}
+
+fn signals_json(signals: &[SignalSeen]) -> Value {
+    Value::Array(
+        signals
+            .iter()
+            .map(|s| json!({ "name": s.name, "count": s.count, "activity": s.activity }))
+            .collect(),
+    )
+}
+
+/// Request text as records keep it: bounded.
+fn shorten(text: &str) -> String {
+    const MAX: usize = 200;
+    if text.len() <= MAX {
+        return text.to_owned();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+/// Proposes `tool` for `app` through the daemon's engine: the verdict, the call id its result
+/// joins, and the decision's reason. An error: nothing was recorded, so nothing may be done.
+async fn propose(
+    daemon: &Arc<Daemon>,
+    app: &AppSpec,
+    tool: &str,
+    inputs: Value,
+    trigger: &str,
+) -> Result<(Verdict, String, String), String> {
+    let daemon = daemon.clone();
+    let call_id = format!("idle-{}-{}-{}", app.name, tool, daemon.now_ms());
+    let proposal = Proposal {
+        action: Action {
+            actor: Actor::new(ActorKind::IdleController, IDLE_CONTROLLER),
+            tool: Tool::Named { name: tool.into() },
+            context: Context {
+                triggered_by: Some(trigger.to_owned()),
+                ..Context::default()
+            },
+        },
+        call_id: Some(call_id.clone()),
+        inputs,
+        cwd: None,
+    };
+    tokio::task::spawn_blocking(move || {
+        let policy = daemon.edges.policy()?;
+        let ruling = daemon
+            .engine()
+            .propose(&policy, proposal)
+            .map_err(|e| e.to_string())?;
+        Ok((ruling.decision.verdict, call_id, ruling.decision.reason))
+    })
+    .await
+    .map_err(|e| format!("the proposal's thread failed: {e}"))?
+}
+
+/// Records what a step did, joined to its decision by call id.
+#[allow(clippy::too_many_arguments)]
+async fn result(
+    daemon: &Arc<Daemon>,
+    app: &AppSpec,
+    tool: &str,
+    call_id: &str,
+    inputs: Value,
+    exit_code: i64,
+    summary: &str,
+    duration_ms: u64,
+) {
+    let report = nightwatch_gate::Report {
+        actor: Actor::new(ActorKind::IdleController, IDLE_CONTROLLER),
+        tool: tool.to_owned(),
+        session_id: None,
+        call_id: Some(call_id.to_owned()),
+        inputs,
+        outputs: nightwatch_ledger::Outputs {
+            exit_code: Some(exit_code),
+            stdout: if exit_code == 0 {
+                summary.to_owned()
+            } else {
+                String::new()
+            },
+            stderr: if exit_code == 0 {
+                String::new()
+            } else {
+                summary.to_owned()
+            },
+        },
+        duration_ms: Some(duration_ms),
+        context: Context::default(),
+        cwd: None,
+    };
+    let daemon = daemon.clone();
+    let name = app.name.clone();
+    let written =
+        tokio::task::spawn_blocking(move || daemon.engine().record(Event::Result(report))).await;
+    if !matches!(written, Ok(Ok(_))) {
+        tracing::error!("idle: {name}: the result of {tool} could not be recorded");
+    }
+}
+
+/// Records a flip (or a hold, `from == to`).
+async fn record(
+    daemon: &Arc<Daemon>,
+    app: &AppSpec,
+    from: &str,
+    to: Phase,
+    details: Value,
+    why: String,
+    notify: Vec<String>,
+) {
+    let event = Event::Idle {
+        app: app.name.clone(),
+        from: from.to_owned(),
+        to: to.as_str().to_owned(),
+        details,
+        why,
+        notify,
+    };
+    let daemon = daemon.clone();
+    let name = app.name.clone();
+    let written = tokio::task::spawn_blocking(move || daemon.engine().record(event)).await;
+    if !matches!(written, Ok(Ok(_))) {
+        tracing::error!("idle: {name}: a state flip could not be recorded");
+    }
+}

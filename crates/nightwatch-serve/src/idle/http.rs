@@ -1,0 +1,351 @@
+//! Idle control over HTTP: forward-auth for operators who already run Caddy, nginx or
+//! Traefik in front of their apps (`/idle/auth`: the same classification and wake-up as the
+//! daemon's own proxy), each app's state in the API (`/api/idle`), and the one way an
+//! [`Admit`] becomes a reply.
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::control::{Admit, Seen};
+use crate::Daemon;
+use crate::api::ErrorBody;
+
+/// The header on every answer given for a sleeping app instead of the app's own.
+pub const ASLEEP_HEADER: &str = "x-nightwatch-asleep";
+
+/// One app under idle control, as the controller sees it now.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ApiIdleApp {
+    pub app: String,
+    /// awake, suspending, asleep, waking, half-awake, failed or quarantined.
+    pub phase: String,
+    /// Why it is in that phase.
+    pub why: String,
+    /// When it got there (ms since 1970).
+    pub since_ms: i64,
+    /// The last person's (or agent's) request, which is what keeps it awake.
+    pub last_person: Option<ApiPerson>,
+    /// Requests by people since the last flip.
+    pub persons_since: u64,
+    /// Robots' requests since the last flip, by kind (monitor, crawler, probe, polling, ...):
+    /// seen, not counted as activity.
+    pub robots_since: BTreeMap<String, u64>,
+    /// Robots by name (`Uptime Kuma`) or kind, since the last flip.
+    pub robots_by_name: BTreeMap<String, u64>,
+    /// Signals holding it awake at the last look (an exec session, a connection, a job).
+    pub held_by: Vec<String>,
+    /// Failed steps in a row.
+    pub failures: u32,
+}
+
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct ApiPerson {
+    pub at_ms: i64,
+    pub client: String,
+    pub user_agent: String,
+    pub path: String,
+}
+
+/// Every app under idle control.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct IdleApps {
+    pub apps: Vec<ApiIdleApp>,
+}
+
+/// The documented routes the readers' secret guards.
+pub fn read_routes() -> OpenApiRouter<Arc<Daemon>> {
+    OpenApiRouter::new()
+        .routes(routes!(idle_apps))
+        .routes(routes!(idle_app))
+}
+
+/// The forward-auth route: asked by a proxy in front of the apps, not by readers.
+pub fn auth_routes() -> OpenApiRouter<Arc<Daemon>> {
+    OpenApiRouter::new().routes(routes!(forward_auth))
+}
+
+fn api_app(control: &super::control::IdleControl, app: &super::control::AppControl) -> ApiIdleApp {
+    let v = control.describe(app);
+    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_owned();
+    let seen = v.get("seen_since");
+    let counts = |k: &str| -> BTreeMap<String, u64> {
+        seen.and_then(|s| s.get(k))
+            .and_then(|m| m.as_object())
+            .map(|m| {
+                m.iter()
+                    .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    ApiIdleApp {
+        app: text("app"),
+        phase: text("phase"),
+        why: text("why"),
+        since_ms: v.get("since_ms").and_then(|x| x.as_i64()).unwrap_or(0),
+        last_person: v
+            .get("last_person")
+            .and_then(|p| serde_json::from_value::<PersonWire>(p.clone()).ok())
+            .map(|p| ApiPerson {
+                at_ms: p.at_ms,
+                client: p.client,
+                user_agent: p.user_agent,
+                path: p.path,
+            }),
+        persons_since: seen
+            .and_then(|s| s.get("persons"))
+            .and_then(|n| n.as_u64())
+            .unwrap_or(0),
+        robots_since: counts("robots"),
+        robots_by_name: counts("robots_by_name"),
+        held_by: v
+            .get("held_by")
+            .and_then(|h| h.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        failures: v.get("failures").and_then(|x| x.as_u64()).unwrap_or(0) as u32,
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct PersonWire {
+    at_ms: i64,
+    client: String,
+    user_agent: String,
+    path: String,
+}
+
+/// Every app under idle control and why it is in its state.
+#[utoipa::path(
+    get,
+    path = "/api/idle",
+    tag = "idle",
+    responses(
+        (status = 200, description = "Each app's state, last person, robots seen and holds", body = IdleApps),
+        (status = 401, description = "The readers' secret is missing or wrong", body = ErrorBody),
+    ),
+)]
+async fn idle_apps(State(daemon): State<Arc<Daemon>>) -> Response {
+    let apps = match &daemon.idle {
+        Some(control) => control.apps.iter().map(|a| api_app(control, a)).collect(),
+        None => Vec::new(),
+    };
+    Json(IdleApps { apps }).into_response()
+}
+
+/// One app under idle control.
+#[utoipa::path(
+    get,
+    path = "/api/idle/{app}",
+    tag = "idle",
+    params(("app" = String, Path, description = "The app's name in serve.yaml's idle.apps")),
+    responses(
+        (status = 200, description = "The app's state, last person, robots seen and holds", body = ApiIdleApp),
+        (status = 401, description = "The readers' secret is missing or wrong", body = ErrorBody),
+        (status = 404, description = "No app of that name is under idle control", body = ErrorBody),
+    ),
+)]
+async fn idle_app(State(daemon): State<Arc<Daemon>>, Path(name): Path<String>) -> Response {
+    let found = daemon
+        .idle
+        .as_ref()
+        .and_then(|c| c.app(&name).map(|a| api_app(c, a)));
+    match found {
+        Some(app) => Json(app).into_response(),
+        None => error(
+            StatusCode::NOT_FOUND,
+            format!("no app named {name:?} is under idle control (serve.yaml: idle.apps)"),
+        ),
+    }
+}
+
+/// Forward-auth for a proxy in front of the apps (Caddy's `forward_auth`, nginx's
+/// `auth_request`, Traefik's `forwardAuth`). The app is found by `X-Forwarded-Host` (or
+/// `Host`), the request by `X-Forwarded-Method`/`X-Forwarded-Uri` (or `X-Original-Method`/
+/// `X-Original-URI`), the client by `X-Real-IP` or the last `X-Forwarded-For` entry (the one
+/// the proxy added). 200: forward it (the app is awake, or was woken for this person). 503
+/// with `Retry-After`: a robot asking a sleeping app (with `X-Nightwatch-Asleep`), or a wake
+/// that failed; the proxy hands it to the client.
+#[utoipa::path(
+    method(get, post, head),
+    path = "/idle/auth",
+    tag = "idle",
+    responses(
+        (status = 200, description = "Forward the request: the app is awake"),
+        (status = 404, description = "No app under idle control answers to that host", body = ErrorBody),
+        (status = 503, description = "The app sleeps and this is a robot, or it could not be woken; Retry-After says when to ask again", body = ErrorBody),
+    ),
+)]
+async fn forward_auth(
+    State(daemon): State<Arc<Daemon>>,
+    method: Method,
+    headers: HeaderMap,
+) -> Response {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    let Some(control) = daemon.idle.clone() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "no app is under idle control here (serve.yaml: idle.apps)".into(),
+        );
+    };
+    let host = text("x-forwarded-host")
+        .or_else(|| text("host"))
+        .unwrap_or("");
+    let Some(app) = control.app_for_host(host).cloned() else {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("no app under idle control answers to host {host:?} (idle.apps.*.hosts)"),
+        );
+    };
+    let uri = text("x-forwarded-uri")
+        .or_else(|| text("x-original-uri"))
+        .unwrap_or("/");
+    let path = uri.split(['?', '#']).next().unwrap_or("/").to_owned();
+    let method = text("x-forwarded-method")
+        .or_else(|| text("x-original-method"))
+        .map(str::to_owned)
+        .unwrap_or_else(|| method.to_string());
+    let seen = Seen {
+        method,
+        path,
+        user_agent: text("user-agent").map(str::to_owned),
+        client: client_of(&headers),
+    };
+    match control.admit(&daemon, &app, &seen).await {
+        Admit::Forward => StatusCode::OK.into_response(),
+        // A 2xx here would send the request on to a sleeping app: robots get 503.
+        Admit::Asleep(_) => unavailable(
+            &app.spec.name,
+            30,
+            true,
+            format!("{} is asleep", app.spec.name),
+        ),
+        Admit::Unavailable { why, retry_after } => {
+            unavailable(&app.spec.name, retry_after, false, why)
+        }
+    }
+}
+
+/// The client a fronting proxy says it served: `X-Real-IP`, else the last `X-Forwarded-For`
+/// entry (the one that proxy added; earlier ones are the client's own claims).
+fn client_of(headers: &HeaderMap) -> IpAddr {
+    let real = headers
+        .get("x-real-ip")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok());
+    let forwarded = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|v| v.trim().parse::<IpAddr>().ok())
+        .next_back();
+    real.or(forwarded)
+        .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
+}
+
+/// How an [`Admit`] other than forward becomes the daemon proxy's reply.
+pub fn answer(app: &str, admit: Admit) -> Option<Response> {
+    match admit {
+        Admit::Forward => None,
+        Admit::Asleep(Some(kept)) => {
+            let mut response = (
+                StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK),
+                kept.body,
+            )
+                .into_response();
+            let headers = response.headers_mut();
+            if let Some(kind) = kept
+                .content_type
+                .as_deref()
+                .and_then(|c| HeaderValue::from_str(c).ok())
+            {
+                headers.insert(header::CONTENT_TYPE, kind);
+            }
+            mark_asleep(headers, app);
+            Some(response)
+        }
+        Admit::Asleep(None) => Some(unavailable(
+            app,
+            30,
+            true,
+            format!("{app} is asleep (no answer of its own was kept to give)"),
+        )),
+        Admit::Unavailable { why, retry_after } => Some(unavailable(app, retry_after, false, why)),
+    }
+}
+
+fn unavailable(app: &str, retry_after: u64, asleep: bool, why: String) -> Response {
+    let mut response = error(StatusCode::SERVICE_UNAVAILABLE, why);
+    let headers = response.headers_mut();
+    headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
+    if asleep {
+        mark_asleep(headers, app);
+    }
+    response
+}
+
+fn mark_asleep(headers: &mut HeaderMap, app: &str) {
+    if let Ok(v) = HeaderValue::from_str(app) {
+        headers.insert(ASLEEP_HEADER, v);
+    }
+}
+
+fn error(status: StatusCode, why: String) -> Response {
+    (status, Json(ErrorBody { error: why })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_is_the_one_the_fronting_proxy_added() {
+        let mut h = HeaderMap::new();
+        h.insert("x-forwarded-for", "10.9.9.9, 192.0.2.4".parse().unwrap());
+        assert_eq!(client_of(&h), "192.0.2.4".parse::<IpAddr>().unwrap());
+        h.insert("x-real-ip", "198.51.100.2".parse().unwrap());
+        assert_eq!(client_of(&h), "198.51.100.2".parse::<IpAddr>().unwrap());
+        assert!(client_of(&HeaderMap::new()).is_unspecified());
+        let mut junk = HeaderMap::new();
+        junk.insert("x-forwarded-for", "not an address".parse().unwrap());
+        assert!(client_of(&junk).is_unspecified());
+    }
+
+    #[test]
+    fn a_kept_answer_is_given_marked_asleep() {
+        let kept = super::super::ready::ReadyAnswer {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: bytes::Bytes::from_static(b"{\"status\":\"ok\"}"),
+        };
+        let r = answer("shop", Admit::Asleep(Some(kept))).unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert_eq!(r.headers()[ASLEEP_HEADER], "shop");
+        assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
+        let r = answer("shop", Admit::Asleep(None)).unwrap();
+        assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(r.headers()[header::RETRY_AFTER], "30");
+        assert!(answer("shop", Admit::Forward).is_none());
+    }
+}

@@ -1,0 +1,541 @@
+//! The idle controller in process, against a scripted container engine (the steps' outcomes:
+//! done, failed, hung) and a real HTTP upstream for its readiness check. What this pins is the
+//! controller's logic: who keeps an app awake, what a sleeping app answers, every step through
+//! the engine and the ledger, failures undone, backed off and quarantined. The same flows run
+//! against the real Docker Engine through the binary in `crates/nightwatch/tests/idle_docker.rs`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator};
+use nightwatch_idle::runtime::Step;
+use nightwatch_idle::{Observed, Phase, Runtime, SignalSeen, SuspendMode, Target};
+use nightwatch_ledger::{Filter, Record, event};
+use nightwatch_serve::idle::control::{Admit, AppControl, IdleControl, Seen};
+use nightwatch_serve::{Config, Daemon, Edges, Stores};
+use nightwatch_sqlite::{SqliteInbox, SqliteLeases, SqliteLedger, SqliteTaskQueue};
+
+/// How each step of the scripted engine goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Goes {
+    Done,
+    Fails,
+    Hangs,
+}
+
+/// A container engine whose steps go as the test says; the app it runs answers its readiness
+/// check only while running (and `ready` is set).
+struct Scripted {
+    state: Mutex<Observed>,
+    suspend: Mutex<Goes>,
+    resume: Mutex<Goes>,
+    exec_sessions: AtomicUsize,
+    ready: Arc<AtomicBool>,
+    running: Arc<AtomicBool>,
+    resumes: AtomicUsize,
+    suspends: AtomicUsize,
+}
+
+impl Scripted {
+    fn set(&self, observed: Observed) {
+        self.running
+            .store(observed == Observed::Running, Ordering::SeqCst);
+        *self.state.lock().unwrap() = observed;
+    }
+}
+
+impl Runtime for Scripted {
+    fn observe<'a>(&'a self, _: &'a Target) -> Step<'a, Observed> {
+        Box::pin(async move { Ok(self.state.lock().unwrap().clone()) })
+    }
+    fn suspend<'a>(&'a self, _: &'a Target, mode: SuspendMode) -> Step<'a, ()> {
+        Box::pin(async move {
+            self.suspends.fetch_add(1, Ordering::SeqCst);
+            let goes = *self.suspend.lock().unwrap();
+            match goes {
+                Goes::Done => {
+                    self.set(match mode {
+                        SuspendMode::Pause => Observed::Paused,
+                        SuspendMode::Stop => Observed::Stopped,
+                    });
+                    Ok(())
+                }
+                Goes::Fails => Err("the engine refused: cannot pause".into()),
+                Goes::Hangs => {
+                    // A frozen container's pause: the engine never answers, and the
+                    // container is left half-paused (not answering).
+                    self.running.store(false, Ordering::SeqCst);
+                    std::future::pending::<()>().await;
+                    Ok(())
+                }
+            }
+        })
+    }
+    fn resume<'a>(&'a self, _: &'a Target) -> Step<'a, ()> {
+        Box::pin(async move {
+            self.resumes.fetch_add(1, Ordering::SeqCst);
+            let goes = *self.resume.lock().unwrap();
+            match goes {
+                Goes::Done => {
+                    self.set(Observed::Running);
+                    Ok(())
+                }
+                Goes::Fails => Err("the engine refused: cannot start".into()),
+                Goes::Hangs => std::future::pending().await,
+            }
+        })
+    }
+    fn signals<'a>(
+        &'a self,
+        _: &'a Target,
+        specs: &'a [nightwatch_idle::spec::SignalSpec],
+    ) -> Step<'a, Vec<SignalSeen>> {
+        Box::pin(async move {
+            Ok(specs
+                .iter()
+                .map(|s| SignalSeen {
+                    name: s.name.clone(),
+                    count: self.exec_sessions.load(Ordering::SeqCst),
+                    activity: s.activity,
+                })
+                .collect())
+        })
+    }
+}
+
+struct Utc(jiff::tz::TimeZone);
+
+impl Clock for Utc {
+    fn now_ms(&self) -> i64 {
+        jiff::Timestamp::now().as_millisecond()
+    }
+    fn zone(&self) -> &jiff::tz::TimeZone {
+        &self.0
+    }
+}
+
+struct TestEdges {
+    clock: Utc,
+    guards: LiveGuards,
+    policy: String,
+    runtime: Arc<Scripted>,
+}
+
+impl Edges for TestEdges {
+    fn clock(&self) -> &dyn Clock {
+        &self.clock
+    }
+    fn host(&self) -> Option<String> {
+        Some("test-host".into())
+    }
+    fn policy(&self) -> Result<Arc<nightwatch_policy::Policy>, String> {
+        nightwatch_policy::Policy::from_yaml(&self.policy, nightwatch_shell::analyse)
+            .map(Arc::new)
+            .map_err(|e| e.to_string())
+    }
+    fn guards(&self) -> &(dyn Guards + Sync) {
+        &self.guards
+    }
+    fn escalator(&self) -> &dyn Escalator {
+        &NoEscalator
+    }
+    fn sweep(&self, _: &Engine<'_>) -> Result<String, String> {
+        Ok(String::new())
+    }
+    fn runbook_env(&self) -> Vec<(String, String)> {
+        Vec::new()
+    }
+    fn idle_runtime(&self) -> Option<Arc<dyn Runtime>> {
+        Some(self.runtime.clone())
+    }
+}
+
+/// The app's upstream: answers its readiness path while the scripted engine runs it.
+async fn upstream(running: Arc<AtomicBool>, ready: Arc<AtomicBool>) -> SocketAddr {
+    use axum::http::StatusCode;
+    let app = axum::Router::new().fallback(move || {
+        let up = running.load(Ordering::SeqCst) && ready.load(Ordering::SeqCst);
+        async move {
+            if up {
+                (StatusCode::OK, "{\"status\":\"ok\"}")
+            } else {
+                (StatusCode::SERVICE_UNAVAILABLE, "down")
+            }
+        }
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    addr
+}
+
+struct World {
+    daemon: Arc<Daemon>,
+    control: Arc<IdleControl>,
+    engine: Arc<Scripted>,
+    _dir: tempfile::TempDir,
+}
+
+impl World {
+    fn app(&self) -> &Arc<AppControl> {
+        &self.control.apps[0]
+    }
+
+    fn phase(&self) -> Phase {
+        *self.app().watch().borrow()
+    }
+
+    async fn until(&self, what: &str, within: Duration, test: impl Fn(&World) -> bool) {
+        let deadline = Instant::now() + within;
+        while !test(self) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; phase {:?}",
+                self.phase()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    async fn ask(&self, agent: &str, path: &str) -> Admit {
+        let seen = Seen {
+            method: "GET".into(),
+            path: path.into(),
+            user_agent: Some(agent.into()),
+            client: "192.0.2.7".parse().unwrap(),
+        };
+        self.control.admit(&self.daemon, self.app(), &seen).await
+    }
+
+    fn records(&self) -> Vec<Record> {
+        self.daemon
+            .reader()
+            .query(&Filter::default())
+            .expect("the ledger reads")
+    }
+
+    fn idle_records(&self, to: &str) -> Vec<Record> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.event == event::IDLE && r.inputs["to"] == to)
+            .collect()
+    }
+
+    fn decisions(&self, tool: &str) -> Vec<Record> {
+        self.records()
+            .into_iter()
+            .filter(|r| r.event == event::DECISION && r.tool == tool)
+            .collect()
+    }
+}
+
+const ALLOW_ALL: &str = "version: 1\nextends: builtin\n";
+const KUMA: &str = "Uptime-Kuma/1.23.16";
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+async fn world(app_yaml: &str, policy: &str) -> World {
+    let ready = Arc::new(AtomicBool::new(true));
+    let running = Arc::new(AtomicBool::new(true));
+    let upstream = upstream(running.clone(), ready.clone()).await;
+    let engine = Arc::new(Scripted {
+        state: Mutex::new(Observed::Running),
+        suspend: Mutex::new(Goes::Done),
+        resume: Mutex::new(Goes::Done),
+        exec_sessions: AtomicUsize::new(0),
+        ready,
+        running,
+        resumes: AtomicUsize::new(0),
+        suspends: AtomicUsize::new(0),
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = format!(
+        "idle:\n  apps:\n    shop:\n      container: shop\n      hosts: [shop.test]\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n      step_timeout: 500ms\n      wake_timeout: 2s\n{app_yaml}"
+    );
+    let config = Config::from_text(&yaml, "serve.yaml", &|_| None).expect("config");
+    let stores = Stores {
+        inbox: Arc::new(SqliteInbox::open(dir.path()).unwrap()),
+        tasks: Arc::new(SqliteTaskQueue::open(dir.path(), config.queue.policy.clone()).unwrap()),
+        intake_ledger: Arc::new(SqliteLedger::open(dir.path()).unwrap()),
+        ledger: Arc::new(SqliteLedger::open(dir.path()).unwrap()),
+        fleet: None,
+        leases: Arc::new(SqliteLeases::open(dir.path()).unwrap()),
+    };
+    let edges = TestEdges {
+        clock: Utc(jiff::tz::TimeZone::UTC),
+        guards: LiveGuards::new(dir.path()),
+        policy: policy.replace("DIR", &dir.path().display().to_string()),
+        runtime: engine.clone(),
+    };
+    let daemon = Arc::new(Daemon::new(config, dir.path(), stores, Arc::new(edges)).unwrap());
+    let control = daemon.idle.clone().expect("the controller");
+    tokio::spawn(control.clone().run(daemon.clone()));
+    let w = World {
+        daemon,
+        control,
+        engine,
+        _dir: dir,
+    };
+    w.until(
+        "the controller to find the app",
+        Duration::from_secs(5),
+        |w| w.phase() == Phase::Awake,
+    )
+    .await;
+    w
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_monitor_polling_lets_the_app_sleep_and_a_person_wakes_it() {
+    let w = world("      idle_after: 2s\n", ALLOW_ALL).await;
+    // Uptime Kuma polls faster than the idle timeout; the app sleeps anyway.
+    let started = Instant::now();
+    while w.phase() == Phase::Awake {
+        assert!(matches!(w.ask(KUMA, "/").await, Admit::Forward));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "it never slept"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    w.until("asleep", Duration::from_secs(5), |w| {
+        w.phase() == Phase::Asleep
+    })
+    .await;
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "slept before its idle_after"
+    );
+
+    // The monitor's next poll gets the kept answer and does not wake it.
+    let resumes = w.engine.resumes.load(Ordering::SeqCst);
+    match w.ask(KUMA, "/").await {
+        Admit::Asleep(Some(kept)) => {
+            assert_eq!(kept.status, 200);
+            assert_eq!(&kept.body[..], b"{\"status\":\"ok\"}");
+        }
+        other => panic!("a robot got {other:?}"),
+    }
+    assert_eq!(w.phase(), Phase::Asleep);
+    assert_eq!(w.engine.resumes.load(Ordering::SeqCst), resumes);
+
+    // A person's request wakes it and is forwarded once it answers.
+    assert!(matches!(w.ask(FIREFOX, "/cart").await, Admit::Forward));
+    assert_eq!(w.phase(), Phase::Awake);
+
+    // Both steps went through the engine, allowed by the built-in rule, with results.
+    let suspends = w.decisions("suspend_app");
+    assert_eq!(suspends.len(), 1);
+    assert_eq!(suspends[0].verdict.as_deref(), Some("allow"));
+    assert_eq!(suspends[0].actor.kind, "idle-controller");
+    assert_eq!(
+        suspends[0].inputs["seen"]["robots"]["monitor"]
+            .as_u64()
+            .map(|n| n > 0),
+        Some(true)
+    );
+    let wakes = w.decisions("wake_app");
+    assert_eq!(wakes.len(), 1);
+    assert_eq!(wakes[0].inputs["person"]["path"], "/cart");
+    let asleep = w.idle_records("asleep");
+    assert!(
+        asleep
+            .iter()
+            .any(|r| r.reasons[0].starts_with("paused after")),
+        "{asleep:?}"
+    );
+    let awake = w.idle_records("awake");
+    assert!(
+        awake
+            .iter()
+            .any(|r| r.inputs["from"] == "asleep" && r.inputs["person"]["path"] == "/cart")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exec_session_keeps_it_awake_and_says_so_once() {
+    let w = world("      idle_after: 1s\n", ALLOW_ALL).await;
+    w.engine.exec_sessions.store(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(w.phase(), Phase::Awake);
+    assert_eq!(w.engine.suspends.load(Ordering::SeqCst), 0);
+    let held = w.idle_records("awake");
+    let holds: Vec<_> = held
+        .iter()
+        .filter(|r| r.reasons[0] == "kept awake by exec")
+        .collect();
+    assert_eq!(
+        holds.len(),
+        1,
+        "one record per change, not per look: {held:?}"
+    );
+    // The session ends: idle counts from then.
+    w.engine.exec_sessions.store(0, Ordering::SeqCst);
+    w.until("asleep", Duration::from_secs(6), |w| {
+        w.phase() == Phase::Asleep
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signal_that_is_not_activity_does_not_hold_it() {
+    let w = world(
+        "      idle_after: 1s\n      signals: { replication: { process: \"postgres: walsender*\", activity: false } }\n",
+        ALLOW_ALL,
+    )
+    .await;
+    w.engine.exec_sessions.store(1, Ordering::SeqCst);
+    w.until("asleep", Duration::from_secs(6), |w| {
+        w.phase() == Phase::Asleep
+    })
+    .await;
+    let suspend = &w.decisions("suspend_app")[0];
+    assert_eq!(suspend.inputs["signals"][0]["name"], "replication");
+    assert_eq!(suspend.inputs["signals"][0]["activity"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_check_vetoes_the_suspend_and_the_veto_is_recorded() {
+    let policy = "version: 1
+extends: builtin
+checks:
+  backup-running:
+    lock_file: { glob: \"DIR/backup.lock\" }
+    on_match: halt
+    message: a backup is running; suspending now would cut it off
+rules:
+  - id: suspends-wait-for-backups
+    verdict: allow
+    actor: { kind: [idle-controller] }
+    tool: suspend_app
+    checks: [backup-running]
+";
+    let w = world("      idle_after: 1s\n", policy).await;
+    std::fs::write(w.daemon.data_dir.join("backup.lock"), "").unwrap();
+    w.until("a decided suspend", Duration::from_secs(6), |w| {
+        !w.decisions("suspend_app").is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let vetoed = &w.decisions("suspend_app")[0];
+    assert_eq!(vetoed.verdict.as_deref(), Some("halt"));
+    assert!(
+        vetoed
+            .reasons
+            .iter()
+            .any(|r| r.contains("a backup is running")),
+        "{:?}",
+        vetoed.reasons
+    );
+    assert_eq!(w.phase(), Phase::Awake);
+    assert_eq!(
+        w.engine.suspends.load(Ordering::SeqCst),
+        0,
+        "vetoed, not done"
+    );
+    // Not proposed again every second.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(w.decisions("suspend_app").len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_that_hangs_is_undone_and_recorded() {
+    let w = world(
+        "      idle_after: 1s\n      failures: { initial: 30s }\n",
+        ALLOW_ALL,
+    )
+    .await;
+    *w.engine.suspend.lock().unwrap() = Goes::Hangs;
+    w.until("the undo", Duration::from_secs(8), |w| {
+        w.engine.resumes.load(Ordering::SeqCst) > 0 && w.phase() == Phase::Awake
+    })
+    .await;
+    let undone = w.idle_records("awake");
+    let record = undone
+        .iter()
+        .find(|r| r.inputs["from"] == "suspending")
+        .expect("the undo is recorded");
+    assert!(
+        record.reasons[0].contains("did not finish within 500ms"),
+        "{}",
+        record.reasons[0]
+    );
+    assert!(
+        record.reasons[0].contains("undone: resumed"),
+        "{}",
+        record.reasons[0]
+    );
+    assert_eq!(record.inputs["failures"], 1);
+    let results: Vec<_> = w
+        .records()
+        .into_iter()
+        .filter(|r| r.event == event::RESULT && r.tool == "suspend_app")
+        .collect();
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0].outputs.as_ref().unwrap().exit_code, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repeated_failures_back_off_then_quarantine_and_tell_once() {
+    let w = world(
+        "      idle_after: 1s\n      failures: { initial: 200ms, max: 400ms, quarantine_after: 3, notify: [oncall] }\n",
+        ALLOW_ALL,
+    )
+    .await;
+    *w.engine.suspend.lock().unwrap() = Goes::Fails;
+    w.until("quarantine", Duration::from_secs(15), |w| {
+        w.phase() == Phase::Quarantined
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(
+        w.engine.suspends.load(Ordering::SeqCst),
+        3,
+        "no tries after quarantine"
+    );
+    let told = w.idle_records("quarantined");
+    assert_eq!(told.len(), 1, "a person is told once");
+    let notify = &told[0].safeguards.as_ref().unwrap()["notify"];
+    assert_eq!(notify[0], "oncall");
+    // Backed off: the failures are at least the backoff apart.
+    let failures: Vec<i64> = w
+        .records()
+        .into_iter()
+        .filter(|r| r.event == event::RESULT && r.tool == "suspend_app")
+        .map(|r| r.timestamp_ms)
+        .collect();
+    assert_eq!(failures.len(), 3);
+    assert!(failures[1] - failures[0] >= 200, "{failures:?}");
+    assert!(failures[2] - failures[1] >= 400, "{failures:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_that_starts_but_never_answers_is_half_awake_never_awake() {
+    let w = world(
+        "      idle_after: 1s\n      suspend: stop\n      failures: { initial: 300ms }\n",
+        ALLOW_ALL,
+    )
+    .await;
+    w.until("asleep", Duration::from_secs(6), |w| {
+        w.phase() == Phase::Asleep
+    })
+    .await;
+    w.engine.ready.store(false, Ordering::SeqCst);
+    match w.ask(FIREFOX, "/").await {
+        Admit::Unavailable { why, .. } => assert!(why.contains("not ready"), "{why}"),
+        other => panic!("a person got {other:?} from an app that does not answer"),
+    }
+    assert_eq!(w.phase(), Phase::HalfAwake);
+    assert!(!w.idle_records("half-awake").is_empty());
+    // Robots are not given a half-awake app.
+    assert!(matches!(w.ask(KUMA, "/").await, Admit::Unavailable { .. }));
+    // Once it answers, the controller's recovery finds it awake.
+    w.engine.ready.store(true, Ordering::SeqCst);
+    w.until("awake", Duration::from_secs(8), |w| {
+        w.phase() == Phase::Awake
+    })
+    .await;
+}
