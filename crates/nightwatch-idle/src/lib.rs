@@ -1,0 +1,30 @@
+//! Idle control's pure core. Seed 000: apps that should sleep after fifteen quiet minutes
+//! were kept awake by uptime monitors, crawlers and a dashboard tab polling status, and the
+//! sweeper that declined to suspend a database said nothing about why.
+//!
+//! - [`spec`]: the apps under idle control, as `serve.yaml`'s `idle:` section declares them.
+//! - [`classify`]: whether a request is a person's (or an agent's) or a robot's, and which
+//!   kind; [`polling`] sees the fixed rhythm of a poller whatever it calls itself.
+//! - [`machine`]: one app's state (awake, suspending, asleep, waking, half-awake, failed,
+//!   quarantined), what is due next, and backoff to quarantine.
+//! - [`runtime`]: what the controller asks of the container engine (a trait).
+//! - [`sockets`]: reading `/proc/PID/net/tcp` text for connections into an app.
+//!
+//! Invariants: no I/O, no clock (times are arguments), no panics on any input (the request
+//! text and `/proc` text are hostile until read). The daemon's idle controller
+//! (`nightwatch-serve`, `idle/`) does the I/O and puts every suspend and wake through the
+//! engine.
+
+pub mod classify;
+pub mod machine;
+pub mod polling;
+pub mod runtime;
+pub mod sockets;
+pub mod spec;
+
+pub use classify::{Classifier, Request, RobotKind, Traffic};
+pub use machine::{AppState, Due, PersonSeen, Phase, TrafficCounts};
+pub use runtime::{Observed, Runtime, SignalSeen};
+pub use spec::{
+    AppSpec, AsleepAnswer, IdleFile, Readiness, SignalKind, SpecError, SuspendMode, Target,
+};
