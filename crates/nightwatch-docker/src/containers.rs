@@ -412,7 +412,8 @@ impl DockerInventory {
 }
 
 /// Inspects one container; `Ok(None)` when the Engine says there is no such container.
-async fn inspect(
+/// The container's inspect data; `None` when the Engine has no such container.
+pub(crate) async fn inspect(
     client: &Docker,
     id: &str,
 ) -> Result<Option<ContainerInspectResponse>, bollard::errors::Error> {
@@ -433,11 +434,7 @@ fn gone(item: &Item) -> String {
 /// Ids and names are letters, digits, `_`, `.` and `-`. Anything else (a `/` in an edited
 /// plan file, say) would change which Engine endpoint the request reaches.
 fn check_id(id: &str) -> Result<(), InventoryError> {
-    let plain = !id.is_empty()
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
-    if plain {
+    if plain_name(id) {
         Ok(())
     } else {
         Err(InventoryError::Refused {
@@ -445,6 +442,14 @@ fn check_id(id: &str) -> Result<(), InventoryError> {
             reason: "not a container id or name".to_owned(),
         })
     }
+}
+
+/// Whether `id` is made of letters, digits, `_`, `.` and `-` only (see [`check_id`]).
+pub(crate) fn plain_name(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// What a container may leave behind when it goes: its named volumes and its image's id.

@@ -13,7 +13,7 @@ pub const DEFAULT_HOST: &str = "unix:///var/run/docker.sock";
 
 /// How long to wait for the Engine's answer to a request. A stop waits its own timeout on
 /// top; an event stream's length is bounded by its `until`, not by this.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Containers through the Docker Engine API, as the janitor's [`nightwatch_janitor::Inventory`].
 ///
@@ -37,10 +37,7 @@ impl DockerInventory {
         docker_host: Option<&str>,
         rules: &ContainerRules,
     ) -> Result<DockerInventory, InventoryError> {
-        let host = docker_host
-            .filter(|h| !h.trim().is_empty())
-            .unwrap_or(DEFAULT_HOST);
-        DockerInventory::at(host, rules)
+        DockerInventory::at(&host_of(docker_host), rules)
     }
 
     /// The Engine at `host`: `unix:///path/to/docker.sock`, `tcp://host:2375` or `http://...`.
@@ -76,64 +73,83 @@ impl DockerInventory {
         self.runtime.block_on(future)
     }
 
-    /// The client, connecting and agreeing on an API version on first use. bollard speaks a
-    /// newer API than a 20.10 Engine (1.41) accepts, and newer Engines refuse very old ones,
-    /// so the version is the lower of the two.
+    /// The client, connecting and agreeing on an API version on first use (see [`connect`]).
     pub(crate) fn client(&self) -> Result<&Docker, InventoryError> {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let connected = Docker::connect_with_host(&self.host).map_err(|e| {
-            if matches!(e, BollardError::UnsupportedURISchemeError { .. }) {
-                InventoryError::Unavailable {
-                    what: format!("the Docker Engine at {}", self.host),
-                    reason: "only unix://, tcp:// and http:// addresses are supported; \
-                             set DOCKER_HOST to one of those"
-                        .to_owned(),
-                }
-            } else {
-                self.error("connect", e)
-            }
-        })?;
-        let connected = connected.with_timeout(REQUEST_TIMEOUT + self.stop_timeout);
-        let negotiated = self
-            .block_on(connected.negotiate_version())
-            .map_err(|e| self.error("ask the Engine's API version", e))?;
+        let negotiated = self.block_on(connect(&self.host, REQUEST_TIMEOUT + self.stop_timeout))?;
         // A second caller racing here negotiated the same thing; either client will do.
         Ok(self.client.get_or_init(|| negotiated))
     }
 
-    /// An Engine error as an inventory error: "cannot reach" when the Engine could not be
-    /// talked to, the Engine's own message when it answered.
+    /// An Engine error as an inventory error (see [`engine_error`]).
     pub(crate) fn error(&self, doing: &str, e: BollardError) -> InventoryError {
-        match e {
-            BollardError::DockerResponseServerError {
-                status_code,
-                message,
-            } => InventoryError::Other(format!(
-                "the Docker Engine at {} could not {doing}: {} (HTTP {status_code})",
-                self.host,
-                message.trim()
-            )),
-            BollardError::SocketNotFoundError(_)
-            | BollardError::HyperLegacyError { .. }
-            | BollardError::HyperResponseError { .. }
-            | BollardError::HttpClientError { .. }
-            | BollardError::IOError { .. }
-            | BollardError::RequestTimeoutError => InventoryError::Unavailable {
-                what: format!("the Docker Engine at {}", self.host),
-                reason: format!(
-                    "cannot {doing}: {}; is the daemon running, and may this user open its \
-                     socket? (DOCKER_HOST names another Engine)",
-                    chain(&e)
-                ),
-            },
-            other => InventoryError::Other(format!(
-                "the Docker Engine at {}: cannot {doing}: {}",
-                self.host,
-                chain(&other)
-            )),
+        engine_error(&self.host, doing, e)
+    }
+}
+
+/// The Engine a `DOCKER_HOST` value names, or [`DEFAULT_HOST`] when it is unset or blank.
+pub(crate) fn host_of(docker_host: Option<&str>) -> String {
+    docker_host
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .unwrap_or(DEFAULT_HOST)
+        .to_owned()
+}
+
+/// A client of the Engine at `host` whose requests give up after `timeout`, with the API
+/// version agreed: bollard speaks a newer API than a 20.10 Engine (1.41) accepts, and newer
+/// Engines refuse very old ones, so the version is the lower of the two. This is the first
+/// request sent to the Engine.
+pub(crate) async fn connect(host: &str, timeout: Duration) -> Result<Docker, InventoryError> {
+    let connected = Docker::connect_with_host(host).map_err(|e| {
+        if matches!(e, BollardError::UnsupportedURISchemeError { .. }) {
+            InventoryError::Unavailable {
+                what: format!("the Docker Engine at {host}"),
+                reason: "only unix://, tcp:// and http:// addresses are supported; \
+                         set DOCKER_HOST to one of those"
+                    .to_owned(),
+            }
+        } else {
+            engine_error(host, "connect", e)
         }
+    })?;
+    connected
+        .with_timeout(timeout)
+        .negotiate_version()
+        .await
+        .map_err(|e| engine_error(host, "ask the Engine's API version", e))
+}
+
+/// An Engine error as an inventory error: "cannot reach" when the Engine at `host` could not
+/// be talked to, the Engine's own message when it answered.
+pub(crate) fn engine_error(host: &str, doing: &str, e: BollardError) -> InventoryError {
+    match e {
+        BollardError::DockerResponseServerError {
+            status_code,
+            message,
+        } => InventoryError::Other(format!(
+            "the Docker Engine at {host} could not {doing}: {} (HTTP {status_code})",
+            message.trim()
+        )),
+        BollardError::SocketNotFoundError(_)
+        | BollardError::HyperLegacyError { .. }
+        | BollardError::HyperResponseError { .. }
+        | BollardError::HttpClientError { .. }
+        | BollardError::IOError { .. }
+        | BollardError::RequestTimeoutError => InventoryError::Unavailable {
+            what: format!("the Docker Engine at {host}"),
+            reason: format!(
+                "cannot {doing}: {}; is the daemon running, and may this user open its \
+                 socket? (DOCKER_HOST names another Engine)",
+                chain(&e)
+            ),
+        },
+        other => InventoryError::Other(format!(
+            "the Docker Engine at {host}: cannot {doing}: {}",
+            chain(&other)
+        )),
     }
 }
 

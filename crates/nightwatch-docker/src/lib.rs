@@ -1,6 +1,10 @@
-//! The janitor's Docker edge: [`DockerInventory`] lists, inspects and removes containers
-//! through the Engine API, and [`DockerInventory::record_activity`] copies `docker exec` and
-//! `docker attach` events from the Engine into the janitor's state.
+//! The Docker edge of the janitor and of idle control. [`DockerInventory`] lists, inspects
+//! and removes containers through the Engine API for the janitor, and
+//! [`DockerInventory::record_activity`] copies `docker exec` and `docker attach` events from
+//! the Engine into the janitor's state. [`AppEngine`] is idle control's runtime
+//! ([`nightwatch_idle::Runtime`]): it observes, suspends (pause or stop) and wakes a container
+//! or a compose project, and counts what says someone uses it (open exec sessions,
+//! established connections on its ports, processes matching a glob).
 //!
 //! The seed is a shared dev host with 64 containers, 39 of them one to fourteen weeks old,
 //! named however agents liked. The rule that cleaned it reads times, not names: created,
@@ -17,12 +21,20 @@
 //!   remove time too, whatever the plan said.
 //! - Callers stay synchronous: the inventory owns a current-thread tokio runtime, so it must
 //!   not be called from inside another runtime.
+//! - [`AppEngine`] never removes a container and never touches volumes, networks or images:
+//!   suspending is `pause` or `stop` (with a timeout, after which the Engine kills, as
+//!   `docker stop` does), waking is `unpause` or `start`. It is async on the caller's runtime,
+//!   holds no lock across an await (a call dropped at its timeout leaves the next one
+//!   working), and a missing target or an unreachable Engine is an error, never a quiet
+//!   success.
 //!
 //! [`InventoryError`]: nightwatch_janitor::InventoryError
 
 mod activity;
+mod apps;
 mod containers;
 mod engine;
 
 pub use activity::{ACTIVITY_EVENTS, ActivityError};
+pub use apps::{AppEngine, COMPOSE_ONEOFF_LABEL};
 pub use engine::{DEFAULT_HOST, DockerInventory};
