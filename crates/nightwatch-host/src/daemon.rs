@@ -19,6 +19,8 @@ pub struct HostEdges {
     policies: crate::Policies,
     /// Where following the Engine's events got to (Engine time, ms since 1970).
     followed_until: std::sync::Mutex<Option<i64>>,
+    /// The Docker Engine the idle controller suspends and wakes apps through.
+    apps: Result<Arc<nightwatch_docker::AppEngine>, String>,
 }
 
 impl HostEdges {
@@ -34,6 +36,10 @@ impl HostEdges {
             escalator: Background { env: env.clone() },
             policies: crate::Policies::default(),
             followed_until: std::sync::Mutex::new(None),
+            // Nothing is sent to the Engine before the first call: a daemon without idle apps
+            // never talks to it. A `DOCKER_HOST` that cannot name an Engine is an error then.
+            apps: nightwatch_docker::AppEngine::from_docker_host(env.var("DOCKER_HOST"))
+                .map(Arc::new),
             data_dir,
             env,
         })
@@ -111,6 +117,12 @@ impl nightwatch_serve::Edges for HostEdges {
                 .unwrap_or_else(|p| p.into_inner()) = Some(until);
         }
         Some(result)
+    }
+
+    fn idle_runtime(&self) -> Result<Arc<dyn nightwatch_idle::Runtime>, String> {
+        self.apps
+            .clone()
+            .map(|engine| engine as Arc<dyn nightwatch_idle::Runtime>)
     }
 
     fn runbook_env(&self) -> Vec<(String, String)> {

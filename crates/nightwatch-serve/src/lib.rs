@@ -72,10 +72,10 @@ pub trait Edges: Send + Sync {
         let _ = span;
         None
     }
-    /// The container engine the idle controller suspends and wakes apps through; `None`
-    /// when there is none here (a daemon with `idle.apps` then refuses to start).
-    fn idle_runtime(&self) -> Option<Arc<dyn nightwatch_idle::Runtime>> {
-        None
+    /// The container engine the idle controller suspends and wakes apps through, or why
+    /// there is none here (a daemon with `idle.apps` then refuses to start, saying so).
+    fn idle_runtime(&self) -> Result<Arc<dyn nightwatch_idle::Runtime>, String> {
+        Err("no container engine is available to this daemon".into())
     }
 }
 
@@ -159,10 +159,10 @@ impl Daemon {
         let idle = if config.idle.is_empty() {
             None
         } else {
-            let runtime = edges.idle_runtime().ok_or_else(|| {
-                ServeError::Runtime(
-                    "idle.apps names apps, but no container engine is available here to suspend and wake them".into(),
-                )
+            let runtime = edges.idle_runtime().map_err(|why| {
+                ServeError::Runtime(format!(
+                    "idle.apps names apps, but they cannot be suspended or woken: {why}"
+                ))
             })?;
             Some(Arc::new(idle::control::IdleControl::new(
                 config.idle.clone(),

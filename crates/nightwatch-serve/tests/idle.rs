@@ -147,8 +147,8 @@ impl Edges for TestEdges {
     fn runbook_env(&self) -> Vec<(String, String)> {
         Vec::new()
     }
-    fn idle_runtime(&self) -> Option<Arc<dyn Runtime>> {
-        Some(self.runtime.clone())
+    fn idle_runtime(&self) -> Result<Arc<dyn Runtime>, String> {
+        Ok(self.runtime.clone())
     }
 }
 

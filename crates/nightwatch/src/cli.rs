@@ -106,7 +106,8 @@ pub enum Command {
     /// paths), decide each by the policy's `sweep:` rules, remove only what is still as planned.
     #[command(subcommand)]
     Sweep(SweepCommand),
-    /// Why is this still here (or gone)? The janitor's records about one target.
+    /// Why is this still here (or gone), or awake (or asleep)? The janitor's or the idle
+    /// controller's records about one target.
     Why(WhyArgs),
     /// Keep the policy loaded and the ledger open for the hooks (a resident gate).
     ///
@@ -399,7 +400,8 @@ pub struct SweepApplyArgs {
 
 #[derive(Debug, Args)]
 pub struct WhyArgs {
-    /// A container id or name, a worktree path, `REPO#branch`, or a swept path.
+    /// A container id or name, a worktree path, `REPO#branch`, a swept path, or an app
+    /// under idle control (serve.yaml: idle.apps): why it is awake, or why it slept.
     pub target: String,
     /// How many of the latest records to show.
     #[arg(long, default_value = "10")]

@@ -970,6 +970,9 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         ("/api/alerts", "/api/alerts?after=first".to_owned(), 400),
         ("/api/alerts/{id}", format!("/api/alerts/{alert_id}"), 200),
         ("/api/alerts/{id}", "/api/alerts/alert_none".to_owned(), 404),
+        // No app is under idle control here: an empty list, and no such app.
+        ("/api/idle", "/api/idle".to_owned(), 200),
+        ("/api/idle/{app}", "/api/idle/shop".to_owned(), 404),
     ] {
         let reply = call("get", path, &concrete, &reader, b"");
         assert_eq!(reply.status, status, "{concrete}: {}", reply.text());
@@ -997,6 +1000,19 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         session["session"]["calls"].as_u64().unwrap() >= 2,
         "{session:#}"
     );
+
+    // Forward-auth asks no readers' secret (a proxy in front of the apps calls it); with no
+    // app under idle control, no host is known.
+    for method in ["get", "post", "head"] {
+        let reply = call(
+            method,
+            "/idle/auth",
+            "/idle/auth",
+            &[("X-Forwarded-Host", "shop.test")],
+            b"",
+        );
+        assert_eq!(reply.status, 404, "{method}: {}", reply.text());
+    }
 
     let untried: Vec<_> = contract
         .operations()

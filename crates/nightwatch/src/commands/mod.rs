@@ -7,6 +7,7 @@ mod escalate;
 mod exec;
 mod fleet;
 mod hook;
+mod idle;
 mod init;
 mod install;
 mod ledger;

@@ -176,6 +176,18 @@ fn print_dry_run(planned: &Plan) {
 /// `nightwatch why TARGET`: what the janitor decided about it, latest last.
 pub fn why(args: WhyArgs) -> anyhow::Result<u8> {
     let ledger = open_ledger()?;
+    // An app under idle control answers first: its name is its own, not a container's.
+    let idle = ledger.query(&Filter {
+        actor: Some(nightwatch_gate::IDLE_CONTROLLER.to_owned()),
+        ..Filter::default()
+    })?;
+    let about_app = crate::commands::idle::about(&args.target, &idle);
+    if !about_app.is_empty() {
+        for line in crate::commands::idle::explain(&args.target, &about_app, args.last) {
+            println!("{line}");
+        }
+        return Ok(0);
+    }
     let records = ledger.query(&Filter {
         actor: Some("janitor".to_owned()),
         ..Filter::default()
@@ -190,8 +202,9 @@ pub fn why(args: WhyArgs) -> anyhow::Result<u8> {
         .collect();
     if about.is_empty() {
         bail!(
-            "the janitor has no record of {:?}: it was never swept, or is not something the \
-             sweep rules cover (containers, worktrees, branches, swept paths)",
+            "neither the janitor nor the idle controller has a record of {:?}: it was never \
+             swept, is not something the sweep rules cover (containers, worktrees, branches, \
+             swept paths), and is no app under idle control (serve.yaml: idle.apps)",
             args.target
         );
     }
