@@ -297,9 +297,10 @@ impl IdleControl {
         };
         if ruling.0 != Verdict::Allow {
             // The decision record (with the checks' findings) says why; it stays awake and is
-            // proposed again after a while, not every tick.
-            let wait = spec.failures.initial.max(Duration::from_secs(30));
-            app.lock().state.declined(wait, self.mono());
+            // proposed again after `failures.initial`, not every tick.
+            app.lock()
+                .state
+                .declined(spec.failures.initial, self.mono());
             return;
         }
         let call_id = ruling.1;
