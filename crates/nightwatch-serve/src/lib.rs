@@ -27,6 +27,7 @@ pub mod config;
 pub mod dispatch;
 pub mod fleet;
 pub mod http;
+pub mod idle;
 pub mod inbox;
 pub mod metrics;
 pub mod process;
