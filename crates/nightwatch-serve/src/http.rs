@@ -78,10 +78,61 @@ pub async fn serve_connections(
     limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<(), crate::ServeError> {
+    serve_with(listener, limits, Upgrades::Refused, shutdown, move |_| {
+        hyper_util::service::TowerToHyperService::new(app.clone())
+    })
+    .await
+}
+
+/// Whether a connection may switch protocols (a websocket): the daemon's own routes never
+/// do; a proxy passes an upgrade on to its app.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Upgrades {
+    Refused,
+    Served,
+}
+
+/// One accepted connection, as the service that serves it is given it.
+#[derive(Clone, Debug)]
+pub(crate) struct Accepted {
+    /// The TCP peer: who is at the other end, whatever the requests' headers claim.
+    pub peer: std::net::SocketAddr,
+    /// The connection's place under `max_connections`. The connection holds it while it is
+    /// served, and so does whatever it hands its stream on to (an upgraded websocket), so
+    /// long-lived tunnels count against the limit too.
+    pub slot: Arc<tokio::sync::OwnedSemaphorePermit>,
+    /// Turns true when the server stops: what a connection handed its stream on to closes then.
+    pub closing: tokio::sync::watch::Receiver<bool>,
+}
+
+/// The accept loop behind [`serve_connections`] and the idle proxy: each accepted connection
+/// is served by the service `service` makes for it, within `limits`, until `shutdown`
+/// completes; then connections stop taking requests, those in flight get a deadline to
+/// finish, and what was handed on (see [`Accepted`]) is told to close.
+pub(crate) async fn serve_with<F, S, B>(
+    listener: tokio::net::TcpListener,
+    limits: ConnectionLimits,
+    upgrades: Upgrades,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    mut service: F,
+) -> Result<(), crate::ServeError>
+where
+    F: FnMut(Accepted) -> S,
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = hyper::Response<B>,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     use hyper_util::rt::{TokioIo, TokioTimer};
     let open = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
     let peeking = Arc::new(tokio::sync::Semaphore::new(REFUSALS_PEEKING));
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let (stop, closing) = tokio::sync::watch::channel(false);
     let mut builder = hyper::server::conn::http1::Builder::new();
     builder
         .timer(TokioTimer::new())
@@ -89,10 +140,10 @@ pub async fn serve_connections(
         .keep_alive(true);
     tokio::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             () = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     tracing::warn!("cannot accept a connection: {e}; trying again in 100 ms");
                     tokio::time::sleep(std::time::Duration::from_millis(100)).await;
@@ -108,23 +159,94 @@ pub async fn serve_connections(
             ));
             continue;
         };
-        let service = hyper_util::service::TowerToHyperService::new(app.clone());
-        let connection = graceful.watch(builder.serve_connection(TokioIo::new(stream), service));
-        tokio::spawn(async move {
-            // A connection that ends badly (reset, timed out) ends only itself.
-            let _ = connection.await;
-            drop(permit);
+        let slot = Arc::new(permit);
+        let served = service(Accepted {
+            peer,
+            slot: slot.clone(),
+            closing: closing.clone(),
         });
+        let connection = builder.serve_connection(TokioIo::new(stream), served);
+        // A connection that ends badly (reset, timed out) ends only itself.
+        match upgrades {
+            Upgrades::Refused => {
+                tokio::spawn(until_closing(connection, closing.clone(), slot));
+            }
+            Upgrades::Served => {
+                tokio::spawn(until_closing(
+                    connection.with_upgrades(),
+                    closing.clone(),
+                    slot,
+                ));
+            }
+        }
     }
     drop(listener);
-    // Requests in flight get the store's own deadline to finish; idle connections close now.
-    if tokio::time::timeout(STORE_DEADLINE, graceful.shutdown())
+    stop.send_replace(true);
+    // Requests in flight get the store's own deadline to finish; idle connections close now,
+    // and so does what connections handed on. Every connection has ended once every place
+    // under the limit is free again.
+    let all = u32::try_from(limits.max_connections).unwrap_or(u32::MAX);
+    if tokio::time::timeout(STORE_DEADLINE, open.acquire_many(all))
         .await
         .is_err()
     {
         tracing::warn!("some connections were still busy at shutdown and were dropped");
     }
     Ok(())
+}
+
+/// A hyper connection that can be asked to finish its request in flight and take no more.
+trait Draining: std::future::Future {
+    fn finish(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S, B> Draining for hyper::server::conn::http1::Connection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn finish(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+impl<I, S, B> Draining for hyper::server::conn::http1::UpgradeableConnection<I, S>
+where
+    S: hyper::service::HttpService<hyper::body::Incoming, ResBody = B>,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + Send + 'static,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    fn finish(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
+}
+
+/// Completes once `closing` turns true (or its sender is gone: the server stopped).
+pub(crate) async fn closed(closing: &mut tokio::sync::watch::Receiver<bool>) {
+    let _ = closing.wait_for(|closing| *closing).await;
+}
+
+/// Serves `connection` to its end, or, once `closing` turns true, lets it finish the request
+/// in flight and close; then gives up its place under the limit.
+async fn until_closing<C: Draining>(
+    connection: C,
+    mut closing: tokio::sync::watch::Receiver<bool>,
+    slot: Arc<tokio::sync::OwnedSemaphorePermit>,
+) {
+    tokio::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        () = closed(&mut closing) => {
+            connection.as_mut().finish();
+            let _ = connection.await;
+        }
+    }
+    drop(slot);
 }
 
 /// Tells a connection past the limit why it is refused, then closes it; a liveness probe is
