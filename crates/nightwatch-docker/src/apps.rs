@@ -87,7 +87,7 @@ impl AppEngine {
         }
         Ok(AppEngine {
             host,
-            stop_timeout: Duration::from_secs(10),
+            stop_timeout: nightwatch_idle::spec::STOP_GRACE,
             client: OnceLock::new(),
         })
     }

@@ -267,6 +267,8 @@ fn optional_duration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Du
 
 /// A person's request waits this long for a wake unless the app says otherwise.
 pub const DEFAULT_WAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a stop lets the app exit before the engine kills it (Docker's default).
+pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Each Engine step gets this long unless the app says otherwise.
 pub const DEFAULT_STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -369,6 +371,12 @@ impl AppFile {
             "step_timeout",
             self.step_timeout.unwrap_or(DEFAULT_STEP_TIMEOUT),
         )?;
+        if self.suspend == SuspendMode::Stop && step_timeout <= STOP_GRACE {
+            return Err(fail(format!(
+                "step_timeout: with suspend: stop it must be longer than the {}s a stop gives the app to exit before it is killed",
+                STOP_GRACE.as_secs()
+            )));
+        }
         let ready = match (self.ready.http, self.ready.tcp) {
             (Some(path), None | Some(false)) if path.starts_with('/') => Readiness::Http { path },
             (Some(path), None | Some(false)) => {
@@ -535,6 +543,10 @@ apps:
                 "call itself",
             ),
             (SHOP.replace("idle_after", "idle_afterr"), "unknown field"),
+            (
+                SHOP.to_owned() + "    suspend: stop\n    step_timeout: 10s\n",
+                "longer than the 10s a stop gives",
+            ),
             (
                 SHOP.replace("suspend_mode", "") + "    suspend: freeze\n",
                 "freeze",

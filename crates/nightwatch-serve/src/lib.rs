@@ -328,17 +328,48 @@ pub async fn serve(
     })
     .await
     .map_err(|e| ServeError::Runtime(format!("starting the daemon failed: {e}")))??;
-    ready();
-    if let Some(control) = daemon.idle.clone() {
-        tokio::spawn(control.run(daemon.clone()));
-    }
-
-    let app = http::router(daemon.clone());
     let limits = http::ConnectionLimits {
         max_connections: daemon.config.max_connections,
         header_read: daemon.config.request_timeout,
     };
+    // Each app under idle control gets its proxy's listener before the daemon says it is
+    // ready, so a listener that cannot be had stops the start, not a request later.
+    let (stop_proxies, proxies_stop) = tokio::sync::watch::channel(false);
+    let mut proxies = Vec::new();
+    if let Some(control) = daemon.idle.clone() {
+        for app in &control.apps {
+            let Some(addr) = app.spec.listen else {
+                continue;
+            };
+            let listener = listen(addr).map_err(|source| ServeError::Listen { addr, source })?;
+            let door = Arc::new(idle::control::Door::new(
+                daemon.clone(),
+                control.clone(),
+                app.clone(),
+            ));
+            let mut stop = proxies_stop.clone();
+            proxies.push(tokio::spawn(idle::proxy::serve_proxy(
+                listener,
+                idle::proxy::Upstream::new(app.spec.upstream),
+                door,
+                limits,
+                async move {
+                    let _ = stop.wait_for(|stopped| *stopped).await;
+                },
+            )));
+        }
+        tokio::spawn(control.run(daemon.clone()));
+    }
+    ready();
+
+    let app = http::router(daemon.clone());
     let served = http::serve_connections(listener, app, limits, shutdown).await;
+    let _ = stop_proxies.send(true);
+    for proxy in proxies {
+        if let Ok(Err(e)) = proxy.await {
+            tracing::warn!("an idle app's proxy ended badly: {e}");
+        }
+    }
     tracing::info!("shutting down; finishing requests and running runbooks");
     daemon.begin_shutdown();
     let joined = tokio::task::spawn_blocking(move || {

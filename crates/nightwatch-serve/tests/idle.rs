@@ -413,7 +413,11 @@ rules:
     tool: suspend_app
     checks: [backup-running]
 ";
-    let w = world("      idle_after: 1s\n      failures: { initial: 30s }\n", policy).await;
+    let w = world(
+        "      idle_after: 1s\n      failures: { initial: 30s }\n",
+        policy,
+    )
+    .await;
     std::fs::write(w.daemon.data_dir.join("backup.lock"), "").unwrap();
     w.until("a decided suspend", Duration::from_secs(6), |w| {
         !w.decisions("suspend_app").is_empty()

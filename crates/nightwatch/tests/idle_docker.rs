@@ -49,7 +49,11 @@ fn start_app(containers: &Containers, name: &str) -> String {
 
 /// The container's state as the Engine says: running, paused, exited.
 fn state(name: &str) -> String {
-    sh("docker", &["inspect", "-f", "{{.State.Status}}", name], None)
+    sh(
+        "docker",
+        &["inspect", "-f", "{{.State.Status}}", name],
+        None,
+    )
 }
 
 fn free_port() -> u16 {
@@ -73,7 +77,7 @@ fn run_id() -> String {
 
 fn app_yaml(name: &str, container: &str, listen: u16, upstream: &str, extra: &str) -> String {
     format!(
-        "    {name}:\n      container: {container}\n      listen: 127.0.0.1:{listen}\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n      step_timeout: 10s\n      wake_timeout: 15s\n{extra}"
+        "    {name}:\n      container: {container}\n      listen: 127.0.0.1:{listen}\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n      wake_timeout: 15s\n{extra}"
     )
 }
 
@@ -129,7 +133,10 @@ fn an_uptime_monitor_cannot_keep_the_app_awake_and_a_person_wakes_it() {
         polls += 1;
         std::thread::sleep(Duration::from_secs(5));
     }
-    assert!(polls >= 4, "slept after {polls} polls: before its idle timeout");
+    assert!(
+        polls >= 4,
+        "slept after {polls} polls: before its idle timeout"
+    );
     daemon.wait_for("/api/idle/shop", 10, "asleep", |v| v["phase"] == "asleep");
 
     // The monitor's next poll: the kept answer, marked asleep; the app stays paused.
@@ -246,7 +253,9 @@ rules:
 
     // The backup ends: the next proposal goes through.
     std::fs::remove_file(&lock).unwrap();
-    until("paused", Duration::from_secs(30), || state(&name) == "paused");
+    until("paused", Duration::from_secs(30), || {
+        state(&name) == "paused"
+    });
     let text = why(&daemon, "db");
     assert!(text.contains("db is asleep"), "{text}");
 }
@@ -266,12 +275,15 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
             &name,
             port,
             &upstream,
-            "      idle_after: 2s\n      suspend: stop\n"
+            // busybox httpd ignores SIGTERM as PID 1: a stop takes the Engine's whole grace.
+            "      idle_after: 2s\n      suspend: stop\n      step_timeout: 20s\n"
         )
     );
     let home = common::scratch("idle", "crash");
     let daemon = Daemon::start(&home, Some(&config), &[]);
-    until("stopped", Duration::from_secs(40), || state(&name) == "exited");
+    until("stopped", Duration::from_secs(40), || {
+        state(&name) == "exited"
+    });
     daemon.wait_for("/api/idle/cart", 10, "asleep", |v| v["phase"] == "asleep");
 
     // A person asks; the daemon dies while the app starts.
@@ -296,7 +308,11 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
             || v["phase"] == "awake"
             || v["phase"] == "asleep"
     });
-    let expected = if engine_says == "running" { "awake" } else { "asleep" };
+    let expected = if engine_says == "running" {
+        "awake"
+    } else {
+        "asleep"
+    };
     assert_eq!(
         found["phase"], expected,
         "the Engine said {engine_says}: {found:#}"
@@ -308,7 +324,11 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
         .iter()
         .filter(|r| r["event"] == "idle" && r["inputs"]["from"] == "unknown")
         .collect();
-    assert_eq!(starts.len(), 2, "each start records what it found: {starts:#?}");
+    assert_eq!(
+        starts.len(),
+        2,
+        "each start records what it found: {starts:#?}"
+    );
     assert!(
         starts[1]["reasons"][0]
             .as_str()

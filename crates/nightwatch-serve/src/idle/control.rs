@@ -697,6 +697,45 @@ impl IdleControl {
     }
 }
 
+/// The controller as one app's proxy sees it: every request is admitted (or answered) here.
+pub struct Door {
+    daemon: Arc<Daemon>,
+    control: Arc<IdleControl>,
+    app: Arc<AppControl>,
+}
+
+impl Door {
+    pub fn new(daemon: Arc<Daemon>, control: Arc<IdleControl>, app: Arc<AppControl>) -> Door {
+        Door {
+            daemon,
+            control,
+            app,
+        }
+    }
+}
+
+impl super::proxy::Doorman for Door {
+    fn admit<'a>(
+        &'a self,
+        facts: &'a super::proxy::Facts,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = super::proxy::Admission> + Send + 'a>>
+    {
+        Box::pin(async move {
+            let seen = Seen {
+                method: facts.method.clone(),
+                path: facts.path.clone(),
+                user_agent: facts.user_agent.clone(),
+                client: facts.client,
+            };
+            let admit = self.control.admit(&self.daemon, &self.app, &seen).await;
+            match super::http::answer(&self.app.spec.name, admit) {
+                None => super::proxy::Admission::Forward,
+                Some(reply) => super::proxy::Admission::Answer(reply),
+            }
+        })
+    }
+}
+
 impl AppControl {
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         // A panic mid-update leaves plain data; the next tick looks at the engine again.
