@@ -1,0 +1,177 @@
+//! Forward-auth through Debian's Caddy: an operator who already fronts the app with Caddy
+//! gets the same classification and wake-up as the daemon's own proxy. Caddy asks
+//! `nightwatch serve`'s `/idle/auth` before each request; the app is a real container.
+
+mod common;
+
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::daemon::{Daemon, read_reply};
+use common::docker::{Containers, IMAGE, image, sh};
+
+const KUMA: &str = "Uptime-Kuma/1.23.16";
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+struct Caddy(Child);
+
+impl Drop for Caddy {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn state(name: &str) -> String {
+    sh(
+        "docker",
+        &["inspect", "-f", "{{.State.Status}}", name],
+        None,
+    )
+}
+
+#[test]
+fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_person() {
+    let caddy_bin = Command::new("caddy").arg("version").output();
+    assert!(
+        caddy_bin.is_ok_and(|o| o.status.success()),
+        "caddy is required by this test (scripts/test installs Debian's caddy)"
+    );
+    image();
+    let run = format!("caddy{}", std::process::id());
+    let containers = Containers(run.clone());
+    let name = format!("nw-caddy-shop-{run}");
+    containers.run(&[
+        "--name",
+        &name,
+        IMAGE,
+        "sh",
+        "-c",
+        "mkdir -p /www && echo ok > /www/healthz && echo shop > /www/index.html && exec busybox httpd -f -p 80 -h /www",
+    ]);
+    let ip = sh(
+        "docker",
+        &[
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            &name,
+        ],
+        None,
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect((ip.as_str(), 80)).is_err() {
+        assert!(Instant::now() < deadline, "the app never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let home = common::scratch("idle", "caddy");
+    let config = format!(
+        "idle:\n  apps:\n    shop:\n      container: {name}\n      hosts: [shop.test]\n      upstream: {ip}:80\n      ready: {{ http: /healthz }}\n      idle_after: 3s\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    daemon.wait_for("/api/idle/shop", 20, "awake", |v| v["phase"] == "awake");
+
+    let port = free_port();
+    let caddyfile = home.join("Caddyfile");
+    std::fs::write(
+        &caddyfile,
+        format!(
+            "{{\n\tadmin off\n\tauto_https off\n}}\n\n:{port} {{\n\tforward_auth {} {{\n\t\turi /idle/auth\n\t}}\n\treverse_proxy {ip}:80\n}}\n",
+            daemon.addr
+        ),
+    )
+    .unwrap();
+    let _caddy = Caddy(
+        Command::new("caddy")
+            .args(["run", "--adapter", "caddyfile", "--config"])
+            .arg(&caddyfile)
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join("data"))
+            .env("XDG_CONFIG_HOME", home.join("config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(home.join("caddy.log")).unwrap())
+            .spawn()
+            .expect("caddy starts"),
+    );
+    let front = format!("127.0.0.1:{port}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(&front).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "caddy never listened: {}",
+            std::fs::read_to_string(home.join("caddy.log")).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // As a browser sends it: to the app's name, which Caddy passes on as X-Forwarded-Host.
+    let get = |agent: &str, path: &str| {
+        use std::io::Write;
+        let mut stream = std::net::TcpStream::connect(&front).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: shop.test\r\nUser-Agent: {agent}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        read_reply(&mut stream)
+    };
+
+    // The monitor polls through Caddy: answered by the app while it is awake, and it sleeps.
+    let started = Instant::now();
+    while state(&name) != "paused" {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the app never slept\n{}",
+            daemon.log()
+        );
+        let reply = get(KUMA, "/healthz");
+        if reply.header("x-nightwatch-asleep").is_none() {
+            assert_eq!(reply.status, 200, "{}", reply.text());
+            assert_eq!(reply.text(), "ok\n");
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    daemon.wait_for("/api/idle/shop", 10, "asleep", |v| v["phase"] == "asleep");
+
+    // Asleep: the monitor is told so by the daemon, through Caddy, and wakes nothing.
+    let reply = get(KUMA, "/healthz");
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert_eq!(reply.header("x-nightwatch-asleep"), Some("shop"));
+    assert!(reply.header("retry-after").is_some());
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(state(&name), "paused");
+
+    // A person through Caddy wakes it and gets the app's answer.
+    let reply = get(FIREFOX, "/");
+    assert_eq!(reply.status, 200, "{}\n{}", reply.text(), daemon.log());
+    assert_eq!(reply.text(), "shop\n");
+    assert_eq!(state(&name), "running");
+    let app = daemon.json("/api/idle/shop");
+    assert_eq!(app["phase"], "awake");
+    assert_eq!(app["last_person"]["path"], "/");
+    assert_eq!(
+        app["last_person"]["client"], "127.0.0.1",
+        "the client Caddy served: {app:#}"
+    );
+    let records = daemon.json("/api/records?limit=200");
+    let wakes = records["records"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["event"] == "decision" && r["tool"] == "wake_app")
+        .count();
+    assert_eq!(wakes, 1, "one wake, for the person");
+}
