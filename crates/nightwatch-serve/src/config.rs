@@ -859,4 +859,21 @@ sources:
             assert!(err.contains(named), "{err}");
         }
     }
+    #[test]
+    fn idle_apps_are_read_checked_and_kept_off_the_daemons_own_address() {
+        let app = "idle:\n  apps:\n    shop:\n      container: shop\n      listen: 127.0.0.1:8080\n      upstream: 127.0.0.1:18080\n      idle_after: 15m\n      ready: { http: /healthz }\n";
+        let c = Config::from_text(app, "serve.yaml", &|_| None).unwrap();
+        assert_eq!(c.idle.len(), 1);
+        assert_eq!(c.idle[0].name, "shop");
+        assert!(Config::defaults().idle.is_empty());
+        let own = format!("listen: 127.0.0.1:8080\n{app}");
+        let err = Config::from_text(&own, "serve.yaml", &|_| None).unwrap_err();
+        assert!(
+            err.to_string().contains("the daemon's own address"),
+            "{err}"
+        );
+        let bad = app.replace("15m", "soon");
+        let err = Config::from_text(&bad, "serve.yaml", &|_| None).unwrap_err();
+        assert!(err.to_string().contains("idle_after"), "{err}");
+    }
 }

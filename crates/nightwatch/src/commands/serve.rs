@@ -187,5 +187,25 @@ fn describe(config: &Config) -> Vec<String> {
     if let Some(every) = config.janitor_every {
         lines.push(format!("janitor: sweeps every {}s", every.as_secs()));
     }
+    for app in &config.idle {
+        let front = match (app.listen, app.hosts.is_empty()) {
+            (Some(listen), true) => format!("proxied at {listen}"),
+            (Some(listen), false) => {
+                format!(
+                    "proxied at {listen} and by forward-auth for {}",
+                    app.hosts.join(", ")
+                )
+            }
+            (None, _) => format!("forward-auth for {}", app.hosts.join(", ")),
+        };
+        lines.push(format!(
+            "idle app {}: {}, {front}, to {}; {} after {} without a person",
+            app.name,
+            app.target.describe(),
+            app.upstream,
+            app.suspend.as_str(),
+            nightwatch_time::format_duration(app.idle_after)
+        ));
+    }
     lines
 }
