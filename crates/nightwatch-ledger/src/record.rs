@@ -213,7 +213,8 @@ impl Record {
         format!("r{seq}")
     }
 
-    /// What the call acted on: its command, else the file, path, URL or name its inputs give.
+    /// What the call acted on: its command, else the file, path, URL, name or idle app its
+    /// inputs give.
     pub fn target(&self) -> Option<&str> {
         [
             "command",
@@ -222,6 +223,7 @@ impl Record {
             "path",
             "url",
             "name",
+            "app",
         ]
         .iter()
         .find_map(|key| self.inputs.get(key).and_then(serde_json::Value::as_str))

@@ -342,3 +342,156 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
     assert_eq!(reply.status, 200, "{}\n{}", reply.text(), daemon.log());
     assert_eq!(reply.text(), "shop\n");
 }
+
+/// A Unix socket in front of the real Engine that passes every call on, one per connection,
+/// except a pause, which it takes and never answers: a stalled Engine call. Returns the
+/// socket's `DOCKER_HOST` and how many pauses it swallowed.
+fn stalling_engine(
+    dir: &std::path::Path,
+) -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    use std::os::unix::net::{UnixListener, UnixStream};
+    let path = dir.join("stalling-docker.sock");
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).expect("bind the stalling socket");
+    let swallowed = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let count = swallowed.clone();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for client in listener.incoming() {
+            let Ok(mut client) = client else { continue };
+            // The request's head, byte by byte up to the blank line (calls are small).
+            let mut head = Vec::new();
+            let mut byte = [0u8; 1];
+            while !head.ends_with(b"\r\n\r\n") {
+                match client.read(&mut byte) {
+                    Ok(1) => head.push(byte[0]),
+                    _ => break,
+                }
+            }
+            let text = String::from_utf8_lossy(&head).into_owned();
+            let first = text.lines().next().unwrap_or("").to_owned();
+            if first.starts_with("POST") && first.contains("/pause") {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                held.push(client);
+                continue;
+            }
+            // One call per connection: the Engine closes it after its answer.
+            let mut lines: Vec<&str> = text
+                .split("\r\n")
+                .filter(|l| !l.is_empty() && !l.to_ascii_lowercase().starts_with("connection:"))
+                .collect();
+            lines.push("Connection: close");
+            let rewritten = format!("{}\r\n\r\n", lines.join("\r\n"));
+            let Ok(mut engine) = UnixStream::connect("/var/run/docker.sock") else {
+                continue;
+            };
+            let _ = engine.write_all(rewritten.as_bytes());
+            let (mut to_engine, mut from_client) =
+                (engine.try_clone().unwrap(), client.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut from_client, &mut to_engine);
+            });
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut engine, &mut client);
+                let _ = client.shutdown(std::net::Shutdown::Both);
+            });
+        }
+    });
+    (format!("unix://{}", path.display()), swallowed)
+}
+
+#[test]
+fn a_pause_the_engine_never_answers_is_undone_then_backed_off_then_quarantined_and_told_once() {
+    let run = run_id();
+    let containers = Containers(run.clone());
+    let name = format!("nw-stall-{run}");
+    let upstream = start_app(&containers, &name);
+    let port = free_port();
+    let home = common::scratch("idle", "stall");
+    let (docker_host, swallowed) = stalling_engine(&home);
+    let pager = common::Receiver::start(&[200]);
+    let policy = home.join("policy.yaml");
+    std::fs::write(
+        &policy,
+        format!(
+            "version: 1\nextends: builtin\nnotifiers:\n  pager:\n    webhook: {{ url: \"{}\" }}\n",
+            pager.url
+        ),
+    )
+    .unwrap();
+    let config = format!(
+        "idle:\n  apps:\n{}",
+        app_yaml(
+            "stall",
+            &name,
+            port,
+            &upstream,
+            "      idle_after: 2s\n      step_timeout: 2s\n      failures: { initial: 1s, max: 2s, quarantine_after: 2, notify: [pager] }\n"
+        )
+    );
+    let daemon = Daemon::start(
+        &home,
+        Some(&config),
+        &[
+            ("DOCKER_HOST", docker_host.as_str()),
+            ("NIGHTWATCH_POLICY", policy.to_str().unwrap()),
+        ],
+    );
+    daemon.wait_for("/api/idle/stall", 60, "quarantined", |v| {
+        v["phase"] == "quarantined"
+    });
+    assert_eq!(swallowed.load(std::sync::atomic::Ordering::SeqCst), 2);
+    assert_eq!(
+        state(&name),
+        "running",
+        "the stalled pause never took effect"
+    );
+
+    let text = why(&daemon, "stall");
+    assert!(text.contains("did not finish within 2s"), "{text}");
+    assert!(
+        text.contains("undone: resumed, and its readiness check passes"),
+        "{text}"
+    );
+    assert!(text.contains("quarantined"), "{text}");
+
+    // A person is told once, by the policy's notifier.
+    let told = pager.wait_for(1, Duration::from_secs(20));
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert!(told[0].contains("stall"), "{}", told[0]);
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(
+        pager.wait_for(2, Duration::from_millis(10)).len(),
+        1,
+        "told twice"
+    );
+    assert_eq!(
+        swallowed.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "no tries after the quarantine"
+    );
+}
+
+#[test]
+fn an_app_that_runs_but_fails_its_readiness_check_is_half_awake_never_awake() {
+    let run = run_id();
+    let containers = Containers(run.clone());
+    let name = format!("nw-half-{run}");
+    let upstream = start_app(&containers, &name);
+    let port = free_port();
+    let proxy = format!("127.0.0.1:{port}");
+    let config = format!(
+        "idle:\n  apps:\n    half:\n      container: {name}\n      listen: {proxy}\n      upstream: {upstream}\n      ready: {{ http: /missing }}\n      idle_after: 1h\n      wake_timeout: 2s\n"
+    );
+    let home = common::scratch("idle", "half");
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let app = daemon.wait_for("/api/idle/half", 20, "found", |v| v["phase"] != "waking");
+    assert_eq!(app["phase"], "half-awake", "{app:#}");
+    assert!(app["why"].as_str().unwrap().contains("404"), "{app:#}");
+    // A person's request is not forwarded to it as if it were awake.
+    let reply = request(&proxy, "GET", "/", &[("User-Agent", FIREFOX)], b"");
+    assert_eq!(reply.status, 503, "{}", reply.text());
+    assert!(reply.text().contains("not ready"), "{}", reply.text());
+    assert_eq!(daemon.json("/api/idle/half")["phase"], "half-awake");
+}

@@ -181,7 +181,7 @@ async fn idle_app(State(daemon): State<Arc<Daemon>>, Path(name): Path<String>) -
 /// with `Retry-After`: a robot asking a sleeping app (with `X-Nightwatch-Asleep`), or a wake
 /// that failed; the proxy hands it to the client.
 #[utoipa::path(
-    method(get, post, head),
+    method(get, post),
     path = "/idle/auth",
     tag = "idle",
     responses(
