@@ -1269,6 +1269,7 @@ fn record_kind(r: &Record) -> &'static str {
     let janitor = r.actor.kind == "janitor";
     match r.event.as_str() {
         event::DISPATCH => "dispatch",
+        event::IDLE => "idle",
         event::SESSION_START | event::SESSION_END | event::STOP => "session",
         event::SWEEP_KEEP | event::SWEEP_PLAN | event::QUARANTINED => "sweep",
         event::DECISION | event::RESULT | event::UNGUARDED_RESULT if janitor => "sweep",
@@ -1371,6 +1372,13 @@ fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
                 (session_link(r.session_id.as_deref().unwrap_or("?"))) " " (what) " · " (actor)
                 @if let Some(t) = &r.context.triggered_by { " triggered by " code { (Text(t)) } }
                 @if let Some(a) = &r.context.alert_id { " " (alert_link(a)) }
+            }
+            "idle" => {
+                @let text = |k: &str| r.inputs.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
+                code { (Text(&text("app"))) } " "
+                @if text("from") == text("to") { (Text(&text("to"))) } @else {
+                    (Text(&text("from"))) " → " strong { (Text(&text("to"))) }
+                }
             }
             "sweep" => {
                 @let (headline, class) = sweep_headline(r, result);
@@ -2904,6 +2912,42 @@ mod tests {
         );
         assert!(html.contains("href=\"/sessions/sess-1\""), "{html}");
         assert!(html.contains("href=\"/api/records/r2\""), "{html}");
+    }
+
+    #[test]
+    fn an_idle_apps_state_flips_are_on_the_timeline() {
+        let mut slept = rec(
+            1,
+            event::IDLE,
+            T0,
+            ("idle-controller", "idle-controller"),
+            "idle",
+        );
+        slept.inputs = serde_json::json!({"app": "shop", "from": "suspending", "to": "asleep"});
+        slept.reasons = vec!["paused after 15m idle".into()];
+        let mut kept = rec(
+            2,
+            event::IDLE,
+            T0 + 1_000,
+            ("idle-controller", "idle-controller"),
+            "idle",
+        );
+        kept.inputs = serde_json::json!({"app": "<cart>", "from": "awake", "to": "awake"});
+        kept.reasons = vec!["kept awake by exec".into()];
+        let records = [slept, kept];
+        let html = timeline_page(&window(), T0 + MIN, &held(&records), &[], &[]);
+        let list = timeline_of(&html);
+        assert_eq!(
+            list.matches("<li class=\"entry kind-idle").count(),
+            2,
+            "{list}"
+        );
+        assert!(
+            list.contains("<code>shop</code> suspending → <strong>asleep</strong>"),
+            "{list}"
+        );
+        assert!(list.contains("paused after 15m idle"), "{list}");
+        assert!(list.contains("<code>&lt;cart&gt;</code> awake"), "{list}");
     }
 
     #[test]
