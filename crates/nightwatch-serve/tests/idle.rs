@@ -32,6 +32,7 @@ struct Scripted {
     suspend: Mutex<Goes>,
     resume: Mutex<Goes>,
     exec_sessions: AtomicUsize,
+    signals_fail: AtomicBool,
     ready: Arc<AtomicBool>,
     running: Arc<AtomicBool>,
     resumes: AtomicUsize,
@@ -93,6 +94,9 @@ impl Runtime for Scripted {
         specs: &'a [nightwatch_idle::spec::SignalSpec],
     ) -> Step<'a, Vec<SignalSeen>> {
         Box::pin(async move {
+            if self.signals_fail.load(Ordering::SeqCst) {
+                return Err("the engine refused: cannot list execs".into());
+            }
             Ok(specs
                 .iter()
                 .map(|s| SignalSeen {
@@ -246,14 +250,21 @@ async fn world(app_yaml: &str, policy: &str) -> World {
         suspend: Mutex::new(Goes::Done),
         resume: Mutex::new(Goes::Done),
         exec_sessions: AtomicUsize::new(0),
+        signals_fail: AtomicBool::new(false),
         ready,
         running,
         resumes: AtomicUsize::new(0),
         suspends: AtomicUsize::new(0),
     });
     let dir = tempfile::tempdir().unwrap();
+    // Steps are quick here unless the test says otherwise (a stop's must outlast its grace).
+    let step = if app_yaml.contains("step_timeout") {
+        ""
+    } else {
+        "      step_timeout: 500ms\n"
+    };
     let yaml = format!(
-        "idle:\n  apps:\n    shop:\n      container: shop\n      hosts: [shop.test]\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n      step_timeout: 500ms\n      wake_timeout: 2s\n{app_yaml}"
+        "idle:\n  apps:\n    shop:\n      container: shop\n      hosts: [shop.test]\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n{step}      wake_timeout: 2s\n{app_yaml}"
     );
     let config = Config::from_text(&yaml, "serve.yaml", &|_| None).expect("config");
     let stores = Stores {
@@ -519,7 +530,7 @@ async fn repeated_failures_back_off_then_quarantine_and_tell_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_app_that_starts_but_never_answers_is_half_awake_never_awake() {
     let w = world(
-        "      idle_after: 1s\n      suspend: stop\n      failures: { initial: 300ms }\n",
+        "      idle_after: 1s\n      suspend: stop\n      step_timeout: 11s\n      failures: { initial: 300ms }\n",
         ALLOW_ALL,
     )
     .await;
@@ -540,6 +551,34 @@ async fn an_app_that_starts_but_never_answers_is_half_awake_never_awake() {
     w.engine.ready.store(true, Ordering::SeqCst);
     w.until("awake", Duration::from_secs(8), |w| {
         w.phase() == Phase::Awake
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signals_that_cannot_be_read_keep_it_awake_and_say_so_at_most_once_a_backoff() {
+    let w = world(
+        "      idle_after: 1s\n      failures: { initial: 2s }\n",
+        ALLOW_ALL,
+    )
+    .await;
+    w.engine.signals_fail.store(true, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(4_500)).await;
+    assert_eq!(w.phase(), Phase::Awake);
+    assert_eq!(w.engine.suspends.load(Ordering::SeqCst), 0);
+    let said: Vec<_> = w
+        .idle_records("awake")
+        .into_iter()
+        .filter(|r| r.reasons[0].starts_with("not suspended: its signals cannot be read"))
+        .collect();
+    assert!(
+        (1..=3).contains(&said.len()),
+        "once per 2 s backoff, not once a second: {}",
+        said.len()
+    );
+    w.engine.signals_fail.store(false, Ordering::SeqCst);
+    w.until("asleep", Duration::from_secs(6), |w| {
+        w.phase() == Phase::Asleep
     })
     .await;
 }

@@ -189,15 +189,37 @@ impl IdleControl {
     }
 
     async fn tick(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>) {
-        let phase = app.lock().state.phase;
+        let (phase, backing_off) = {
+            let inner = app.lock();
+            (inner.state.phase, self.mono() < inner.state.not_before_mono)
+        };
+        if backing_off {
+            if phase == Phase::Awake {
+                self.refresh_ready(app).await;
+            }
+            return;
+        }
         let signals = if phase == Phase::Awake && !app.spec.signals.is_empty() {
             match self.signals(app).await {
                 Ok(seen) => seen,
                 Err(why) => {
-                    // Signals that cannot be read must not let the app sleep under someone.
+                    // Signals that cannot be read must not let the app sleep under someone;
+                    // declining is recorded, at most once per `failures.initial`.
                     let now = self.mono();
                     app.lock().state.declined(app.spec.failures.initial, now);
-                    tracing::warn!("idle: {}: cannot read its signals: {why}", app.spec.name);
+                    record(
+                        daemon,
+                        &app.spec,
+                        phase.as_str(),
+                        phase,
+                        json!({}),
+                        format!(
+                            "not suspended: its signals cannot be read ({why}); looked at again in {}",
+                            nightwatch_time::format_duration(app.spec.failures.initial)
+                        ),
+                        Vec::new(),
+                    )
+                    .await;
                     return;
                 }
             }
