@@ -666,7 +666,10 @@ impl IdleControl {
         }
         if !traffic.is_person() {
             return match app.spec.asleep_answer {
-                AsleepAnswer::LastReady if phase == Phase::Asleep => {
+                // Not awake, but not broken either: the app's own last answer stands.
+                AsleepAnswer::LastReady
+                    if matches!(phase, Phase::Asleep | Phase::Suspending | Phase::Waking) =>
+                {
                     Admit::Asleep(app.lock().last_ready.clone())
                 }
                 _ => Admit::Unavailable {
