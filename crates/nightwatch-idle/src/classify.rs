@@ -265,15 +265,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 
 /// A path as reasons show it: bounded, so a hostile path cannot bloat a record.
 fn shown(path: &str) -> String {
-    const MAX: usize = 120;
-    if path.len() <= MAX {
-        return path.to_owned();
-    }
-    let mut end = MAX;
-    while !path.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &path[..end])
+    crate::clipped(path, 120)
 }
 
 #[cfg(test)]

@@ -28,3 +28,16 @@ pub use runtime::{Observed, Runtime, SignalSeen};
 pub use spec::{
     AppSpec, AsleepAnswer, IdleFile, Readiness, SignalKind, SpecError, SuspendMode, Target,
 };
+
+/// `text` cut to at most `max` bytes at a character boundary, with `…` when cut: request text
+/// (paths, user agents) as reasons and records keep it, so a hostile one cannot bloat them.
+pub fn clipped(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

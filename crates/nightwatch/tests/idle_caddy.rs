@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, read_reply};
-use common::docker::{Containers, IMAGE, image, sh};
+use common::docker::{Containers, httpd_app, state};
 
 const KUMA: &str = "Uptime-Kuma/1.23.16";
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
@@ -31,14 +31,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn state(name: &str) -> String {
-    sh(
-        "docker",
-        &["inspect", "-f", "{{.State.Status}}", name],
-        None,
-    )
-}
-
 #[test]
 fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_person() {
     let caddy_bin = Command::new("caddy").arg("version").output();
@@ -46,37 +38,13 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
         caddy_bin.is_ok_and(|o| o.status.success()),
         "caddy is required by this test (scripts/test installs Debian's caddy)"
     );
-    image();
     let run = format!("caddy{}", std::process::id());
     let containers = Containers(run.clone());
     let name = format!("nw-caddy-shop-{run}");
-    containers.run(&[
-        "--name",
-        &name,
-        IMAGE,
-        "sh",
-        "-c",
-        "mkdir -p /www && echo ok > /www/healthz && echo shop > /www/index.html && exec busybox httpd -f -p 80 -h /www",
-    ]);
-    let ip = sh(
-        "docker",
-        &[
-            "inspect",
-            "-f",
-            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-            &name,
-        ],
-        None,
-    );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect((ip.as_str(), 80)).is_err() {
-        assert!(Instant::now() < deadline, "the app never listened");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-
+    let upstream = httpd_app(&containers, &name);
     let home = common::scratch("idle", "caddy");
     let config = format!(
-        "idle:\n  apps:\n    shop:\n      container: {name}\n      hosts: [shop.test]\n      upstream: {ip}:80\n      ready: {{ http: /healthz }}\n      idle_after: 3s\n"
+        "idle:\n  apps:\n    shop:\n      container: {name}\n      hosts: [shop.test]\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n      idle_after: 3s\n"
     );
     let daemon = Daemon::start(&home, Some(&config), &[]);
     daemon.wait_for("/api/idle/shop", 20, "awake", |v| v["phase"] == "awake");
@@ -86,7 +54,7 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
     std::fs::write(
         &caddyfile,
         format!(
-            "{{\n\tadmin off\n\tauto_https off\n}}\n\n:{port} {{\n\tforward_auth {} {{\n\t\turi /idle/auth\n\t}}\n\treverse_proxy {ip}:80\n}}\n",
+            "{{\n\tadmin off\n\tauto_https off\n}}\n\n:{port} {{\n\tforward_auth {} {{\n\t\turi /idle/auth\n\t}}\n\treverse_proxy {upstream}\n}}\n",
             daemon.addr
         ),
     )

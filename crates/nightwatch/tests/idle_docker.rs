@@ -12,49 +12,10 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::daemon::{Daemon, request};
-use common::docker::{Containers, IMAGE, image, sh};
+use common::docker::{Containers, httpd_app, sh, state};
 
 const KUMA: &str = "Uptime-Kuma/1.23.16";
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
-
-/// An httpd that answers `/` with `shop` and `/healthz` with `ok`.
-fn start_app(containers: &Containers, name: &str) -> String {
-    image();
-    containers.run(&[
-        "--name",
-        name,
-        IMAGE,
-        "sh",
-        "-c",
-        "mkdir -p /www && echo ok > /www/healthz && echo shop > /www/index.html && exec busybox httpd -f -p 80 -h /www",
-    ]);
-    let ip = sh(
-        "docker",
-        &[
-            "inspect",
-            "-f",
-            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-            name,
-        ],
-        None,
-    );
-    assert!(!ip.is_empty(), "the container has no address");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect((ip.as_str(), 80)).is_err() {
-        assert!(Instant::now() < deadline, "the app never listened");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    format!("{ip}:80")
-}
-
-/// The container's state as the Engine says: running, paused, exited.
-fn state(name: &str) -> String {
-    sh(
-        "docker",
-        &["inspect", "-f", "{{.State.Status}}", name],
-        None,
-    )
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -108,7 +69,7 @@ fn an_uptime_monitor_cannot_keep_the_app_awake_and_a_person_wakes_it() {
     let run = run_id();
     let containers = Containers(run.clone());
     let name = format!("nw-shop-{run}");
-    let upstream = start_app(&containers, &name);
+    let upstream = httpd_app(&containers, &name);
     let port = free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(
@@ -188,7 +149,7 @@ fn an_exec_session_keeps_it_awake_and_a_backup_lock_vetoes_the_suspend() {
     let run = run_id();
     let containers = Containers(run.clone());
     let name = format!("nw-db-{run}");
-    let upstream = start_app(&containers, &name);
+    let upstream = httpd_app(&containers, &name);
     let port = free_port();
     let home = common::scratch("idle", "veto");
     let lock = home.join("backup.lock");
@@ -265,7 +226,7 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
     let run = run_id();
     let containers = Containers(run.clone());
     let name = format!("nw-cart-{run}");
-    let upstream = start_app(&containers, &name);
+    let upstream = httpd_app(&containers, &name);
     let port = free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(
@@ -406,7 +367,7 @@ fn a_pause_the_engine_never_answers_is_undone_then_backed_off_then_quarantined_a
     let run = run_id();
     let containers = Containers(run.clone());
     let name = format!("nw-stall-{run}");
-    let upstream = start_app(&containers, &name);
+    let upstream = httpd_app(&containers, &name);
     let port = free_port();
     let home = common::scratch("idle", "stall");
     let (docker_host, swallowed) = stalling_engine(&home);
@@ -478,7 +439,7 @@ fn an_app_that_runs_but_fails_its_readiness_check_is_half_awake_never_awake() {
     let run = run_id();
     let containers = Containers(run.clone());
     let name = format!("nw-half-{run}");
-    let upstream = start_app(&containers, &name);
+    let upstream = httpd_app(&containers, &name);
     let port = free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(

@@ -33,6 +33,8 @@ use crate::Daemon;
 pub const TICK: Duration = Duration::from_secs(1);
 /// How often an awake app's readiness answer is refreshed (what robots get while it sleeps).
 const READY_REFRESH: Duration = Duration::from_secs(30);
+/// The most of a request's path or user agent a record keeps.
+const MAX_KEPT_TEXT: usize = 200;
 /// Between readiness checks while an app wakes.
 const WAKE_POLL: Duration = Duration::from_millis(50);
 
@@ -307,8 +309,8 @@ impl IdleControl {
             "seen": seen,
             "signals": signals_json(signals),
         });
-        let ruling = match propose(daemon, spec, "suspend_app", inputs.clone(), "idle").await {
-            Ok(r) => r,
+        let decided = match propose(daemon, spec, "suspend_app", inputs, "idle").await {
+            Ok(d) => d,
             Err(why) => {
                 tracing::error!("idle: {}: the suspend was not decided: {why}", spec.name);
                 app.lock()
@@ -317,7 +319,7 @@ impl IdleControl {
                 return;
             }
         };
-        if ruling.0 != Verdict::Allow {
+        if decided.verdict != Verdict::Allow {
             // The decision record (with the checks' findings) says why; it stays awake and is
             // proposed again after `failures.initial`, not every tick.
             app.lock()
@@ -325,7 +327,6 @@ impl IdleControl {
                 .declined(spec.failures.initial, self.mono());
             return;
         }
-        let call_id = ruling.1;
         let now_ms = daemon.now_ms();
         app.flip(
             Phase::Suspending,
@@ -357,7 +358,7 @@ impl IdleControl {
             },
             Err(why) => Err(why),
         };
-        let duration_ms = started.elapsed().as_millis() as u64;
+        let took = started.elapsed();
         match verified {
             Ok(()) => {
                 let why = format!(
@@ -368,17 +369,7 @@ impl IdleControl {
                     },
                     nightwatch_time::format_duration(idle_for)
                 );
-                result(
-                    daemon,
-                    spec,
-                    "suspend_app",
-                    &call_id,
-                    inputs,
-                    0,
-                    &why,
-                    duration_ms,
-                )
-                .await;
+                decided.finished(daemon, Ok(&why), took).await;
                 let now_ms = daemon.now_ms();
                 app.flip(Phase::Asleep, &why, now_ms);
                 record(
@@ -394,17 +385,7 @@ impl IdleControl {
             }
             Err(why) => {
                 let failure = format!("the {} failed: {why}", spec.suspend.as_str());
-                result(
-                    daemon,
-                    spec,
-                    "suspend_app",
-                    &call_id,
-                    inputs,
-                    1,
-                    &failure,
-                    duration_ms,
-                )
-                .await;
+                decided.finished(daemon, Err(&failure), took).await;
                 self.undo_suspend(daemon, app, failure).await;
             }
         }
@@ -512,16 +493,17 @@ impl IdleControl {
         } else {
             "recovery"
         };
-        let (verdict, call_id, decided) =
-            match propose(daemon, spec, "wake_app", inputs.clone(), trigger).await {
-                Ok((v, id, why)) => (v, id, why),
-                Err(why) => return Err(format!("the wake could not be decided: {why}")),
-            };
-        if verdict != Verdict::Allow {
+        let decided = propose(daemon, spec, "wake_app", inputs, trigger)
+            .await
+            .map_err(|why| format!("the wake could not be decided: {why}"))?;
+        if decided.verdict != Verdict::Allow {
             app.lock()
                 .state
                 .declined(spec.failures.initial, self.mono());
-            return Err(format!("policy says {verdict} to waking it: {decided}"));
+            return Err(format!(
+                "policy says {} to waking it: {}",
+                decided.verdict, decided.reason
+            ));
         }
         let now_ms = daemon.now_ms();
         app.flip(Phase::Waking, format!("waking for {reason}"), now_ms);
@@ -546,17 +528,7 @@ impl IdleControl {
             Ok(()) => {
                 daemon.metrics.idle_woke(&spec.name, took);
                 let why = format!("awake for {reason}: ready in {} ms", took.as_millis());
-                result(
-                    daemon,
-                    spec,
-                    "wake_app",
-                    &call_id,
-                    inputs,
-                    0,
-                    &why,
-                    took.as_millis() as u64,
-                )
-                .await;
+                decided.finished(daemon, Ok(&why), took).await;
                 let now_ms = daemon.now_ms();
                 app.flip(Phase::Awake, &why, now_ms);
                 app.lock().state.active_mono = self.mono();
@@ -573,17 +545,7 @@ impl IdleControl {
                 Ok(())
             }
             Err((phase, why)) => {
-                result(
-                    daemon,
-                    spec,
-                    "wake_app",
-                    &call_id,
-                    inputs,
-                    1,
-                    &why,
-                    took.as_millis() as u64,
-                )
-                .await;
+                decided.finished(daemon, Err(&why), took).await;
                 self.failed_step(daemon, app, Phase::Waking, phase, why.clone())
                     .await;
                 Err(why)
@@ -654,8 +616,11 @@ impl IdleControl {
             let person = || PersonSeen {
                 at_ms: now_ms,
                 client: seen.client.to_string(),
-                user_agent: shorten(seen.user_agent.as_deref().unwrap_or("")),
-                path: shorten(&seen.path),
+                user_agent: nightwatch_idle::clipped(
+                    seen.user_agent.as_deref().unwrap_or(""),
+                    MAX_KEPT_TEXT,
+                ),
+                path: nightwatch_idle::clipped(&seen.path, MAX_KEPT_TEXT),
             };
             inner.state.saw(&traffic, person, now);
             (traffic, inner.state.phase)
@@ -795,28 +760,26 @@ fn signals_json(signals: &[SignalSeen]) -> Value {
     )
 }
 
-/// Request text as records keep it: bounded.
-fn shorten(text: &str) -> String {
-    const MAX: usize = 200;
-    if text.len() <= MAX {
-        return text.to_owned();
-    }
-    let mut end = MAX;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+/// A step the engine decided: what the controller proposed, and the verdict. Its result is
+/// recorded through [`Decided::finished`], joined to the decision by call id.
+struct Decided {
+    verdict: Verdict,
+    reason: String,
+    tool: &'static str,
+    call_id: String,
+    inputs: Value,
+    app: String,
 }
 
-/// Proposes `tool` for `app` through the daemon's engine: the verdict, the call id its result
-/// joins, and the decision's reason. An error: nothing was recorded, so nothing may be done.
+/// Proposes `tool` for `app` through the daemon's engine. An error: nothing was recorded, so
+/// nothing may be done.
 async fn propose(
     daemon: &Arc<Daemon>,
     app: &AppSpec,
-    tool: &str,
+    tool: &'static str,
     inputs: Value,
     trigger: &str,
-) -> Result<(Verdict, String, String), String> {
+) -> Result<Decided, String> {
     let daemon = daemon.clone();
     let call_id = format!("idle-{}-{}-{}", app.name, tool, daemon.now_ms());
     let proposal = Proposal {
@@ -829,62 +792,61 @@ async fn propose(
             },
         },
         call_id: Some(call_id.clone()),
-        inputs,
+        inputs: inputs.clone(),
         cwd: None,
     };
-    tokio::task::spawn_blocking(move || {
+    let ruling = tokio::task::spawn_blocking(move || {
         let policy = daemon.edges.policy()?;
-        let ruling = daemon
+        daemon
             .engine()
             .propose(&policy, proposal)
-            .map_err(|e| e.to_string())?;
-        Ok((ruling.decision.verdict, call_id, ruling.decision.reason))
+            .map_err(|e| e.to_string())
     })
     .await
-    .map_err(|e| format!("the proposal's thread failed: {e}"))?
+    .map_err(|e| format!("the proposal's thread failed: {e}"))??;
+    Ok(Decided {
+        verdict: ruling.decision.verdict,
+        reason: ruling.decision.reason,
+        tool,
+        call_id,
+        inputs,
+        app: app.name.clone(),
+    })
 }
 
-/// Records what a step did, joined to its decision by call id.
-#[allow(clippy::too_many_arguments)]
-async fn result(
-    daemon: &Arc<Daemon>,
-    app: &AppSpec,
-    tool: &str,
-    call_id: &str,
-    inputs: Value,
-    exit_code: i64,
-    summary: &str,
-    duration_ms: u64,
-) {
-    let report = nightwatch_gate::Report {
-        actor: Actor::new(ActorKind::IdleController, IDLE_CONTROLLER),
-        tool: tool.to_owned(),
-        session_id: None,
-        call_id: Some(call_id.to_owned()),
-        inputs,
-        outputs: nightwatch_ledger::Outputs {
-            exit_code: Some(exit_code),
-            stdout: if exit_code == 0 {
-                summary.to_owned()
-            } else {
-                String::new()
+impl Decided {
+    /// Records what the step did (`Ok` with a summary, or `Err` with why it failed).
+    async fn finished(self, daemon: &Arc<Daemon>, outcome: Result<&str, &str>, took: Duration) {
+        let (exit_code, stdout, stderr) = match outcome {
+            Ok(summary) => (0, summary.to_owned(), String::new()),
+            Err(why) => (1, String::new(), why.to_owned()),
+        };
+        let report = nightwatch_gate::Report {
+            actor: Actor::new(ActorKind::IdleController, IDLE_CONTROLLER),
+            tool: self.tool.to_owned(),
+            session_id: None,
+            call_id: Some(self.call_id),
+            inputs: self.inputs,
+            outputs: nightwatch_ledger::Outputs {
+                exit_code: Some(exit_code),
+                stdout,
+                stderr,
             },
-            stderr: if exit_code == 0 {
-                String::new()
-            } else {
-                summary.to_owned()
-            },
-        },
-        duration_ms: Some(duration_ms),
-        context: Context::default(),
-        cwd: None,
-    };
-    let daemon = daemon.clone();
-    let name = app.name.clone();
-    let written =
-        tokio::task::spawn_blocking(move || daemon.engine().record(Event::Result(report))).await;
-    if !matches!(written, Ok(Ok(_))) {
-        tracing::error!("idle: {name}: the result of {tool} could not be recorded");
+            duration_ms: Some(took.as_millis() as u64),
+            context: Context::default(),
+            cwd: None,
+        };
+        let daemon = daemon.clone();
+        let written =
+            tokio::task::spawn_blocking(move || daemon.engine().record(Event::Result(report)))
+                .await;
+        if !matches!(written, Ok(Ok(_))) {
+            tracing::error!(
+                "idle: {}: the result of {} could not be recorded",
+                self.app,
+                self.tool
+            );
+        }
     }
 }
 

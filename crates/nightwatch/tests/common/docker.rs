@@ -90,3 +90,46 @@ impl Drop for Containers {
         }
     }
 }
+
+/// An httpd in the offline image that answers `/` with `shop` and `/healthz` with `ok`: an app
+/// for idle control to suspend and wake. Its `IP:80` once it listens.
+pub fn httpd_app(containers: &Containers, name: &str) -> String {
+    image();
+    containers.run(&[
+        "--name",
+        name,
+        IMAGE,
+        "sh",
+        "-c",
+        "mkdir -p /www && echo ok > /www/healthz && echo shop > /www/index.html && exec busybox httpd -f -p 80 -h /www",
+    ]);
+    let ip = sh(
+        "docker",
+        &[
+            "inspect",
+            "-f",
+            "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+            name,
+        ],
+        None,
+    );
+    assert!(!ip.is_empty(), "the container has no address");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::net::TcpStream::connect((ip.as_str(), 80)).is_err() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the app never listened"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    format!("{ip}:80")
+}
+
+/// A container's state as the Engine says: running, paused, exited.
+pub fn state(name: &str) -> String {
+    sh(
+        "docker",
+        &["inspect", "-f", "{{.State.Status}}", name],
+        None,
+    )
+}
