@@ -151,6 +151,10 @@ where
                 }
             },
         };
+        // A reply's head and body may go out as two writes (the proxy streams a body after
+        // its head): with Nagle's algorithm the body then waits for the client's delayed ACK,
+        // 40 ms a request. Measured in BENCHMARKS.md (idle control).
+        let _ = stream.set_nodelay(true);
         let Ok(permit) = open.clone().try_acquire_owned() else {
             tokio::spawn(refuse_one_too_many(
                 stream,
