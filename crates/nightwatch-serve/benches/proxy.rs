@@ -17,7 +17,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nightwatch_serve::http::ConnectionLimits;
+
+#[path = "../../nightwatch/benches/support/wrk.rs"]
+mod wrk;
+
 use nightwatch_serve::idle::proxy::{Admission, Doorman, Facts, Upstream, serve_proxy};
+use wrk::Wrk;
 
 const CONNECTIONS: [u32; 2] = [1, 16];
 const BODY: &str = "hello, world\n";
@@ -80,7 +85,7 @@ fn main() {
     );
     println!(
         "{:>7} {:>11} {:>10} {:>9} {:>9} {:>9}",
-        "target", "connections", "req/s", "p50 µs", "p90 µs", "p99 µs"
+        "target", "connections", "req/s", "p50 ms", "p90 ms", "p99 ms"
     );
     let mut rows = Vec::new();
     for connections in CONNECTIONS {
@@ -88,7 +93,7 @@ fn main() {
         let proxied = measure(proxy, connections, seconds);
         for (name, w) in [("direct", &direct), ("proxy", &proxied)] {
             println!(
-                "{name:>7} {connections:>11} {:>10.0} {:>9.1} {:>9.1} {:>9.1}",
+                "{name:>7} {connections:>11} {:>10.0} {:>9.3} {:>9.3} {:>9.3}",
                 w.rate, w.p50, w.p90, w.p99
             );
         }
@@ -97,7 +102,7 @@ fn main() {
     println!("overhead of the proxy (through it minus direct):");
     for (connections, direct, proxied) in rows {
         println!(
-            "  {connections:>2} connection(s): median {:+.1} µs, p99 {:+.1} µs, requests/s {:+.1}%",
+            "  {connections:>2} connection(s): median {:+.3} ms, p99 {:+.3} ms, requests/s {:+.1}%",
             proxied.p50 - direct.p50,
             proxied.p99 - direct.p99,
             (proxied.rate / direct.rate - 1.0) * 100.0
@@ -147,55 +152,4 @@ fn measure(addr: SocketAddr, connections: u32, seconds: u32) -> Wrk {
         "wrk saw errors or no replies:\n{text}"
     );
     w
-}
-
-#[derive(Default)]
-struct Wrk {
-    rate: f64,
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    requests: u64,
-    errors: u64,
-    non_2xx: u64,
-}
-
-impl Wrk {
-    fn parse(text: &str) -> Wrk {
-        let mut w = Wrk::default();
-        for line in text.lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                ["Requests/sec:", rate] => w.rate = rate.parse().unwrap_or(0.0),
-                ["50%", v] => w.p50 = micros(v),
-                ["90%", v] => w.p90 = micros(v),
-                ["99%", v] => w.p99 = micros(v),
-                [n, "requests", "in", ..] => w.requests = n.parse().unwrap_or(0),
-                ["Non-2xx", "or", "3xx", "responses:", n] => w.non_2xx = n.parse().unwrap_or(0),
-                ["Socket", "errors:", rest @ ..] => {
-                    // connect 0, read 0, write 0, timeout 0
-                    w.errors = rest
-                        .iter()
-                        .filter_map(|n| n.trim_end_matches(',').parse::<u64>().ok())
-                        .sum();
-                }
-                _ => {}
-            }
-        }
-        w
-    }
-}
-
-/// wrk's `456.00us`, `1.23ms`, `1.02s` as microseconds.
-fn micros(text: &str) -> f64 {
-    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix("ms") {
-        (n, 1000.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1_000_000.0)
-    } else {
-        (text, 1.0)
-    };
-    number.parse::<f64>().unwrap_or(f64::NAN) * scale
 }

@@ -37,6 +37,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The tests' offline busybox image (`tests/common/docker.rs`), built here if it is missing.
+#[path = "support/wrk.rs"]
+mod wrk;
+
+use wrk::Wrk;
+
 #[path = "../tests/common/docker.rs"]
 #[allow(dead_code)]
 mod docker;
@@ -762,55 +767,4 @@ fn wrk(addr: SocketAddr, connections: u32, seconds: u32) -> Wrk {
         "wrk saw errors or no replies:\n{text}"
     );
     w
-}
-
-#[derive(Default)]
-struct Wrk {
-    rate: f64,
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    requests: u64,
-    errors: u64,
-    non_2xx: u64,
-}
-
-impl Wrk {
-    fn parse(text: &str) -> Wrk {
-        let mut w = Wrk::default();
-        for line in text.lines() {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            match words.as_slice() {
-                ["Requests/sec:", rate] => w.rate = rate.parse().unwrap_or(0.0),
-                ["50%", v] => w.p50 = millis(v),
-                ["90%", v] => w.p90 = millis(v),
-                ["99%", v] => w.p99 = millis(v),
-                [n, "requests", "in", ..] => w.requests = n.parse().unwrap_or(0),
-                ["Non-2xx", "or", "3xx", "responses:", n] => w.non_2xx = n.parse().unwrap_or(0),
-                ["Socket", "errors:", rest @ ..] => {
-                    // connect 0, read 0, write 0, timeout 0
-                    w.errors = rest
-                        .iter()
-                        .filter_map(|n| n.trim_end_matches(',').parse::<u64>().ok())
-                        .sum();
-                }
-                _ => {}
-            }
-        }
-        w
-    }
-}
-
-/// wrk's `456.00us`, `1.23ms`, `1.02s` as milliseconds.
-fn millis(text: &str) -> f64 {
-    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = text.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (text, 1.0)
-    };
-    number.parse::<f64>().unwrap_or(f64::NAN) * scale
 }

@@ -25,6 +25,8 @@
 
 mod support;
 
+use support::wrk::Wrk;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -338,49 +340,4 @@ fn count_arrivals(dir: &Path) -> u64 {
         |r| r.get::<_, i64>(0),
     )
     .expect("arrivals are counted") as u64
-}
-
-#[derive(Default)]
-struct Wrk {
-    rate: f64,
-    requests: u64,
-    p50: f64,
-    p90: f64,
-    p99: f64,
-    max: f64,
-    non_2xx: u64,
-}
-
-impl Wrk {
-    fn parse(text: &str) -> Wrk {
-        let mut w = Wrk::default();
-        for line in text.lines() {
-            let fields: Vec<&str> = line.split_whitespace().collect();
-            match fields.as_slice() {
-                ["Requests/sec:", rate] => w.rate = rate.parse().unwrap_or(0.0),
-                ["50%", v] => w.p50 = ms(v),
-                ["90%", v] => w.p90 = ms(v),
-                ["99%", v] => w.p99 = ms(v),
-                ["Latency", _avg, _stdev, max, ..] => w.max = ms(max),
-                [n, "requests", "in", ..] => w.requests = n.parse().unwrap_or(0),
-                ["Non-2xx", "or", "3xx", "responses:", n] => w.non_2xx = n.parse().unwrap_or(0),
-                _ => {}
-            }
-        }
-        w
-    }
-}
-
-/// wrk's `1.23ms`, `456.00us`, `1.02s` as milliseconds.
-fn ms(text: &str) -> f64 {
-    let (number, scale) = if let Some(n) = text.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = text.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = text.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (text, 1.0)
-    };
-    number.parse::<f64>().unwrap_or(f64::NAN) * scale
 }

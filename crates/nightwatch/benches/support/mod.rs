@@ -1,6 +1,8 @@
 //! What the daemon benchmarks share: the disk's own commit rate, and wrk's script of distinct
 //! alerts.
 
+pub mod wrk;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
