@@ -56,11 +56,6 @@ impl Phase {
             Phase::Quarantined => "quarantined",
         }
     }
-
-    /// Whether a request can go straight through.
-    pub fn serves(self) -> bool {
-        self == Phase::Awake
-    }
 }
 
 /// The last person's request: who, what, when.

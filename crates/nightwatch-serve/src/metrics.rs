@@ -287,10 +287,14 @@ impl Metrics {
             let _ = self
                 .idle_wakes
                 .get_or_create(&AppLabel { app: app.clone() });
-            let _ = self.idle_requests.get_or_create(&AppTrafficLabel {
-                app: app.clone(),
-                traffic: "person".into(),
-            });
+            // Every kind of traffic exists from the first scrape, at zero, as the other series.
+            let kinds = nightwatch_idle::RobotKind::ALL.map(nightwatch_idle::RobotKind::as_str);
+            for traffic in std::iter::once("person").chain(kinds) {
+                let _ = self.idle_requests.get_or_create(&AppTrafficLabel {
+                    app: app.clone(),
+                    traffic: traffic.into(),
+                });
+            }
         }
     }
 
@@ -410,5 +414,31 @@ mod tests {
             assert!(text.contains(line), "missing {line} in\n{text}");
         }
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn an_idle_apps_series_exist_from_the_first_scrape_and_count_by_who_asked() {
+        let m = Metrics::new();
+        m.idle_phases(&[("shop".into(), nightwatch_idle::Phase::Asleep)]);
+        m.idle_request(
+            "shop",
+            &nightwatch_idle::Traffic::Robot {
+                kind: nightwatch_idle::RobotKind::Monitor,
+                why: "Uptime Kuma".into(),
+            },
+        );
+        m.idle_woke("shop", std::time::Duration::from_millis(15));
+        let text = m.render(&[], 0.0);
+        for line in [
+            "nightwatch_idle_app_state{app=\"shop\",state=\"asleep\"} 1",
+            "nightwatch_idle_app_state{app=\"shop\",state=\"awake\"} 0",
+            "nightwatch_idle_requests_total{app=\"shop\",traffic=\"monitor\"} 1",
+            "nightwatch_idle_requests_total{app=\"shop\",traffic=\"polling\"} 0",
+            "nightwatch_idle_requests_total{app=\"shop\",traffic=\"person\"} 0",
+            "nightwatch_idle_wakes_total{app=\"shop\"} 1",
+            "nightwatch_idle_wake_seconds_count{app=\"shop\"} 1",
+        ] {
+            assert!(text.contains(line), "missing {line} in\n{text}");
+        }
     }
 }

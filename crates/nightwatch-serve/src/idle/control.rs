@@ -671,19 +671,9 @@ impl IdleControl {
             .collect()
     }
 
-    /// One app's state, for the API (and `nightwatch why` through it).
-    pub fn describe(&self, app: &AppControl) -> Value {
-        let inner = app.lock();
-        json!({
-            "app": app.spec.name,
-            "phase": inner.state.phase.as_str(),
-            "why": inner.state.why,
-            "since_ms": inner.state.since_ms,
-            "last_person": inner.state.last_person,
-            "seen_since": inner.state.seen,
-            "held_by": inner.state.held_by,
-            "failures": inner.state.failures,
-        })
+    /// One app's state as it is now, for the API.
+    pub fn state(&self, app: &AppControl) -> AppState {
+        app.lock().state.clone()
     }
 }
 

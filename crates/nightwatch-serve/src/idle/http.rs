@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 
 use super::control::{Admit, Seen};
 use crate::Daemon;
-use crate::api::ErrorBody;
+use crate::api::{ApiError, ErrorBody};
 
 /// The header on every answer given for a sleeping app instead of the app's own.
 pub const ASLEEP_HEADER: &str = "x-nightwatch-asleep";
@@ -75,58 +75,29 @@ pub fn auth_routes() -> OpenApiRouter<Arc<Daemon>> {
 }
 
 fn api_app(control: &super::control::IdleControl, app: &super::control::AppControl) -> ApiIdleApp {
-    let v = control.describe(app);
-    let text = |k: &str| v.get(k).and_then(|x| x.as_str()).unwrap_or("").to_owned();
-    let seen = v.get("seen_since");
-    let counts = |k: &str| -> BTreeMap<String, u64> {
-        seen.and_then(|s| s.get(k))
-            .and_then(|m| m.as_object())
-            .map(|m| {
-                m.iter()
-                    .map(|(k, n)| (k.clone(), n.as_u64().unwrap_or(0)))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
+    let state = control.state(app);
     ApiIdleApp {
-        app: text("app"),
-        phase: text("phase"),
-        why: text("why"),
-        since_ms: v.get("since_ms").and_then(|x| x.as_i64()).unwrap_or(0),
-        last_person: v
-            .get("last_person")
-            .and_then(|p| serde_json::from_value::<PersonWire>(p.clone()).ok())
-            .map(|p| ApiPerson {
-                at_ms: p.at_ms,
-                client: p.client,
-                user_agent: p.user_agent,
-                path: p.path,
-            }),
-        persons_since: seen
-            .and_then(|s| s.get("persons"))
-            .and_then(|n| n.as_u64())
-            .unwrap_or(0),
-        robots_since: counts("robots"),
-        robots_by_name: counts("robots_by_name"),
-        held_by: v
-            .get("held_by")
-            .and_then(|h| h.as_array())
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(str::to_owned))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        failures: v.get("failures").and_then(|x| x.as_u64()).unwrap_or(0) as u32,
+        app: app.spec.name.clone(),
+        phase: state.phase.as_str().to_owned(),
+        why: state.why,
+        since_ms: state.since_ms,
+        last_person: state.last_person.map(|p| ApiPerson {
+            at_ms: p.at_ms,
+            client: p.client,
+            user_agent: p.user_agent,
+            path: p.path,
+        }),
+        persons_since: state.seen.persons,
+        robots_since: state
+            .seen
+            .robots
+            .into_iter()
+            .map(|(kind, n)| (kind.to_owned(), n))
+            .collect(),
+        robots_by_name: state.seen.robots_by_name,
+        held_by: state.held_by,
+        failures: state.failures,
     }
-}
-
-#[derive(serde::Deserialize)]
-struct PersonWire {
-    at_ms: i64,
-    client: String,
-    user_agent: String,
-    path: String,
 }
 
 /// Every app under idle control and why it is in its state.
@@ -138,6 +109,7 @@ struct PersonWire {
         (status = 200, description = "Each app's state, last person, robots seen and holds", body = IdleApps),
         (status = 401, description = "The readers' secret is missing or wrong", body = ErrorBody),
     ),
+    security(("readers" = []), ())
 )]
 async fn idle_apps(State(daemon): State<Arc<Daemon>>) -> Response {
     let apps = match &daemon.idle {
@@ -158,6 +130,7 @@ async fn idle_apps(State(daemon): State<Arc<Daemon>>) -> Response {
         (status = 401, description = "The readers' secret is missing or wrong", body = ErrorBody),
         (status = 404, description = "No app of that name is under idle control", body = ErrorBody),
     ),
+    security(("readers" = []), ())
 )]
 async fn idle_app(State(daemon): State<Arc<Daemon>>, Path(name): Path<String>) -> Response {
     let found = daemon
@@ -166,10 +139,11 @@ async fn idle_app(State(daemon): State<Arc<Daemon>>, Path(name): Path<String>) -
         .and_then(|c| c.app(&name).map(|a| api_app(c, a)));
     match found {
         Some(app) => Json(app).into_response(),
-        None => error(
+        None => ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no app named {name:?} is under idle control (serve.yaml: idle.apps)"),
-        ),
+        )
+        .into_response(),
     }
 }
 
@@ -203,19 +177,21 @@ async fn forward_auth(
             .filter(|v| !v.is_empty())
     };
     let Some(control) = daemon.idle.clone() else {
-        return error(
+        return ApiError::new(
             StatusCode::NOT_FOUND,
-            "no app is under idle control here (serve.yaml: idle.apps)".into(),
-        );
+            "no app is under idle control here (serve.yaml: idle.apps)",
+        )
+        .into_response();
     };
     let host = text("x-forwarded-host")
         .or_else(|| text("host"))
         .unwrap_or("");
     let Some(app) = control.app_for_host(host).cloned() else {
-        return error(
+        return ApiError::new(
             StatusCode::NOT_FOUND,
             format!("no app under idle control answers to host {host:?} (idle.apps.*.hosts)"),
-        );
+        )
+        .into_response();
     };
     let uri = text("x-forwarded-uri")
         .or_else(|| text("x-original-uri"))
@@ -296,7 +272,7 @@ pub fn answer(app: &str, admit: Admit) -> Option<Response> {
 }
 
 fn unavailable(app: &str, retry_after: u64, asleep: bool, why: String) -> Response {
-    let mut response = error(StatusCode::SERVICE_UNAVAILABLE, why);
+    let mut response = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, why).into_response();
     let headers = response.headers_mut();
     headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
     if asleep {
@@ -309,10 +285,6 @@ fn mark_asleep(headers: &mut HeaderMap, app: &str) {
     if let Ok(v) = HeaderValue::from_str(app) {
         headers.insert(ASLEEP_HEADER, v);
     }
-}
-
-fn error(status: StatusCode, why: String) -> Response {
-    (status, Json(ErrorBody { error: why })).into_response()
 }
 
 #[cfg(test)]
