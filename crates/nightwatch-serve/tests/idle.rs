@@ -4,6 +4,11 @@
 //! the engine and the ledger, failures undone, backed off and quarantined. The same flows run
 //! against the real Docker Engine through the binary in `crates/nightwatch/tests/idle_docker.rs`.
 
+#[path = "support/daemon.rs"]
+mod support;
+
+use support::Utc;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +19,7 @@ use nightwatch_idle::runtime::Step;
 use nightwatch_idle::{Observed, Phase, Runtime, SignalSeen, SuspendMode, Target};
 use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_serve::idle::control::{Admit, AppControl, IdleControl, Seen};
-use nightwatch_serve::{Config, Daemon, Edges, Stores};
-use nightwatch_sqlite::{SqliteInbox, SqliteLeases, SqliteLedger, SqliteTaskQueue};
+use nightwatch_serve::{Config, Daemon, Edges};
 
 /// How each step of the scripted engine goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,17 +110,6 @@ impl Runtime for Scripted {
                 })
                 .collect())
         })
-    }
-}
-
-struct Utc(jiff::tz::TimeZone);
-
-impl Clock for Utc {
-    fn now_ms(&self) -> i64 {
-        jiff::Timestamp::now().as_millisecond()
-    }
-    fn zone(&self) -> &jiff::tz::TimeZone {
-        &self.0
     }
 }
 
@@ -267,16 +260,9 @@ async fn world(app_yaml: &str, policy: &str) -> World {
         "idle:\n  apps:\n    shop:\n      container: shop\n      hosts: [shop.test]\n      upstream: {upstream}\n      ready: {{ http: /healthz }}\n{step}      wake_timeout: 2s\n{app_yaml}"
     );
     let config = Config::from_text(&yaml, "serve.yaml", &|_| None).expect("config");
-    let stores = Stores {
-        inbox: Arc::new(SqliteInbox::open(dir.path()).unwrap()),
-        tasks: Arc::new(SqliteTaskQueue::open(dir.path(), config.queue.policy.clone()).unwrap()),
-        intake_ledger: Arc::new(SqliteLedger::open(dir.path()).unwrap()),
-        ledger: Arc::new(SqliteLedger::open(dir.path()).unwrap()),
-        fleet: None,
-        leases: Arc::new(SqliteLeases::open(dir.path()).unwrap()),
-    };
+    let stores = support::sqlite_stores(&config, dir.path());
     let edges = TestEdges {
-        clock: Utc(jiff::tz::TimeZone::UTC),
+        clock: Utc::new(),
         guards: LiveGuards::new(dir.path()),
         policy: policy.replace("DIR", &dir.path().display().to_string()),
         runtime: engine.clone(),

@@ -3,6 +3,11 @@
 //! checked from the sweeps themselves and from the ledger's timestamps; the others record
 //! that they stood down; a lease left by a host that died is taken over once it expires.
 
+#[path = "support/daemon.rs"]
+mod support;
+
+use support::Utc;
+
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,22 +15,11 @@ use std::time::{Duration, Instant};
 use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator};
 use nightwatch_ledger::{Filter, Record, event};
 use nightwatch_serve::singleton::JANITOR_SWEEP;
-use nightwatch_serve::{Config, Daemon, Edges, Stores, runner};
-use nightwatch_sqlite::{SqliteInbox, SqliteLeases, SqliteLedger, SqliteTaskQueue};
+use nightwatch_serve::{Config, Daemon, Edges, runner};
+use nightwatch_sqlite::SqliteLeases;
 use nightwatch_store::{Acquired, Leases};
 
 const EVERY: Duration = Duration::from_millis(100);
-
-struct Utc(jiff::tz::TimeZone);
-
-impl Clock for Utc {
-    fn now_ms(&self) -> i64 {
-        jiff::Timestamp::now().as_millisecond()
-    }
-    fn zone(&self) -> &jiff::tz::TimeZone {
-        &self.0
-    }
-}
 
 fn wall_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
@@ -91,17 +85,10 @@ fn daemon(dir: &Path, host: &str, log: &Arc<Mutex<Vec<Sweep>>>) -> Arc<Daemon> {
     config.janitor_every = Some(EVERY);
     config.janitor_singleton = true;
     config.queue.workers = 1;
-    let stores = Stores {
-        inbox: Arc::new(SqliteInbox::open(dir).expect("inbox")),
-        tasks: Arc::new(SqliteTaskQueue::open(dir, config.queue.policy.clone()).expect("queue")),
-        intake_ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
-        ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
-        fleet: None,
-        leases: Arc::new(SqliteLeases::open(dir).expect("leases")),
-    };
+    let stores = support::sqlite_stores(&config, dir);
     let edges = CountingSweeps {
         host: host.into(),
-        clock: Utc(jiff::tz::TimeZone::UTC),
+        clock: Utc::new(),
         guards: LiveGuards::new(dir),
         log: log.clone(),
     };

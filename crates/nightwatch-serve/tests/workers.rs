@@ -2,6 +2,11 @@
 //! retried, and the worker goes on with the next task. With one worker, a panic that killed it
 //! would leave every later task unrun.
 
+#[path = "support/daemon.rs"]
+mod support;
+
+use support::Utc;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -9,32 +14,13 @@ use std::time::{Duration, Instant};
 use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator};
 use nightwatch_intake::{Alert, Source, Status};
 use nightwatch_ledger::{Filter, Record, event};
-use nightwatch_serve::{Config, Daemon, Edges, Stores, runner};
-use nightwatch_sqlite::{SqliteInbox, SqliteLeases, SqliteLedger, SqliteTaskQueue};
+use nightwatch_serve::{Config, Daemon, Edges, runner};
 use nightwatch_store::{Answer, Offer, Offered, QueueOp};
 
 /// The daemon over SQLite stores in `dir`, as the binary opens them.
 fn daemon(config: Config, dir: &std::path::Path, edges: PanicsOnce) -> Arc<Daemon> {
-    let stores = Stores {
-        inbox: Arc::new(SqliteInbox::open(dir).expect("inbox")),
-        tasks: Arc::new(SqliteTaskQueue::open(dir, config.queue.policy.clone()).expect("queue")),
-        intake_ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
-        ledger: Arc::new(SqliteLedger::open(dir).expect("ledger")),
-        fleet: None,
-        leases: Arc::new(SqliteLeases::open(dir).expect("leases")),
-    };
+    let stores = support::sqlite_stores(&config, dir);
     Arc::new(Daemon::new(config, dir, stores, Arc::new(edges)).expect("daemon"))
-}
-
-struct Utc(jiff::tz::TimeZone);
-
-impl Clock for Utc {
-    fn now_ms(&self) -> i64 {
-        jiff::Timestamp::now().as_millisecond()
-    }
-    fn zone(&self) -> &jiff::tz::TimeZone {
-        &self.0
-    }
 }
 
 /// Edges whose policy panics the first time it is read: the first task's handling panics.
@@ -120,7 +106,7 @@ fn a_panicking_task_is_recorded_and_retried_and_the_worker_goes_on() {
     .unwrap();
     let config = Config::load(&config_file, &|_| None).expect("config");
     let edges = PanicsOnce {
-        clock: Utc(jiff::tz::TimeZone::UTC),
+        clock: Utc::new(),
         guards: LiveGuards::new(dir.path()),
         reads: AtomicUsize::new(0),
     };
@@ -180,7 +166,7 @@ fn the_daemon_serves_in_process_and_stops_when_told() {
     .unwrap();
     let config = Config::load(&config_file, &|_| None).expect("config");
     let edges = PanicsOnce {
-        clock: Utc(jiff::tz::TimeZone::UTC),
+        clock: Utc::new(),
         guards: LiveGuards::new(dir.path()),
         // Past its one panic: this test is about serving.
         reads: AtomicUsize::new(1),
@@ -246,7 +232,7 @@ fn restarted(dir: &std::path::Path) -> Arc<Daemon> {
     std::fs::write(&config_file, "routes:\n  - id: all\n    run: [\"true\"]\n").unwrap();
     let config = Config::load(&config_file, &|_| None).expect("config");
     let edges = PanicsOnce {
-        clock: Utc(jiff::tz::TimeZone::UTC),
+        clock: Utc::new(),
         guards: LiveGuards::new(dir),
         // Past the panic: these tests run no runbook.
         reads: AtomicUsize::new(1),
