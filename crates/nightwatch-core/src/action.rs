@@ -18,16 +18,23 @@ pub enum ActorKind {
     Dispatcher,
     /// nightwatch's controller that suspends idle things.
     IdleController,
+    /// nightwatch's watchers (drift, freshness, baselines, hazards, the memory guard).
+    Watcher,
+    /// A robot outside nightwatch (a backup job, a retrier, an autohealer) reporting its
+    /// actions through the daemon's event API.
+    Robot,
 }
 
 impl ActorKind {
-    pub const ALL: [ActorKind; 6] = [
+    pub const ALL: [ActorKind; 8] = [
         ActorKind::Agent,
         ActorKind::Script,
         ActorKind::Human,
         ActorKind::Janitor,
         ActorKind::Dispatcher,
         ActorKind::IdleController,
+        ActorKind::Watcher,
+        ActorKind::Robot,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -38,6 +45,8 @@ impl ActorKind {
             ActorKind::Janitor => "janitor",
             ActorKind::Dispatcher => "dispatcher",
             ActorKind::IdleController => "idle-controller",
+            ActorKind::Watcher => "watcher",
+            ActorKind::Robot => "robot",
         }
     }
 

@@ -163,6 +163,19 @@ pub enum Event {
         why: String,
         notify: Vec<String>,
     },
+    /// A watcher's word on a subject (`watch`): what its runs saw (`seen`: ok, found,
+    /// unknown), how many runs the record stands for, and what it compared in `details`.
+    /// Naming notifiers escalates it, as a quarantine does.
+    Watch {
+        watcher: String,
+        kind: String,
+        subject: String,
+        seen: String,
+        runs: u64,
+        summary: String,
+        details: Value,
+        notify: Vec<String>,
+    },
     /// A person's undo of a record's changes, done or not.
     Undo {
         by: Actor,
@@ -234,6 +247,9 @@ pub struct Dispatch {
 
 /// The idle controller's actor id, on its proposals and its `idle` records.
 pub const IDLE_CONTROLLER: &str = "idle-controller";
+
+/// The watchers' actor id, on their proposals and their `watch` records.
+pub const WATCHER: &str = "watcher";
 
 /// The actor every daemon record is written by.
 pub fn dispatcher() -> RecordActor {
@@ -532,6 +548,38 @@ impl<'a> Engine<'a> {
                 entry.inputs = inputs;
                 entry.context.host = self.host.clone();
                 entry.reasons = vec![why];
+                entry.safeguards = notify_only(notify);
+                entry
+            }
+            Event::Watch {
+                watcher,
+                kind,
+                subject,
+                seen,
+                runs,
+                summary,
+                details,
+                notify,
+            } => {
+                let actor = Actor::new(nightwatch_core::ActorKind::Watcher, WATCHER);
+                let mut entry = Entry::new(
+                    event::WATCH,
+                    written,
+                    RecordActor::from(&actor),
+                    kind.clone(),
+                );
+                let mut inputs = json!({
+                    "watcher": watcher, "kind": kind, "subject": subject, "seen": seen,
+                    "runs": runs,
+                });
+                if let (Some(all), Value::Object(more)) = (inputs.as_object_mut(), details) {
+                    for (k, v) in more {
+                        all.entry(k).or_insert(v);
+                    }
+                }
+                entry.inputs = inputs;
+                entry.context.host = self.host.clone();
+                entry.reasons = vec![summary];
                 entry.safeguards = notify_only(notify);
                 entry
             }

@@ -33,7 +33,7 @@ mod written;
 pub use approvals::{LONGEST_APPROVAL_MS, usable_approval};
 pub use engine::{
     Clock, Dispatch, Engine, Escalator, Event, Fence, IDLE_CONTROLLER, NoEscalator, Simulated,
-    dispatcher, local_time,
+    WATCHER, dispatcher, local_time,
 };
 pub use facts::{LiveFacts, Named, Places};
 pub use guards::{CheckSubject, Guards, LedgerHistory, LiveGuards};

@@ -13,6 +13,11 @@ pub enum Source {
     Alertmanager,
     /// A JSON webhook read through a [`GenericMapping`](crate::GenericMapping), named by it.
     Generic(String),
+    /// What one of nightwatch's own watchers found (drift, staleness, a robot above its
+    /// baseline, a hazard, a late watcher).
+    Watch,
+    /// A scheduled job's slot coming due.
+    Schedule,
 }
 
 /// Whether the problem is happening, is over, or the sender is only checking that we listen.

@@ -53,6 +53,10 @@ pub mod event {
     /// `quarantined`, ...) or what holds it awake. Inputs `{app, from, to, ...}` (the last
     /// person's request, the robots seen, the signals on), why in `reasons`.
     pub const IDLE: &str = "idle";
+    /// A watcher's word on a subject: inputs `{watcher, kind, subject, seen, runs, ...}`
+    /// (`seen`: ok, found or unknown; `runs`: the runs this record stands for, when it rolls
+    /// up unchanged ones), the summary in `reasons`.
+    pub const WATCH: &str = "watch";
 
     /// Every name this version writes, so a reader can tell a known event from a later one.
     pub const ALL: &[&str] = &[
@@ -78,6 +82,7 @@ pub mod event {
         SINGLETON_START,
         SINGLETON_END,
         IDLE,
+        WATCH,
     ];
     /// What `nightwatch serve` did with an alert or its task: inputs `{disposition, alert_id,
     /// route, task, ...}`, why in `reasons` (routed, deduplicated, no route, ran, failed, ...).

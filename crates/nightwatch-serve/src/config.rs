@@ -62,6 +62,9 @@ pub struct Config {
     pub janitor_singleton: bool,
     /// The apps under idle control (`idle.apps`), each fronted by the daemon's proxy.
     pub idle: Vec<nightwatch_idle::AppSpec>,
+    /// Watchers, scheduled jobs and the heartbeat (`watch:`). Each job is also a route
+    /// (`job:NAME`, first in `routes`), so its slots run through the queue and the gate.
+    pub watch: nightwatch_watch::WatchSpec,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -217,6 +220,8 @@ struct File {
     janitor: Option<FileJanitor>,
     #[serde(default)]
     idle: nightwatch_idle::IdleFile,
+    #[serde(default)]
+    watch: nightwatch_watch::WatchFile,
 }
 
 #[derive(Deserialize, Default)]
@@ -308,6 +313,14 @@ struct FileJanitor {
 }
 
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8787";
+
+/// How a scheduled job's route id begins: `job:NAME`.
+pub const JOB_ROUTE_PREFIX: &str = "job:";
+
+/// The route a scheduled job's slots go to.
+pub fn job_route(job: &str) -> String {
+    format!("{JOB_ROUTE_PREFIX}{job}")
+}
 
 impl Route {
     /// Makes a relative `cwd`, and a relative program path (one with a `/`: a bare name is
@@ -451,6 +464,12 @@ impl Config {
                     "sources.generic: {name:?} must be letters, digits, - and _ (it is a URL path)"
                 )));
             }
+            if [crate::route::WATCH_SOURCE, crate::route::SCHEDULE_SOURCE].contains(&name.as_str())
+            {
+                return Err(invalid(format!(
+                    "sources.generic: {name:?} is the name of nightwatch's own alerts; choose another"
+                )));
+            }
             let auth = auth(&format!("sources.generic.{name}"), g.auth)?;
             let mut mapping = g.mapping;
             mapping.name = name.clone();
@@ -507,11 +526,46 @@ impl Config {
             return Err(invalid("queue.workers must be between 1 and 64".into()));
         }
 
+        let watch = file.watch.check().map_err(|e| invalid(e.to_string()))?;
+        // Each scheduled job is a route of its own, ahead of the file's, so its slots reach
+        // its runbook whatever the other routes take.
         let mut routes = Vec::new();
+        for job in &watch.jobs {
+            let field = format!("watch.jobs.{}", job.name);
+            let matcher = |pattern: &str| {
+                Glob::new(pattern)
+                    .map(|g| g.compile_matcher())
+                    .map_err(|e| invalid(format!("{field}: {e}")))
+            };
+            routes.push(Route {
+                id: job_route(&job.name),
+                when: When {
+                    status: vec![nightwatch_intake::Status::Firing],
+                    source: Some(crate::route::SCHEDULE_SOURCE.to_owned()),
+                    labels: vec![("job".to_owned(), matcher(&job.name)?)],
+                    ..When::default()
+                },
+                run: job.run.clone(),
+                cwd: job.cwd.clone(),
+                timeout: job.timeout.unwrap_or(Duration::from_secs(30 * 60)),
+                max_per_hour: None,
+                notify: job.notify.clone(),
+                hosts: job
+                    .hosts
+                    .iter()
+                    .map(|p| matcher(p))
+                    .collect::<Result<_, _>>()?,
+            });
+        }
         for r in file.routes {
             let field = format!("routes[{}]", r.id);
             if r.id.trim().is_empty() {
                 return Err(invalid("routes: every route needs an id".into()));
+            }
+            if r.id.starts_with(JOB_ROUTE_PREFIX) {
+                return Err(invalid(format!(
+                    "{field}: ids starting {JOB_ROUTE_PREFIX:?} are the scheduled jobs' routes"
+                )));
             }
             if routes.iter().any(|x: &Route| x.id == r.id) {
                 return Err(invalid(format!("{field}: the id is used twice")));
@@ -648,6 +702,7 @@ impl Config {
             janitor_every,
             janitor_singleton,
             idle,
+            watch,
         };
         // After every secret was looked up (none stands in for a real one past this point).
         let unset = unset.take();

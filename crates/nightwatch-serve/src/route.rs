@@ -5,12 +5,19 @@ use sha2::{Digest, Sha256};
 
 use crate::config::Route;
 
+/// The source name of what nightwatch's watchers raise.
+pub const WATCH_SOURCE: &str = "watch";
+/// The source name of a scheduled job's slot.
+pub const SCHEDULE_SOURCE: &str = "schedule";
+
 /// The source's name as routes, records and URLs write it.
 pub fn source_name(source: &Source) -> String {
     match source {
         Source::UptimeKuma => "uptime-kuma".into(),
         Source::Alertmanager => "alertmanager".into(),
         Source::Generic(name) => name.clone(),
+        Source::Watch => WATCH_SOURCE.into(),
+        Source::Schedule => SCHEDULE_SOURCE.into(),
     }
 }
 
