@@ -8,3 +8,14 @@ use serde::Deserialize;
 pub struct DriftSpec {
     pub file: Option<String>,
 }
+
+impl DriftSpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "drift",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}

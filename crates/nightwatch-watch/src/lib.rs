@@ -22,7 +22,71 @@ pub mod state;
 pub use schedule::{Schedule, ScheduleError};
 pub use spec::{HeartbeatSpec, JobSpec, SpecError, WatchFile, WatchSpec, WatcherKind, WatcherSpec};
 
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use serde::Serialize;
+
+/// What the daemon lends a watcher's run: the time, the ledger to read, and the parts of the
+/// world reached through another crate (databases, the container engine), so this crate
+/// names no database driver and no container engine.
+pub struct Env<'a> {
+    /// Now, Unix milliseconds, from the daemon's one clock.
+    pub now_ms: i64,
+    pub ledger: &'a dyn nightwatch_store::LedgerReader,
+    pub databases: &'a dyn Databases,
+    pub containers: &'a dyn Containers,
+    /// How long the run may take (the watcher's `timeout`).
+    pub timeout: Duration,
+}
+
+/// Runs a query for the `query:` watcher.
+pub trait Databases: Send + Sync {
+    /// Whether `sql` returns at least one row from the database at `url` (`postgres://...`,
+    /// or a SQLite file's path), within `timeout`.
+    fn returns_row(&self, url: &str, sql: &str, timeout: Duration) -> Result<bool, String>;
+}
+
+/// A container as drift and state watchers see it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ContainerFacts {
+    /// `running`, `paused`, `exited`, ...
+    pub state: String,
+    pub env: BTreeMap<String, String>,
+    pub labels: BTreeMap<String, String>,
+}
+
+/// Reads containers for the drift and state watchers.
+pub trait Containers: Send + Sync {
+    /// The container named `name`; `Ok(None)` when there is none.
+    fn inspect(&self, name: &str) -> Result<Option<ContainerFacts>, String>;
+}
+
+/// For a daemon with no container engine: every look says why it cannot tell.
+pub struct NoContainers;
+
+impl Containers for NoContainers {
+    fn inspect(&self, _name: &str) -> Result<Option<ContainerFacts>, String> {
+        Err("no container engine is available to this daemon".into())
+    }
+}
+
+impl spec::WatcherKind {
+    /// One run: what it saw about each subject. Never panics; what cannot be looked at is
+    /// an [`Seen::Unknown`] observation saying why.
+    pub fn run(&self, env: &Env<'_>) -> Vec<Observation> {
+        match self {
+            spec::WatcherKind::Drift(k) => k.run(env),
+            spec::WatcherKind::Fresh(k) => k.run(env),
+            spec::WatcherKind::Command(k) => k.run(env),
+            spec::WatcherKind::Http(k) => k.run(env),
+            spec::WatcherKind::Query(k) => k.run(env),
+            spec::WatcherKind::State(k) => k.run(env),
+            spec::WatcherKind::Baselines(k) => k.run(env),
+            spec::WatcherKind::Hazards(k) => k.run(env),
+        }
+    }
+}
 
 /// What a watcher's run made of one subject.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -25,3 +25,47 @@ pub struct HttpSpec {
 pub struct QuerySpec {
     pub sql: String,
 }
+
+impl FreshSpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "live",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}
+
+impl CommandSpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "live",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}
+
+impl HttpSpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "live",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}
+
+impl QuerySpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "live",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}

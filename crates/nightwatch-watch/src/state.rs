@@ -7,3 +7,14 @@ use serde::Deserialize;
 pub struct StateSpec {
     pub unit: Option<String>,
 }
+
+impl StateSpec {
+    /// One run (being built).
+    pub fn run(&self, _env: &crate::Env<'_>) -> Vec<crate::Observation> {
+        vec![crate::Observation::new(
+            "state",
+            crate::Seen::Unknown,
+            "not built yet",
+        )]
+    }
+}
