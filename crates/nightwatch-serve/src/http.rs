@@ -354,6 +354,7 @@ fn reads() -> OpenApiRouter<Arc<Daemon>> {
         .routes(routes!(metrics))
         .merge(api::routes())
         .merge(crate::idle::http::read_routes())
+        .merge(crate::watch::http::read_routes())
 }
 
 /// Uptime Kuma's webhook notification: JSON, `multipart/form-data` with a `data` field, or a

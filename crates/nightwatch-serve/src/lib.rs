@@ -34,6 +34,7 @@ pub mod process;
 pub mod route;
 pub mod runner;
 pub mod singleton;
+pub mod watch;
 pub mod web;
 
 use std::path::{Path, PathBuf};
@@ -76,6 +77,23 @@ pub trait Edges: Send + Sync {
     /// there is none here (a daemon with `idle.apps` then refuses to start, saying so).
     fn idle_runtime(&self) -> Result<Arc<dyn nightwatch_idle::Runtime>, String> {
         Err("no container engine is available to this daemon".into())
+    }
+    /// The databases the `query:` watchers ask.
+    fn databases(&self) -> Arc<dyn nightwatch_watch::Databases> {
+        Arc::new(NoDatabases)
+    }
+    /// The containers the drift and state watchers read.
+    fn containers(&self) -> Arc<dyn nightwatch_watch::Containers> {
+        Arc::new(nightwatch_watch::NoContainers)
+    }
+}
+
+/// For a daemon lent no database access: every query says why it cannot tell.
+pub struct NoDatabases;
+
+impl nightwatch_watch::Databases for NoDatabases {
+    fn returns_row(&self, _url: &str, _sql: &str, _timeout: Duration) -> Result<bool, String> {
+        Err("no database access was lent to this daemon".into())
     }
 }
 
@@ -140,6 +158,10 @@ pub struct Daemon {
     pub metrics: metrics::Metrics,
     /// The idle controller, when `idle.apps` names any.
     pub idle: Option<Arc<idle::control::IdleControl>>,
+    /// What the watchers saw last, and when each runs next.
+    pub watching: watch::Watching,
+    /// Workers running now; fewer than `queue.workers` is unhealthy (the heartbeat stops).
+    pub workers_alive: std::sync::atomic::AtomicUsize,
     shutting_down: AtomicBool,
     wake: (Mutex<u64>, Condvar),
     /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
@@ -181,6 +203,8 @@ impl Daemon {
             leases: stores.leases,
             edges,
             metrics: metrics::Metrics::new(),
+            watching: watch::Watching::default(),
+            workers_alive: std::sync::atomic::AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
             write_failure: Mutex::new(None),
@@ -324,7 +348,9 @@ pub async fn serve(
         if recovered > 0 {
             tracing::info!("recorded {recovered} arrival(s) a previous run left unrecorded");
         }
-        Ok::<_, ServeError>(runner::start(&starting))
+        let mut threads = runner::start(&starting);
+        threads.extend(watch::start(&starting));
+        Ok::<_, ServeError>(threads)
     })
     .await
     .map_err(|e| ServeError::Runtime(format!("starting the daemon failed: {e}")))??;

@@ -45,6 +45,11 @@ pub struct StateLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WatcherLabel {
+    pub watcher: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AppLabel {
     pub app: String,
 }
@@ -84,6 +89,9 @@ pub struct Metrics {
     idle_wakes: Family<AppLabel, Counter>,
     idle_wake_seconds: Family<AppLabel, Histogram>,
     idle_requests: Family<AppTrafficLabel, Counter>,
+    watch_runs: Family<WatcherLabel, Counter>,
+    watch_seconds: Family<WatcherLabel, Counter<f64, AtomicU64>>,
+    heartbeats: Family<OutcomeLabel, Counter>,
 }
 
 impl Default for Metrics {
@@ -195,6 +203,20 @@ impl Metrics {
             "Requests to apps under idle control, by who asked: person, or the robot's kind",
             idle_requests.clone(),
         );
+        let watch_runs = Family::<WatcherLabel, Counter>::default();
+        registry.register("watch_runs", "Runs of each watcher", watch_runs.clone());
+        let watch_seconds = Family::<WatcherLabel, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "watch_run_seconds",
+            "Time spent in each watcher's runs, seconds",
+            watch_seconds.clone(),
+        );
+        let heartbeats = Family::<OutcomeLabel, Counter>::default();
+        registry.register(
+            "heartbeats",
+            "Heartbeats: sent, withheld (nightwatch unhealthy) or failed (the monitor did not take it)",
+            heartbeats.clone(),
+        );
         // Every series an alert rule may watch exists from the start, at zero: `rate()` over a
         // series that appears only on its first event misses that event.
         for d in crate::inbox::Disposition::ALL {
@@ -245,7 +267,30 @@ impl Metrics {
             idle_wakes,
             idle_wake_seconds,
             idle_requests,
+            watch_runs,
+            watch_seconds,
+            heartbeats,
         }
+    }
+
+    /// A watcher's run ended, taking `took`.
+    pub fn watched(&self, watcher: &str, took: std::time::Duration) {
+        let label = WatcherLabel {
+            watcher: watcher.to_owned(),
+        };
+        self.watch_runs.get_or_create(&label).inc();
+        self.watch_seconds
+            .get_or_create(&label)
+            .inc_by(took.as_secs_f64());
+    }
+
+    /// A heartbeat `sent`, `withheld` or `failed`.
+    pub fn heartbeat(&self, outcome: &str) {
+        self.heartbeats
+            .get_or_create(&OutcomeLabel {
+                outcome: outcome.to_owned(),
+            })
+            .inc();
     }
 
     /// A request to an app under idle control, by who asked.

@@ -172,6 +172,7 @@ fn follow_activity(daemon: &Daemon) {
 }
 
 fn work(daemon: &Daemon, worker: &str) {
+    let _alive = Alive::count(&daemon.workers_alive);
     let lease_ms = ms(daemon.config.queue.lease);
     // In a fleet the queue holds every host's tasks: this host claims only the routes it has
     // and may run here. Alone, it claims everything (a route since removed still runs, or fails
@@ -200,6 +201,22 @@ fn work(daemon: &Daemon, worker: &str) {
                 daemon.wait_for_work(Duration::from_secs(2));
             }
         }
+    }
+}
+
+/// Counts a worker as alive until it ends, however it ends (a panic unwinds through it).
+struct Alive<'a>(&'a std::sync::atomic::AtomicUsize);
+
+impl<'a> Alive<'a> {
+    fn count(alive: &'a std::sync::atomic::AtomicUsize) -> Alive<'a> {
+        alive.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Alive(alive)
+    }
+}
+
+impl Drop for Alive<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 

@@ -207,5 +207,38 @@ fn describe(config: &Config) -> Vec<String> {
             nightwatch_time::format_duration(app.idle_after)
         ));
     }
+    let watch = &config.watch;
+    for w in &watch.watchers {
+        let notify = if w.notify.is_empty() {
+            String::new()
+        } else {
+            format!("; tells {}", w.notify.join(", "))
+        };
+        lines.push(format!(
+            "watcher {}: {} {}{notify}",
+            w.name,
+            w.kind.name(),
+            w.schedule.describe()
+        ));
+    }
+    for job in &watch.jobs {
+        lines.push(format!(
+            "job {}: runs {:?} {}{}",
+            job.name,
+            job.run,
+            job.schedule.describe(),
+            if job.singleton {
+                ", on one host of all"
+            } else {
+                ""
+            }
+        ));
+    }
+    if let Some(beat) = &watch.heartbeat {
+        lines.push(format!(
+            "heartbeat: every {} while healthy",
+            nightwatch_time::format_duration(beat.every)
+        ));
+    }
     lines
 }
