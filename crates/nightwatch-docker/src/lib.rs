@@ -34,7 +34,9 @@ mod activity;
 mod apps;
 mod containers;
 mod engine;
+mod facts;
 
 pub use activity::{ACTIVITY_EVENTS, ActivityError};
 pub use apps::{AppEngine, COMPOSE_ONEOFF_LABEL};
 pub use engine::{DEFAULT_HOST, DockerInventory};
+pub use facts::ContainerReader;

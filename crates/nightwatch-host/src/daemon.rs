@@ -21,6 +21,8 @@ pub struct HostEdges {
     followed_until: std::sync::Mutex<Option<i64>>,
     /// The Docker Engine the idle controller suspends and wakes apps through.
     apps: Result<Arc<nightwatch_docker::AppEngine>, String>,
+    /// The containers the drift and state watchers read, on the same Engine.
+    containers: Arc<nightwatch_docker::ContainerReader>,
 }
 
 impl HostEdges {
@@ -40,6 +42,9 @@ impl HostEdges {
             // never talks to it. A `DOCKER_HOST` that cannot name an Engine is an error then.
             apps: nightwatch_docker::AppEngine::from_docker_host(env.var("DOCKER_HOST"))
                 .map(Arc::new),
+            containers: Arc::new(nightwatch_docker::ContainerReader::from_docker_host(
+                env.var("DOCKER_HOST"),
+            )),
             data_dir,
             env,
         })
@@ -123,6 +128,10 @@ impl nightwatch_serve::Edges for HostEdges {
         self.apps
             .clone()
             .map(|engine| engine as Arc<dyn nightwatch_idle::Runtime>)
+    }
+
+    fn containers(&self) -> Arc<dyn nightwatch_watch::Containers> {
+        self.containers.clone()
     }
 
     fn runbook_env(&self) -> Vec<(String, String)> {
