@@ -1270,6 +1270,7 @@ fn record_kind(r: &Record) -> &'static str {
     match r.event.as_str() {
         event::DISPATCH => "dispatch",
         event::IDLE => "idle",
+        event::WATCH => "watch",
         event::SESSION_START | event::SESSION_END | event::STOP => "session",
         event::SWEEP_KEEP | event::SWEEP_PLAN | event::QUARANTINED => "sweep",
         event::DECISION | event::RESULT | event::UNGUARDED_RESULT if janitor => "sweep",
@@ -1379,6 +1380,12 @@ fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
                 @if text("from") == text("to") { (Text(&text("to"))) } @else {
                     (Text(&text("from"))) " → " strong { (Text(&text("to"))) }
                 }
+            }
+            "watch" => {
+                @let text = |k: &str| r.inputs.get(k).and_then(Value::as_str).unwrap_or("?").to_owned();
+                code { (Text(&text("watcher"))) } " "
+                span class={ "seen seen-" (text("seen")) } { (Text(&text("seen"))) } " "
+                (Text(&text("subject")))
             }
             "sweep" => {
                 @let (headline, class) = sweep_headline(r, result);
@@ -2138,7 +2145,8 @@ border-left:4px solid transparent}
 .entry:last-child{border-bottom:0}.entry>time{color:var(--muted);white-space:nowrap}
 .entry.kind-alert{border-left-color:#0969da}
 .entry.kind-session{border-left-color:#6e7781}.entry.kind-dispatch{border-left-color:#1b7c83}
-.entry.kind-sweep{border-left-color:#57606a}
+.entry.kind-sweep{border-left-color:#57606a}.entry.kind-watch{border-left-color:#8250df}
+.seen{font-weight:600}.seen-found,.seen-unknown{color:var(--deny)}.seen-ok{color:var(--allow)}
 .is-deny{background:color-mix(in srgb,var(--deny) 9%,var(--card))}.entry.is-deny{border-left-color:var(--deny)}
 .is-halt{background:color-mix(in srgb,var(--halt) 10%,var(--card))}.entry.is-halt{border-left:6px double var(--halt)}
 .is-ask{background:color-mix(in srgb,var(--ask) 10%,var(--card))}.entry.is-ask{border-left:4px dashed var(--ask)}
@@ -2948,6 +2956,29 @@ mod tests {
         );
         assert!(list.contains("paused after 15m idle"), "{list}");
         assert!(list.contains("<code>&lt;cart&gt;</code> awake"), "{list}");
+    }
+
+    #[test]
+    fn a_watchers_findings_are_on_the_timeline() {
+        let mut found = rec(1, event::WATCH, T0, ("watcher", "watcher"), "fresh");
+        found.inputs = serde_json::json!({
+            "watcher": "backups", "kind": "fresh", "subject": "/var/backups/<db>/*.dump",
+            "seen": "found", "runs": 1,
+        });
+        found.reasons = vec!["the newest backup is 3d old".into()];
+        let records = [found];
+        let html = timeline_page(&window(), T0 + MIN, &held(&records), &[], &[]);
+        let list = timeline_of(&html);
+        assert_eq!(
+            list.matches("<li class=\"entry kind-watch").count(),
+            1,
+            "{list}"
+        );
+        assert!(
+            list.contains("<code>backups</code> <span class=\"seen seen-found\">found</span> /var/backups/&lt;db&gt;/*.dump"),
+            "{list}"
+        );
+        assert!(list.contains("the newest backup is 3d old"), "{list}");
     }
 
     #[test]
