@@ -402,4 +402,21 @@ mod tests {
             other => panic!("expected matched, got {other:?}"),
         }
     }
+
+    #[test]
+    fn one_property_is_read_from_systemctl_show() {
+        let script = "#!/bin/sh\ncase \"$*\" in\n  *'-p Restart -- nginx.service'*) printf 'Restart=on-failure\\n';;\n  *) echo \"unexpected args: $*\" >&2; exit 2;;\nesac\n";
+        let dir = fake_systemctl(script);
+        let mut answer = Err(String::new());
+        for _ in 0..5 {
+            answer = show_property("nginx.service", "Restart", deadline(), Some(dir.path().as_os_str()));
+            match &answer {
+                Err(e) if e.contains("busy") => std::thread::sleep(Duration::from_millis(20)),
+                _ => break,
+            }
+        }
+        assert_eq!(answer, Ok("on-failure".to_owned()));
+        let missing = show_property("nginx.service", "Type", deadline(), Some(dir.path().as_os_str()));
+        assert!(missing.is_err(), "{missing:?}");
+    }
 }
