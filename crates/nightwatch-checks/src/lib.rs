@@ -58,12 +58,12 @@ pub use fingerprint::fingerprint;
 pub use http::{HttpAnswer, HttpFailure, get};
 pub use lock_file::{MAX_ENTRIES, Walked, mtime_ms, walk_glob};
 pub use run::run_checks;
-pub use systemd::{active_state, show_property};
 pub use spec::{
     CheckKind, CheckSpec, CircuitBreakerCheck, CommandCheck, DEFAULT_TIMEOUT, ExitMatch, HttpCheck,
     LockFileCheck, MAX_SPAN, MAX_TIMEOUT, PathGlob, Pattern, ProcessCheck, ProcessPattern,
     SpecError, SystemdUnitCheck, Window, WindowCheck, WindowError, WindowMode, parse_duration,
 };
+pub use systemd::{active_state, show_property};
 
 use jiff::civil::Weekday;
 use nightwatch_core::Verdict;

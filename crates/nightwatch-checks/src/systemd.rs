@@ -74,8 +74,8 @@ fn show(
         cmd.args(["-p", property]);
     }
     cmd.args(["--", unit]);
-    let exited = run_bounded(cmd, deadline, Some(STDOUT_CAP), 512)
-        .map_err(|e| format!("systemctl: {e}"))?;
+    let exited =
+        run_bounded(cmd, deadline, Some(STDOUT_CAP), 512).map_err(|e| format!("systemctl: {e}"))?;
     if !exited.status.success() {
         let stderr = exited
             .stderr
@@ -409,14 +409,24 @@ mod tests {
         let dir = fake_systemctl(script);
         let mut answer = Err(String::new());
         for _ in 0..5 {
-            answer = show_property("nginx.service", "Restart", deadline(), Some(dir.path().as_os_str()));
+            answer = show_property(
+                "nginx.service",
+                "Restart",
+                deadline(),
+                Some(dir.path().as_os_str()),
+            );
             match &answer {
                 Err(e) if e.contains("busy") => std::thread::sleep(Duration::from_millis(20)),
                 _ => break,
             }
         }
         assert_eq!(answer, Ok("on-failure".to_owned()));
-        let missing = show_property("nginx.service", "Type", deadline(), Some(dir.path().as_os_str()));
+        let missing = show_property(
+            "nginx.service",
+            "Type",
+            deadline(),
+            Some(dir.path().as_os_str()),
+        );
         assert!(missing.is_err(), "{missing:?}");
     }
 }

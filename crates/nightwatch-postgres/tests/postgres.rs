@@ -595,8 +595,7 @@ fn a_watchers_query_returns_a_row_or_none_and_cannot_write() {
         .get(0);
     assert_eq!(left, 1, "the row is still there");
     let slow = "SELECT 1 FROM pg_sleep(5)";
-    let error =
-        nightwatch_postgres::query_returns_row(&db.url, slow, Duration::from_millis(300))
-            .unwrap_err();
+    let error = nightwatch_postgres::query_returns_row(&db.url, slow, Duration::from_millis(300))
+        .unwrap_err();
     assert!(error.to_string().contains("statement timeout"), "{error}");
 }

@@ -42,18 +42,19 @@ impl Changes {
         let wanted: BTreeSet<PathBuf> = paths.iter().cloned().collect();
         let (raw_tx, raw_rx) = mpsc::channel::<PathBuf>();
         let filter = wanted.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            let Ok(event) = event else { return };
-            if matches!(event.kind, EventKind::Access(_)) {
-                return;
-            }
-            for path in event.paths {
-                if filter.contains(&path) {
-                    let _ = raw_tx.send(path);
+        let mut watcher =
+            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+                let Ok(event) = event else { return };
+                if matches!(event.kind, EventKind::Access(_)) {
+                    return;
                 }
-            }
-        })
-        .map_err(|e| ChangesError(e.to_string()))?;
+                for path in event.paths {
+                    if filter.contains(&path) {
+                        let _ = raw_tx.send(path);
+                    }
+                }
+            })
+            .map_err(|e| ChangesError(e.to_string()))?;
         let mut not_watched = Vec::new();
         let mut dirs = BTreeSet::new();
         for path in &wanted {
@@ -67,7 +68,8 @@ impl Changes {
         for dir in dirs {
             if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
                 for path in wanted.iter().filter(|p| p.parent() == Some(dir.as_path())) {
-                    not_watched.push((path.clone(), format!("cannot watch {}: {e}", dir.display())));
+                    not_watched
+                        .push((path.clone(), format!("cannot watch {}: {e}", dir.display())));
                 }
             }
         }

@@ -51,7 +51,10 @@ pub struct DriftSpec {
 /// The one thing a drift watcher looks at.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Subject {
-    File { path: PathBuf, want: FileWant },
+    File {
+        path: PathBuf,
+        want: FileWant,
+    },
     /// `/proc/sys/...` under `proc_root` (`/proc` unless a test says otherwise).
     Sysctl {
         key: String,
@@ -153,7 +156,11 @@ impl DriftSpec {
                 property,
                 equals,
             } => unit_property(unit, property, equals, deadline),
-            Subject::Container { name, env: e, labels } => container(env, name, e, labels),
+            Subject::Container {
+                name,
+                env: e,
+                labels,
+            } => container(env, name, e, labels),
         }]
     }
 }
@@ -226,9 +233,7 @@ fn file(path: &Path, want: &FileWant) -> Observation {
                     Observation::new(
                         subject,
                         Seen::Found,
-                        format!(
-                            "{shown} has changed: its SHA-256 is {found}; expected {expected}"
-                        ),
+                        format!("{shown} has changed: its SHA-256 is {found}; expected {expected}"),
                     )
                     .with_details(json!({ "path": shown, "expected": expected, "found": found })),
                 )
@@ -294,9 +299,7 @@ fn judge_key(
     expect: &KeyExpect,
     found: Option<Found>,
 ) -> Observation {
-    let details = |found: &Value| {
-        json!({ "path": shown, "key": key, "expected": describe_expect(expect), "found": found })
-    };
+    let details = |found: &Value| json!({ "path": shown, "key": key, "expected": describe_expect(expect), "found": found });
     let drift = |summary: String, found: Value| {
         Observation::new(subject.clone(), Seen::Found, summary)
             .with_details(details(&found))
@@ -335,10 +338,7 @@ fn judge_key(
                 format!("{name}: {key} is {expected:?} as declared"),
             ),
             _ => drift(
-                format!(
-                    "{name}: {key} is {}; expected {expected:?}",
-                    found.shown()
-                ),
+                format!("{name}: {key} is {}; expected {expected:?}", found.shown()),
                 found.json(),
             ),
         },
@@ -457,11 +457,7 @@ fn first_difference(expected: &str, found: &str) -> String {
         match (want.next(), have.next()) {
             (Some(a), Some(b)) if a == b => continue,
             (Some(a), Some(b)) => {
-                return format!(
-                    "line {line} is {:?}; expected {:?}",
-                    clip(b),
-                    clip(a)
-                );
+                return format!("line {line} is {:?}; expected {:?}", clip(b), clip(a));
             }
             (Some(a), None) => return format!("line {line} is missing; expected {:?}", clip(a)),
             (None, Some(b)) => return format!("line {line} is extra: {:?}", clip(b)),
@@ -522,7 +518,11 @@ fn sysctl(key: &str, equals: &str, proc_root: &Path) -> Observation {
     };
     let expected = squeeze(equals);
     if found == expected {
-        Observation::new(subject, Seen::Ok, format!("sysctl {key} is {found:?} as declared"))
+        Observation::new(
+            subject,
+            Seen::Ok,
+            format!("sysctl {key} is {found:?} as declared"),
+        )
     } else {
         Observation::new(
             subject,
@@ -547,7 +547,9 @@ fn unit_property(unit: &str, property: &str, equals: &str, deadline: Instant) ->
             Seen::Found,
             format!("{unit}: {property} is {found:?}; expected {equals:?}"),
         )
-        .with_details(json!({ "unit": unit, "property": property, "expected": equals, "found": found })),
+        .with_details(
+            json!({ "unit": unit, "property": property, "expected": equals, "found": found }),
+        ),
     }
 }
 
@@ -583,7 +585,9 @@ fn container(
                     Some(found) => format!("{what} {key} is {found:?}; expected {expected:?}"),
                     None => format!("{what} {key} is missing; expected {expected:?}"),
                 });
-                details.push(json!({ "kind": what, "key": key, "expected": expected, "found": found }));
+                details.push(
+                    json!({ "kind": what, "key": key, "expected": expected, "found": found }),
+                );
             }
         }
     }
@@ -620,15 +624,17 @@ impl<'de> Deserialize<'de> for Text {
             Float(f64),
             Bool(bool),
         }
-        Ok(Text(match Scalar::deserialize(d).map_err(|_| {
-            serde::de::Error::custom("expected a string, number or boolean")
-        })? {
-            Scalar::Text(s) => s,
-            Scalar::Int(n) => n.to_string(),
-            Scalar::Uint(n) => n.to_string(),
-            Scalar::Float(n) => n.to_string(),
-            Scalar::Bool(b) => b.to_string(),
-        }))
+        Ok(Text(
+            match Scalar::deserialize(d)
+                .map_err(|_| serde::de::Error::custom("expected a string, number or boolean"))?
+            {
+                Scalar::Text(s) => s,
+                Scalar::Int(n) => n.to_string(),
+                Scalar::Uint(n) => n.to_string(),
+                Scalar::Float(n) => n.to_string(),
+                Scalar::Bool(b) => b.to_string(),
+            },
+        ))
     }
 }
 
@@ -706,7 +712,11 @@ impl TryFrom<RawDrift> for DriftSpec {
                     FileWant::Content(content)
                 }
                 (None, None, Some(key)) => {
-                    if key.is_empty() || key.starts_with('.') || key.ends_with('.') || key.contains("..") {
+                    if key.is_empty()
+                        || key.starts_with('.')
+                        || key.ends_with('.')
+                        || key.contains("..")
+                    {
                         return Err(format!(
                             "key: a dotted path like server.max_connections, not {key:?}"
                         ));
@@ -725,10 +735,15 @@ impl TryFrom<RawDrift> for DriftSpec {
                         (None, Some(true)) => KeyExpect::Present,
                         (None, Some(false)) => KeyExpect::Absent,
                         (None, None) => {
-                            return Err("key: say equals: VALUE, present: true or present: false".into());
+                            return Err(
+                                "key: say equals: VALUE, present: true or present: false".into()
+                            );
                         }
                         (Some(_), Some(_)) => {
-                            return Err("equals already means present; give one of equals or present".into());
+                            return Err(
+                                "equals already means present; give one of equals or present"
+                                    .into(),
+                            );
                         }
                     };
                     FileWant::Key {
@@ -738,7 +753,9 @@ impl TryFrom<RawDrift> for DriftSpec {
                     }
                 }
                 (None, None, None) => {
-                    return Err("file: say what it should hold: content_sha256, content or key".into());
+                    return Err(
+                        "file: say what it should hold: content_sha256, content or key".into(),
+                    );
                 }
                 _ => return Err("file: one of content_sha256, content or key".into()),
             };
@@ -764,7 +781,9 @@ impl TryFrom<RawDrift> for DriftSpec {
                             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
                 });
             if !fine {
-                return Err(format!("sysctl: a name like net.ipv4.ip_forward, not {key:?}"));
+                return Err(format!(
+                    "sysctl: a name like net.ipv4.ip_forward, not {key:?}"
+                ));
             }
             let equals = raw.equals.ok_or("sysctl: say equals: VALUE")?.0;
             let proc_root = raw.proc_root.unwrap_or_else(|| "/proc".to_owned());
@@ -786,9 +805,13 @@ impl TryFrom<RawDrift> for DriftSpec {
                 ("labels", raw.labels.is_some()),
             ])?;
             check_unit(&unit)?;
-            let property = raw.property.ok_or("unit: say property: NAME (like Restart)")?;
+            let property = raw
+                .property
+                .ok_or("unit: say property: NAME (like Restart)")?;
             if property.is_empty() || !property.chars().all(|c| c.is_ascii_alphanumeric()) {
-                return Err(format!("property: a systemd property name like Restart, not {property:?}"));
+                return Err(format!(
+                    "property: a systemd property name like Restart, not {property:?}"
+                ));
             }
             let equals = raw.equals.ok_or("unit: say equals: VALUE")?.0;
             Subject::Unit {
@@ -819,21 +842,24 @@ impl TryFrom<RawDrift> for DriftSpec {
             if env.is_empty() && labels.is_empty() {
                 return Err("container: say env: {KEY: value} or labels: {key: value}".into());
             }
-            Subject::Container {
-                name,
-                env,
-                labels,
-            }
+            Subject::Container { name, env, labels }
         };
         Ok(DriftSpec { subject })
     }
 }
 
 fn check_absolute(field: &str, path: &str) -> Result<(), String> {
-    if path.starts_with('/') && !path.contains('\0') && !Path::new(path).components().any(|c| c == std::path::Component::ParentDir) {
+    if path.starts_with('/')
+        && !path.contains('\0')
+        && !Path::new(path)
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+    {
         Ok(())
     } else {
-        Err(format!("{field}: an absolute path without .., not {path:?}"))
+        Err(format!(
+            "{field}: an absolute path without .., not {path:?}"
+        ))
     }
 }
 
@@ -848,7 +874,9 @@ pub(crate) fn check_unit(unit: &str) -> Result<(), String> {
     if fine {
         Ok(())
     } else {
-        Err(format!("unit: a unit name like nginx.service, not {unit:?}"))
+        Err(format!(
+            "unit: a unit name like nginx.service, not {unit:?}"
+        ))
     }
 }
 
@@ -856,14 +884,19 @@ pub(crate) fn check_unit(unit: &str) -> Result<(), String> {
 pub(crate) fn check_container(name: &str) -> Result<(), String> {
     let fine = !name.is_empty()
         && name.len() <= 128
-        && name.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
     if fine {
         Ok(())
     } else {
-        Err(format!("container: a container name like web-1, not {name:?}"))
+        Err(format!(
+            "container: a container name like web-1, not {name:?}"
+        ))
     }
 }
 
@@ -877,7 +910,8 @@ mod tests {
 
     #[test]
     fn subjects_read_with_their_expectations() {
-        let s = spec("{ file: /etc/app/app.ini, key: server.max_connections, equals: 512 }").unwrap();
+        let s =
+            spec("{ file: /etc/app/app.ini, key: server.max_connections, equals: 512 }").unwrap();
         assert_eq!(
             s.subject,
             Subject::File {
@@ -902,23 +936,44 @@ mod tests {
         for (yaml, says) in [
             ("{}", "say what should not drift"),
             ("{ file: /a.ini, sysctl: x, equals: 1 }", "one of file"),
-            ("{ file: a.ini, key: x, equals: 1 }", "file: an absolute path"),
+            (
+                "{ file: a.ini, key: x, equals: 1 }",
+                "file: an absolute path",
+            ),
             ("{ file: /a.ini }", "say what it should hold"),
             ("{ file: /a.ini, key: x }", "say equals"),
-            ("{ file: /a.ini, key: x, equals: 1, present: true }", "one of equals or present"),
+            (
+                "{ file: /a.ini, key: x, equals: 1, present: true }",
+                "one of equals or present",
+            ),
             ("{ file: /a.txt, key: x, equals: 1 }", "format"),
-            ("{ file: /a.ini, key: x, equals: 1, format: xml }", "unknown variant"),
+            (
+                "{ file: /a.ini, key: x, equals: 1, format: xml }",
+                "unknown variant",
+            ),
             ("{ file: /a, content_sha256: abc }", "64 hexadecimal"),
             ("{ file: /a, content: x, key: y }", "one of content_sha256"),
             ("{ file: /a.ini, key: x..y, equals: 1 }", "dotted path"),
             ("{ sysctl: net.ipv4.ip_forward }", "equals"),
             ("{ sysctl: ../../etc/passwd, equals: 1 }", "a name like"),
             ("{ unit: -x, property: Restart, equals: a }", "unit name"),
-            ("{ unit: a.service, property: 'Re start', equals: a }", "property"),
+            (
+                "{ unit: a.service, property: 'Re start', equals: a }",
+                "property",
+            ),
             ("{ container: web }", "env"),
-            ("{ container: web, key: x, env: { A: b } }", "key does not go"),
-            ("{ file: /a.ini, key: x, equals: 1, colour: red }", "unknown field"),
-            ("{ file: /a.ini, key: x, equals: [1] }", "string, number or boolean"),
+            (
+                "{ container: web, key: x, env: { A: b } }",
+                "key does not go",
+            ),
+            (
+                "{ file: /a.ini, key: x, equals: 1, colour: red }",
+                "unknown field",
+            ),
+            (
+                "{ file: /a.ini, key: x, equals: [1] }",
+                "string, number or boolean",
+            ),
         ] {
             let err = spec(yaml).expect_err(yaml);
             assert!(err.contains(says), "{yaml}: {err}");
@@ -927,7 +982,8 @@ mod tests {
 
     #[test]
     fn paths_reach_into_tables_lists_and_dotted_keys() {
-        let tree = json!({ "server": { "max_connections": 512, "hosts": ["a", "b"] }, "a.b": true });
+        let tree =
+            json!({ "server": { "max_connections": 512, "hosts": ["a", "b"] }, "a.b": true });
         assert_eq!(at_path(&tree, "server.max_connections"), Some(&json!(512)));
         assert_eq!(at_path(&tree, "server.hosts.1"), Some(&json!("b")));
         assert_eq!(at_path(&tree, "a.b"), Some(&json!(true)));
@@ -937,8 +993,17 @@ mod tests {
 
     #[test]
     fn the_first_difference_is_named_by_line() {
-        assert_eq!(first_difference("a\nb\n", "a\nc\n"), "line 2 is \"c\"; expected \"b\"");
-        assert_eq!(first_difference("a\nb", "a"), "line 2 is missing; expected \"b\"");
-        assert_eq!(first_difference("a", "a\r\n"), "its line endings or final newline differ");
+        assert_eq!(
+            first_difference("a\nb\n", "a\nc\n"),
+            "line 2 is \"c\"; expected \"b\""
+        );
+        assert_eq!(
+            first_difference("a\nb", "a"),
+            "line 2 is missing; expected \"b\""
+        );
+        assert_eq!(
+            first_difference("a", "a\r\n"),
+            "its line endings or final newline differ"
+        );
     }
 }

@@ -35,7 +35,9 @@ const BODY_CAP: u64 = 1 << 20;
 fn span(field: &str, text: &str) -> Result<Duration, String> {
     let d = nightwatch_time::parse_duration(text).map_err(|e| format!("{field}: {e}"))?;
     if d.is_zero() || d > MAX_SPAN {
-        return Err(format!("{field}: more than 0s and at most a year, not {text:?}"));
+        return Err(format!(
+            "{field}: more than 0s and at most a year, not {text:?}"
+        ));
     }
     Ok(d)
 }
@@ -342,7 +344,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 }
 
 fn clip(text: &str) -> String {
-    let flat: String = text.chars().map(|c| if c == '\n' { ' ' } else { c }).collect();
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' { ' ' } else { c })
+        .collect();
     if flat.chars().count() > 200 {
         format!("{}...", flat.chars().take(197).collect::<String>())
     } else {
@@ -386,13 +391,20 @@ impl TryFrom<RawHttp> for HttpSpec {
             .url
             .strip_prefix("http://")
             .or_else(|| raw.url.strip_prefix("https://"));
-        if rest.is_none_or(|r| r.is_empty() || r.starts_with('/')) || raw.url.chars().any(char::is_whitespace) {
-            return Err(format!("url: an http:// or https:// URL with a host, not {:?}", raw.url));
+        if rest.is_none_or(|r| r.is_empty() || r.starts_with('/'))
+            || raw.url.chars().any(char::is_whitespace)
+        {
+            return Err(format!(
+                "url: an http:// or https:// URL with a host, not {:?}",
+                raw.url
+            ));
         }
         if let Some(status) = raw.expect_status
             && !(100..=599).contains(&status)
         {
-            return Err(format!("expect_status: an HTTP status (100-599), not {status}"));
+            return Err(format!(
+                "expect_status: an HTTP status (100-599), not {status}"
+            ));
         }
         let body = match (raw.body_contains, raw.body_matches) {
             (Some(_), Some(_)) => {
@@ -520,7 +532,8 @@ impl TryFrom<RawQuery> for QuerySpec {
     type Error = String;
 
     fn try_from(raw: RawQuery) -> Result<QuerySpec, String> {
-        let is_url = raw.database.starts_with("postgres://") || raw.database.starts_with("postgresql://");
+        let is_url =
+            raw.database.starts_with("postgres://") || raw.database.starts_with("postgresql://");
         if !is_url && !raw.database.starts_with('/') {
             return Err("database: a postgres:// URL or a SQLite file's absolute path".into());
         }
@@ -537,7 +550,9 @@ impl TryFrom<RawQuery> for QuerySpec {
 impl QuerySpec {
     /// What the watcher calls the database: its URL without a password.
     pub fn shown_database(&self) -> String {
-        nightwatch_ledger::redact::redact(&self.database).0.into_owned()
+        nightwatch_ledger::redact::redact(&self.database)
+            .0
+            .into_owned()
     }
 
     /// One run: one observation of the query.
@@ -545,8 +560,15 @@ impl QuerySpec {
         let db = self.shown_database();
         let subject = format!("{db}: {}", clip(&self.sql));
         let details = json!({ "database": db, "sql": self.sql });
-        let seen = match env.databases.returns_row(&self.database, &self.sql, env.timeout) {
-            Ok(true) => Observation::new(subject, Seen::Ok, format!("the query on {db} returned a row")),
+        let seen = match env
+            .databases
+            .returns_row(&self.database, &self.sql, env.timeout)
+        {
+            Ok(true) => Observation::new(
+                subject,
+                Seen::Ok,
+                format!("the query on {db} returned a row"),
+            ),
             Ok(false) => Observation::new(
                 subject,
                 Seen::Found,
@@ -582,11 +604,22 @@ mod tests {
             ("{ glob: \"backups/*\", younger_than: 1h }", "absolute"),
             ("{ glob: \"/b/*\", younger_than: soon }", "younger_than"),
             ("{ glob: \"/b/*\", younger_than: 0s }", "more than 0s"),
-            ("{ glob: \"/b/*\", younger_than: 1h, larger_than: lots }", "not a size"),
-            ("{ glob: \"/b/*\", younger_than: 1h, min_files: 0 }", "at least 1"),
-            ("{ glob: \"/b/*\", younger_than: 1h, older: 1 }", "unknown field"),
+            (
+                "{ glob: \"/b/*\", younger_than: 1h, larger_than: lots }",
+                "not a size",
+            ),
+            (
+                "{ glob: \"/b/*\", younger_than: 1h, min_files: 0 }",
+                "at least 1",
+            ),
+            (
+                "{ glob: \"/b/*\", younger_than: 1h, older: 1 }",
+                "unknown field",
+            ),
         ] {
-            let err = yaml_serde::from_str::<FreshSpec>(yaml).expect_err(yaml).to_string();
+            let err = yaml_serde::from_str::<FreshSpec>(yaml)
+                .expect_err(yaml)
+                .to_string();
             assert!(err.contains(says), "{yaml}: {err}");
         }
         for (yaml, says) in [
@@ -594,24 +627,33 @@ mod tests {
             ("{ argv: [x], timeout: forever }", "timeout"),
             ("{ argv: [x], expect_exit: 300 }", "expect_exit"),
         ] {
-            let err = yaml_serde::from_str::<CommandSpec>(yaml).expect_err(yaml).to_string();
+            let err = yaml_serde::from_str::<CommandSpec>(yaml)
+                .expect_err(yaml)
+                .to_string();
             assert!(err.contains(says), "{yaml}: {err}");
         }
         for (yaml, says) in [
             ("{ url: ftp://x }", "url"),
             ("{ url: \"http://\" }", "url"),
             ("{ url: http://x, expect_status: 42 }", "expect_status"),
-            ("{ url: http://x, body_contains: a, body_matches: b }", "not both"),
+            (
+                "{ url: http://x, body_contains: a, body_matches: b }",
+                "not both",
+            ),
             ("{ url: http://x, body_matches: \"(\" }", "body_matches"),
         ] {
-            let err = yaml_serde::from_str::<HttpSpec>(yaml).expect_err(yaml).to_string();
+            let err = yaml_serde::from_str::<HttpSpec>(yaml)
+                .expect_err(yaml)
+                .to_string();
             assert!(err.contains(says), "{yaml}: {err}");
         }
         for (yaml, says) in [
             ("{ database: app.db, sql: SELECT 1 }", "database"),
             ("{ database: /app.db, sql: \" \" }", "sql"),
         ] {
-            let err = yaml_serde::from_str::<QuerySpec>(yaml).expect_err(yaml).to_string();
+            let err = yaml_serde::from_str::<QuerySpec>(yaml)
+                .expect_err(yaml)
+                .to_string();
             assert!(err.contains(says), "{yaml}: {err}");
         }
     }
@@ -622,6 +664,10 @@ mod tests {
             "{ database: \"postgres://monitor:hunter2@db/app\", sql: SELECT 1 }",
         )
         .unwrap();
-        assert!(!q.shown_database().contains("hunter2"), "{}", q.shown_database());
+        assert!(
+            !q.shown_database().contains("hunter2"),
+            "{}",
+            q.shown_database()
+        );
     }
 }

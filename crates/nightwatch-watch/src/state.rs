@@ -139,8 +139,12 @@ impl StateSpec {
                 at_ms: env.now_ms,
             });
             return vec![
-                Observation::new(subject.clone(), Seen::Ok, format!("{subject} is {now} (first look)"))
-                    .with_details(json!({ "state": now })),
+                Observation::new(
+                    subject.clone(),
+                    Seen::Ok,
+                    format!("{subject} is {now} (first look)"),
+                )
+                .with_details(json!({ "state": now })),
             ];
         };
         if before.state == now {
@@ -290,7 +294,12 @@ mod tests {
         let spec: StateSpec = yaml_serde::from_str("{ unit: app.service }").unwrap();
         assert_eq!(spec.target, Target::Unit("app.service".into()));
         assert_eq!(spec.names(), ["app.service", "app"]);
-        for yaml in ["{}", "{ unit: a.service, container: b }", "{ container: \"-x\" }", "{ pod: x }"] {
+        for yaml in [
+            "{}",
+            "{ unit: a.service, container: b }",
+            "{ container: \"-x\" }",
+            "{ pod: x }",
+        ] {
             assert!(yaml_serde::from_str::<StateSpec>(yaml).is_err(), "{yaml}");
         }
     }

@@ -13,8 +13,14 @@ fn a_file_edited_or_renamed_over_is_told_once_per_burst() {
     let file = dir.path().join("app.ini");
     std::fs::write(&file, "a = 1\n").unwrap();
     let missing = PathBuf::from("/nonexistent-nightwatch-dir/app.ini");
-    let changes = Changes::watch(&[file.clone(), missing.clone()], Duration::from_millis(50)).unwrap();
-    assert_eq!(changes.not_watched().len(), 1, "{:?}", changes.not_watched());
+    let changes =
+        Changes::watch(&[file.clone(), missing.clone()], Duration::from_millis(50)).unwrap();
+    assert_eq!(
+        changes.not_watched().len(),
+        1,
+        "{:?}",
+        changes.not_watched()
+    );
     assert_eq!(changes.not_watched()[0].0, missing);
 
     // Edited in place.

@@ -63,7 +63,11 @@ fn a_knob_removed_from_a_file_is_drift_naming_the_agent_that_wrote_it() {
         .unwrap();
     // Later records that did not write it: another file, and a denied write of this one.
     ledger
-        .append(write_decision(NOW_MS - 50_000, agent("other"), "/etc/other.ini"))
+        .append(write_decision(
+            NOW_MS - 50_000,
+            agent("other"),
+            "/etc/other.ini",
+        ))
         .unwrap();
     let mut denied = write_decision(NOW_MS - 40_000, agent("denied-bot"), &path);
     denied.verdict = Some("deny".into());
@@ -75,7 +79,7 @@ fn a_knob_removed_from_a_file_is_drift_naming_the_agent_that_wrote_it() {
         seen.summary,
         "app.ini: server.max_connections is missing; expected \"512\""
     );
-    assert_eq!(seen.touched, [path.clone()]);
+    assert_eq!(seen.touched, std::slice::from_ref(&path));
     assert_eq!(seen.subject, format!("{path}: server.max_connections"));
 
     let toucher = last_touched(&ledger, &seen.touched[0], Some(NOW_MS - 3_600_000))
@@ -94,16 +98,26 @@ fn a_knob_removed_from_a_file_is_drift_naming_the_agent_that_wrote_it() {
 fn the_last_toucher_is_found_through_backups_of_exec_lines_and_file_tool_inputs() {
     let ledger = MemoryLedger::new();
     // An exec line that removed the whole directory: its backup saved the directory.
-    let mut rm = Entry::new(event::DECISION, NOW_MS - 30_000, agent("janitor-bot"), "exec");
+    let mut rm = Entry::new(
+        event::DECISION,
+        NOW_MS - 30_000,
+        agent("janitor-bot"),
+        "exec",
+    );
     rm.verdict = Some("allow".into());
     rm.inputs = json!({ "command": "rm -rf /srv/app/conf" });
     rm.safeguards = Some(json!({ "backup": { "paths": ["/srv/app/conf"] } }));
     ledger.append(rm).unwrap();
-    let toucher = last_touched(&ledger, "/srv/app/conf/app.yaml", None).unwrap().unwrap();
+    let toucher = last_touched(&ledger, "/srv/app/conf/app.yaml", None)
+        .unwrap()
+        .unwrap();
     assert_eq!(toucher.actor, "agent:janitor-bot");
     assert_eq!(toucher.summary, "rm -rf /srv/app/conf");
     // `/srv/app/config` is not under `/srv/app/conf`.
-    assert_eq!(last_touched(&ledger, "/srv/app/config", None).unwrap(), None);
+    assert_eq!(
+        last_touched(&ledger, "/srv/app/config", None).unwrap(),
+        None
+    );
 
     // An edit recorded without a backup (backups off): its relative path against its cwd.
     let mut edit = Entry::new(event::DECISION, NOW_MS - 20_000, agent("editor"), "edit");
@@ -112,19 +126,30 @@ fn the_last_toucher_is_found_through_backups_of_exec_lines_and_file_tool_inputs(
     edit.inputs = json!({ "file_path": "conf/app.yaml" });
     ledger.append(edit).unwrap();
     // A write that ran without asking the gate at all.
-    let mut unguarded = Entry::new(event::UNGUARDED_RESULT, NOW_MS - 10_000, agent("rogue"), "write");
+    let mut unguarded = Entry::new(
+        event::UNGUARDED_RESULT,
+        NOW_MS - 10_000,
+        agent("rogue"),
+        "write",
+    );
     unguarded.inputs = json!({ "file_path": "/srv/app/other.yaml" });
     ledger.append(unguarded).unwrap();
-    let toucher = last_touched(&ledger, "/srv/app/conf/app.yaml", None).unwrap().unwrap();
+    let toucher = last_touched(&ledger, "/srv/app/conf/app.yaml", None)
+        .unwrap()
+        .unwrap();
     assert_eq!(toucher.actor, "agent:editor");
-    let toucher = last_touched(&ledger, "/srv/app/other.yaml", None).unwrap().unwrap();
+    let toucher = last_touched(&ledger, "/srv/app/other.yaml", None)
+        .unwrap()
+        .unwrap();
     assert_eq!(toucher.actor, "agent:rogue");
     // A read is not a touch.
     let mut read = Entry::new(event::DECISION, NOW_MS, agent("reader"), "read");
     read.verdict = Some("allow".into());
     read.inputs = json!({ "file_path": "/srv/app/other.yaml" });
     ledger.append(read).unwrap();
-    let toucher = last_touched(&ledger, "/srv/app/other.yaml", None).unwrap().unwrap();
+    let toucher = last_touched(&ledger, "/srv/app/other.yaml", None)
+        .unwrap()
+        .unwrap();
     assert_eq!(toucher.actor, "agent:rogue");
 }
 
@@ -132,14 +157,24 @@ fn the_last_toucher_is_found_through_backups_of_exec_lines_and_file_tool_inputs(
 fn the_last_toucher_is_found_past_a_page_of_unrelated_records() {
     let ledger = MemoryLedger::new();
     ledger
-        .append(write_decision(NOW_MS - 10_000_000, agent("old-writer"), "/etc/app.toml"))
+        .append(write_decision(
+            NOW_MS - 10_000_000,
+            agent("old-writer"),
+            "/etc/app.toml",
+        ))
         .unwrap();
     for n in 0..1_200 {
         ledger
-            .append(write_decision(NOW_MS - 1_000_000 + n, agent("busy"), "/tmp/elsewhere"))
+            .append(write_decision(
+                NOW_MS - 1_000_000 + n,
+                agent("busy"),
+                "/tmp/elsewhere",
+            ))
             .unwrap();
     }
-    let toucher = last_touched(&ledger, "/etc/app.toml", None).unwrap().unwrap();
+    let toucher = last_touched(&ledger, "/etc/app.toml", None)
+        .unwrap()
+        .unwrap();
     assert_eq!(toucher.actor, "agent:old-writer");
 }
 
@@ -147,18 +182,39 @@ fn the_last_toucher_is_found_past_a_page_of_unrelated_records() {
 fn keys_in_yaml_json_and_toml_are_compared_as_written() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
-        ("app.yaml", "server:\n  max_connections: 512\n  tls: true\nhosts: [a, b]\n"),
-        ("app.json", r#"{"server": {"max_connections": 512, "tls": true}, "hosts": ["a", "b"]}"#),
-        ("app.toml", "hosts = [\"a\", \"b\"]\n[server]\nmax_connections = 512\ntls = true\n"),
+        (
+            "app.yaml",
+            "server:\n  max_connections: 512\n  tls: true\nhosts: [a, b]\n",
+        ),
+        (
+            "app.json",
+            r#"{"server": {"max_connections": 512, "tls": true}, "hosts": ["a", "b"]}"#,
+        ),
+        (
+            "app.toml",
+            "hosts = [\"a\", \"b\"]\n[server]\nmax_connections = 512\ntls = true\n",
+        ),
     ];
     for (name, text) in cases {
         let file = dir.path().join(name);
         std::fs::write(&file, text).unwrap();
         let path = file.display();
         for (yaml, seen, says) in [
-            (format!("{{ file: {path}, key: server.max_connections, equals: 512 }}"), Seen::Ok, "as declared".to_owned()),
-            (format!("{{ file: {path}, key: server.tls, equals: true }}"), Seen::Ok, "as declared".to_owned()),
-            (format!("{{ file: {path}, key: hosts.1, equals: b }}"), Seen::Ok, "as declared".to_owned()),
+            (
+                format!("{{ file: {path}, key: server.max_connections, equals: 512 }}"),
+                Seen::Ok,
+                "as declared".to_owned(),
+            ),
+            (
+                format!("{{ file: {path}, key: server.tls, equals: true }}"),
+                Seen::Ok,
+                "as declared".to_owned(),
+            ),
+            (
+                format!("{{ file: {path}, key: hosts.1, equals: b }}"),
+                Seen::Ok,
+                "as declared".to_owned(),
+            ),
             (
                 format!("{{ file: {path}, key: server.max_connections, equals: 1024 }}"),
                 Seen::Found,
@@ -169,13 +225,21 @@ fn keys_in_yaml_json_and_toml_are_compared_as_written() {
                 Seen::Found,
                 format!("{name}: server is a table; expected \"x\""),
             ),
-            (format!("{{ file: {path}, key: server.tls, present: true }}"), Seen::Ok, "present".to_owned()),
+            (
+                format!("{{ file: {path}, key: server.tls, present: true }}"),
+                Seen::Ok,
+                "present".to_owned(),
+            ),
             (
                 format!("{{ file: {path}, key: server.debug, present: true }}"),
                 Seen::Found,
                 format!("{name}: server.debug is missing; expected it present"),
             ),
-            (format!("{{ file: {path}, key: server.debug, present: false }}"), Seen::Ok, "absent as declared".to_owned()),
+            (
+                format!("{{ file: {path}, key: server.debug, present: false }}"),
+                Seen::Ok,
+                "absent as declared".to_owned(),
+            ),
             (
                 format!("{{ file: {path}, key: server.tls, present: false }}"),
                 Seen::Found,
@@ -193,30 +257,50 @@ fn a_missing_broken_or_unreadable_file_is_reported_for_what_it_is() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("gone.ini");
     let seen = only(
-        run(&spec(&format!("{{ file: {}, key: a.b, equals: 1 }}", missing.display()))),
+        run(&spec(&format!(
+            "{{ file: {}, key: a.b, equals: 1 }}",
+            missing.display()
+        ))),
         Seen::Found,
     );
-    assert!(seen.summary.contains("gone.ini is missing"), "{}", seen.summary);
+    assert!(
+        seen.summary.contains("gone.ini is missing"),
+        "{}",
+        seen.summary
+    );
     assert_eq!(seen.touched, [missing.display().to_string()]);
     // Declared absent: a missing file has no such key.
     only(
-        run(&spec(&format!("{{ file: {}, key: a.b, present: false }}", missing.display()))),
+        run(&spec(&format!(
+            "{{ file: {}, key: a.b, present: false }}",
+            missing.display()
+        ))),
         Seen::Ok,
     );
     // A file that no longer parses is drift of the knob it held.
     let broken = dir.path().join("app.json");
     std::fs::write(&broken, "{\"server\": ").unwrap();
     let seen = only(
-        run(&spec(&format!("{{ file: {}, key: server, present: true }}", broken.display()))),
+        run(&spec(&format!(
+            "{{ file: {}, key: server, present: true }}",
+            broken.display()
+        ))),
         Seen::Found,
     );
-    assert!(seen.summary.contains("does not read as JSON"), "{}", seen.summary);
+    assert!(
+        seen.summary.contains("does not read as JSON"),
+        "{}",
+        seen.summary
+    );
     // A path that cannot be read as a file: the watcher cannot tell.
     let a_dir = dir.path().join("conf.d.ini");
     std::fs::create_dir(&a_dir).unwrap();
     std::fs::set_permissions(&a_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let seen = only(
-        run(&spec(&format!("{{ file: {}, key: a, present: true }}", a_dir.display()))),
+        run(&spec(&format!(
+            "{{ file: {}, key: a, present: true }}",
+            a_dir.display()
+        ))),
         Seen::Unknown,
     );
     assert!(seen.summary.contains("cannot read"), "{}", seen.summary);
@@ -237,10 +321,16 @@ fn whole_file_content_and_digest_are_compared() {
     let real = {
         use sha2::Digest;
         let digest = sha2::Sha256::digest(std::fs::read(&file).unwrap());
-        digest.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     };
     only(
-        run(&spec(&format!("{{ file: {path}, content_sha256: {} }}", real.to_uppercase()))),
+        run(&spec(&format!(
+            "{{ file: {path}, content_sha256: {} }}",
+            real.to_uppercase()
+        ))),
         Seen::Ok,
     );
     only(
@@ -250,7 +340,9 @@ fn whole_file_content_and_digest_are_compared() {
         Seen::Ok,
     );
     let seen = only(
-        run(&spec(&format!("{{ file: {path}, content: \"welcome\\nno entry\\n\" }}"))),
+        run(&spec(&format!(
+            "{{ file: {path}, content: \"welcome\\nno entry\\n\" }}"
+        ))),
         Seen::Found,
     );
     assert_eq!(
@@ -268,12 +360,19 @@ fn a_sysctl_is_read_under_its_proc_root() {
     std::fs::write(dir.join("tcp_rmem"), "4096\t131072\t6291456\n").unwrap();
     let proc_root = root.path().display();
     let seen = only(
-        run(&spec(&format!("{{ sysctl: net.ipv4.ip_forward, equals: 0, proc_root: {proc_root} }}"))),
+        run(&spec(&format!(
+            "{{ sysctl: net.ipv4.ip_forward, equals: 0, proc_root: {proc_root} }}"
+        ))),
         Seen::Found,
     );
-    assert_eq!(seen.summary, "sysctl net.ipv4.ip_forward is \"1\"; expected \"0\"");
+    assert_eq!(
+        seen.summary,
+        "sysctl net.ipv4.ip_forward is \"1\"; expected \"0\""
+    );
     only(
-        run(&spec(&format!("{{ sysctl: net/ipv4/ip_forward, equals: 1, proc_root: {proc_root} }}"))),
+        run(&spec(&format!(
+            "{{ sysctl: net/ipv4/ip_forward, equals: 1, proc_root: {proc_root} }}"
+        ))),
         Seen::Ok,
     );
     only(
@@ -288,7 +387,11 @@ fn a_sysctl_is_read_under_its_proc_root() {
         ))),
         Seen::Found,
     );
-    assert!(seen.summary.contains("does not exist on this kernel"), "{}", seen.summary);
+    assert!(
+        seen.summary.contains("does not exist on this kernel"),
+        "{}",
+        seen.summary
+    );
 }
 
 #[test]
@@ -296,7 +399,10 @@ fn the_real_proc_is_read_by_default() {
     // Every Linux kernel has this one; its value is whatever this machine has.
     let found = std::fs::read_to_string("/proc/sys/kernel/ostype").unwrap();
     only(
-        run(&spec(&format!("{{ sysctl: kernel.ostype, equals: \"{}\" }}", found.trim()))),
+        run(&spec(&format!(
+            "{{ sysctl: kernel.ostype, equals: \"{}\" }}",
+            found.trim()
+        ))),
         Seen::Ok,
     );
 }
@@ -333,15 +439,25 @@ fn a_containers_env_and_labels_are_compared() {
     let ledger = MemoryLedger::new();
     let dbs = AnsweringDatabases::default();
     let e = env(NOW_MS, &ledger, &dbs, &containers);
-    let watcher = spec("{ container: web, env: { LOG_LEVEL: info, TZ: UTC }, labels: { tier: front } }");
+    let watcher =
+        spec("{ container: web, env: { LOG_LEVEL: info, TZ: UTC }, labels: { tier: front } }");
     let seen = only(watcher.run(&e), Seen::Found);
     assert_eq!(
         seen.summary,
         "container web: env LOG_LEVEL is \"debug\"; expected \"info\"; env TZ is missing; expected \"UTC\""
     );
-    only(spec("{ container: web, labels: { tier: front } }").run(&e), Seen::Ok);
-    let seen = only(spec("{ container: db, labels: { tier: back } }").run(&e), Seen::Found);
+    only(
+        spec("{ container: web, labels: { tier: front } }").run(&e),
+        Seen::Ok,
+    );
+    let seen = only(
+        spec("{ container: db, labels: { tier: back } }").run(&e),
+        Seen::Found,
+    );
     assert_eq!(seen.summary, "container db does not exist");
     let nothing = env(NOW_MS, &ledger, &dbs, &NoContainers);
-    only(spec("{ container: web, labels: { tier: front } }").run(&nothing), Seen::Unknown);
+    only(
+        spec("{ container: web, labels: { tier: front } }").run(&nothing),
+        Seen::Unknown,
+    );
 }

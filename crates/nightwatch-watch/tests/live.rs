@@ -48,9 +48,11 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale() {
     // A "backups exist" check passes: fourteen files match.
     let pattern = nightwatch_checks::PathGlob::new(&glob).unwrap();
     let mut exist = 0;
-    nightwatch_checks::walk_glob(&pattern, Instant::now() + Duration::from_secs(5), &mut |_, _| {
-        exist += 1
-    })
+    nightwatch_checks::walk_glob(
+        &pattern,
+        Instant::now() + Duration::from_secs(5),
+        &mut |_, _| exist += 1,
+    )
     .unwrap();
     assert_eq!(exist, 14);
 
@@ -58,7 +60,10 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale() {
         "{{ glob: \"{glob}\", younger_than: 26h, larger_than: 1MiB }}"
     ))
     .unwrap();
-    let seen = only(with_env(Duration::from_secs(5), |e| fresh.run(e)), Seen::Found);
+    let seen = only(
+        with_env(Duration::from_secs(5), |e| fresh.run(e)),
+        Seen::Found,
+    );
     assert_eq!(
         seen.summary,
         "14 files match, but the newest, db-2026-11-29.dump, is 3d2h old; expected younger than 1d2h"
@@ -67,7 +72,11 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale() {
     assert_eq!(seen.details["matched"], 14);
 
     // The job runs again: a new dump, written an hour ago.
-    touch(&dir.path().join("db-2026-12-01.dump"), 2 << 20, NOW_MS - HOUR_MS);
+    touch(
+        &dir.path().join("db-2026-12-01.dump"),
+        2 << 20,
+        NOW_MS - HOUR_MS,
+    );
     let seen = only(with_env(Duration::from_secs(5), |e| fresh.run(e)), Seen::Ok);
     assert_eq!(
         seen.summary,
@@ -83,12 +92,22 @@ fn a_fresh_but_tiny_or_lonely_file_and_no_file_at_all_are_found() {
         "{{ glob: \"{glob}\", younger_than: 26h, larger_than: 1MiB, min_files: 2 }}"
     ))
     .unwrap();
-    let seen = only(with_env(Duration::from_secs(5), |e| fresh.run(e)), Seen::Found);
-    assert!(seen.summary.starts_with("no file matches"), "{}", seen.summary);
+    let seen = only(
+        with_env(Duration::from_secs(5), |e| fresh.run(e)),
+        Seen::Found,
+    );
+    assert!(
+        seen.summary.starts_with("no file matches"),
+        "{}",
+        seen.summary
+    );
 
     std::fs::create_dir(dir.path().join("nightly")).unwrap();
     touch(&dir.path().join("nightly/db.dump"), 120, NOW_MS - HOUR_MS);
-    let seen = only(with_env(Duration::from_secs(5), |e| fresh.run(e)), Seen::Found);
+    let seen = only(
+        with_env(Duration::from_secs(5), |e| fresh.run(e)),
+        Seen::Found,
+    );
     assert_eq!(
         seen.summary,
         "1 file matches, but the newest, db.dump, is 120 B; expected larger than 1 MiB; \
@@ -101,22 +120,45 @@ fn a_command_must_exit_as_expected_and_say_what_it_should() {
     let spec = |yaml: &str| -> CommandSpec { yaml_serde::from_str(yaml).unwrap() };
     let run = |s: &CommandSpec| with_env(Duration::from_secs(5), |e| s.run(e));
     let seen = only(
-        run(&spec("{ argv: [sh, -c, 'echo restored 42 tables'], stdout_contains: restored }")),
+        run(&spec(
+            "{ argv: [sh, -c, 'echo restored 42 tables'], stdout_contains: restored }",
+        )),
         Seen::Ok,
     );
-    assert!(seen.summary.starts_with("sh exited with 0"), "{}", seen.summary);
+    assert!(
+        seen.summary.starts_with("sh exited with 0"),
+        "{}",
+        seen.summary
+    );
     let seen = only(
-        run(&spec("{ argv: [sh, -c, 'echo pg_restore: bad archive >&2; exit 3'] }")),
+        run(&spec(
+            "{ argv: [sh, -c, 'echo pg_restore: bad archive >&2; exit 3'] }",
+        )),
         Seen::Found,
     );
-    assert_eq!(seen.summary, "sh exited with 3; expected 0; stderr: pg_restore: bad archive");
-    only(run(&spec("{ argv: [sh, -c, 'exit 3'], expect_exit: 3 }")), Seen::Ok);
+    assert_eq!(
+        seen.summary,
+        "sh exited with 3; expected 0; stderr: pg_restore: bad archive"
+    );
+    only(
+        run(&spec("{ argv: [sh, -c, 'exit 3'], expect_exit: 3 }")),
+        Seen::Ok,
+    );
     let seen = only(
-        run(&spec("{ argv: [sh, -c, 'echo nothing'], stdout_contains: restored }")),
+        run(&spec(
+            "{ argv: [sh, -c, 'echo nothing'], stdout_contains: restored }",
+        )),
         Seen::Found,
     );
-    assert!(seen.summary.contains("did not print \"restored\""), "{}", seen.summary);
-    let seen = only(run(&spec("{ argv: [/nonexistent/test-restore] }")), Seen::Unknown);
+    assert!(
+        seen.summary.contains("did not print \"restored\""),
+        "{}",
+        seen.summary
+    );
+    let seen = only(
+        run(&spec("{ argv: [/nonexistent/test-restore] }")),
+        Seen::Unknown,
+    );
     assert!(seen.summary.contains("could not start"), "{}", seen.summary);
 }
 
@@ -125,15 +167,24 @@ fn a_command_that_hangs_is_killed_at_its_timeout() {
     let spec: CommandSpec =
         yaml_serde::from_str("{ argv: [sh, -c, 'sleep 30'], timeout: 300ms }").unwrap();
     let start = Instant::now();
-    let seen = only(with_env(Duration::from_secs(5), |e| spec.run(e)), Seen::Unknown);
+    let seen = only(
+        with_env(Duration::from_secs(5), |e| spec.run(e)),
+        Seen::Unknown,
+    );
     let took = start.elapsed();
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "{took:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "{took:?}"
+    );
     assert!(seen.summary.contains("killed"), "{}", seen.summary);
     // The watcher's own timeout bounds a longer declared one.
     let spec: CommandSpec =
         yaml_serde::from_str("{ argv: [sh, -c, 'sleep 30'], timeout: 1h }").unwrap();
     let start = Instant::now();
-    only(with_env(Duration::from_millis(300), |e| spec.run(e)), Seen::Unknown);
+    only(
+        with_env(Duration::from_millis(300), |e| spec.run(e)),
+        Seen::Unknown,
+    );
     assert!(start.elapsed() < Duration::from_secs(3));
 }
 
@@ -189,18 +240,30 @@ fn an_endpoint_must_answer_with_a_matching_body() {
     );
     assert!(seen.summary.contains("answered 200"), "{}", seen.summary);
     only(
-        run(&spec(format!("{{ url: \"{base}/healthz\", body_contains: queue }}"))),
+        run(&spec(format!(
+            "{{ url: \"{base}/healthz\", body_contains: queue }}"
+        ))),
         Seen::Ok,
     );
     let seen = only(
-        run(&spec(format!("{{ url: \"{base}/healthz\", body_contains: \"\\\"db\\\": \\\"down\\\"\" }}"))),
+        run(&spec(format!(
+            "{{ url: \"{base}/healthz\", body_contains: \"\\\"db\\\": \\\"down\\\"\" }}"
+        ))),
         Seen::Found,
     );
     assert!(seen.summary.contains("without"), "{}", seen.summary);
-    let seen = only(run(&spec(format!("{{ url: \"{base}/down\" }}"))), Seen::Found);
-    assert_eq!(seen.summary, format!("GET {base}/down answered 503; expected a 2xx"));
+    let seen = only(
+        run(&spec(format!("{{ url: \"{base}/down\" }}"))),
+        Seen::Found,
+    );
+    assert_eq!(
+        seen.summary,
+        format!("GET {base}/down answered 503; expected a 2xx")
+    );
     only(
-        run(&spec(format!("{{ url: \"{base}/down\", expect_status: 503 }}"))),
+        run(&spec(format!(
+            "{{ url: \"{base}/down\", expect_status: 503 }}"
+        ))),
         Seen::Ok,
     );
     // Nothing listens: the endpoint is down.
@@ -208,12 +271,22 @@ fn an_endpoint_must_answer_with_a_matching_body() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap()
     };
-    only(run(&spec(format!("{{ url: \"http://{closed}/\" }}"))), Seen::Found);
+    only(
+        run(&spec(format!("{{ url: \"http://{closed}/\" }}"))),
+        Seen::Found,
+    );
     // No answer within the watcher's timeout: it cannot tell.
     let slow = spec(format!("{{ url: \"{base}/slow\" }}"));
     let start = Instant::now();
-    only(with_env(Duration::from_millis(300), |e| slow.run(e)), Seen::Unknown);
-    assert!(start.elapsed() < Duration::from_secs(2), "{:?}", start.elapsed());
+    only(
+        with_env(Duration::from_millis(300), |e| slow.run(e)),
+        Seen::Unknown,
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 #[test]
@@ -231,7 +304,7 @@ fn a_query_must_return_a_row_and_its_password_is_never_said() {
     let seen = only(spec.run(&e), Seen::Found);
     assert!(seen.summary.contains("returned no row"), "{}", seen.summary);
     *dbs.answer.lock().unwrap() = Some(Err(
-        "cannot connect to postgres://monitor:hunter2@db/app".into(),
+        "cannot connect to postgres://monitor:hunter2@db/app".into()
     ));
     let seen = only(spec.run(&e), Seen::Unknown);
     let said = serde_json::to_string(&seen).unwrap();

@@ -24,15 +24,24 @@ fn a_database_that_flips_to_failed_with_no_record_is_found() {
     let containers = TestContainers::default();
     containers.set_state("db-7", "running");
     let watcher = spec("{ container: db-7 }");
-    let seen = only(watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    let seen = only(
+        watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
     assert!(seen.summary.contains("first look"), "{}", seen.summary);
-    only(watcher.run(&env(NOW_MS + MINUTE_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    only(
+        watcher.run(&env(NOW_MS + MINUTE_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
 
     // Someone acted on another container; nobody on this one.
     let mut other = Entry::new(
         event::DECISION,
         NOW_MS + 90_000,
-        RecordActor { kind: "agent".into(), id: "claude-code".into() },
+        RecordActor {
+            kind: "agent".into(),
+            id: "claude-code".into(),
+        },
         "exec",
     );
     other.verdict = Some("allow".into());
@@ -50,7 +59,10 @@ fn a_database_that_flips_to_failed_with_no_record_is_found() {
     assert_eq!(seen.details["from"], "running");
     assert_eq!(seen.details["to"], "exited");
     // The flip is told once: the next run compares against the new state.
-    only(watcher.run(&env(NOW_MS + 3 * MINUTE_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    only(
+        watcher.run(&env(NOW_MS + 3 * MINUTE_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
 }
 
 #[test]
@@ -62,31 +74,47 @@ fn a_flip_with_a_record_of_someone_acting_is_not_silent() {
     let watcher = spec("{ container: web }");
     // A clone is the same watcher: it shares what the last run saw.
     let same = watcher.clone();
-    only(watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    only(
+        watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
 
     let mut stop = Entry::new(
         event::RESULT,
         NOW_MS + 30_000,
-        RecordActor { kind: "janitor".into(), id: "janitor".into() },
+        RecordActor {
+            kind: "janitor".into(),
+            id: "janitor".into(),
+        },
         "stop_container",
     );
     stop.inputs = json!({ "name": "web" });
     ledger.append(stop).unwrap();
     containers.set_state("web", "exited");
-    let seen = only(same.run(&env(NOW_MS + MINUTE_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    let seen = only(
+        same.run(&env(NOW_MS + MINUTE_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
     assert_eq!(
         seen.summary,
         "container web went running -> exited; r1 (janitor:janitor) acted on it: stop_container web"
     );
 
     // A record from before the last look (less its slack) does not explain a later flip.
-    only(watcher.run(&env(NOW_MS + 5 * MINUTE_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    only(
+        watcher.run(&env(NOW_MS + 5 * MINUTE_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
     containers.set_state("web", "running");
     let seen = only(
         watcher.run(&env(NOW_MS + 10 * MINUTE_MS, &ledger, &dbs, &containers)),
         Seen::Found,
     );
-    assert!(seen.summary.contains("exited -> running"), "{}", seen.summary);
+    assert!(
+        seen.summary.contains("exited -> running"),
+        "{}",
+        seen.summary
+    );
 }
 
 #[test]
@@ -96,14 +124,24 @@ fn a_container_that_disappears_flips_to_absent_and_an_engine_that_cannot_tell_is
     let containers = TestContainers::default();
     containers.set_state("cache", "running");
     let watcher = spec("{ container: cache }");
-    only(watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)), Seen::Ok);
+    only(
+        watcher.run(&env(NOW_MS, &ledger, &dbs, &containers)),
+        Seen::Ok,
+    );
     containers.by_name.lock().unwrap().clear();
     let seen = only(
         watcher.run(&env(NOW_MS + MINUTE_MS, &ledger, &dbs, &containers)),
         Seen::Found,
     );
-    assert!(seen.summary.contains("running -> absent"), "{}", seen.summary);
-    only(watcher.run(&env(NOW_MS + 2 * MINUTE_MS, &ledger, &dbs, &NoContainers)), Seen::Unknown);
+    assert!(
+        seen.summary.contains("running -> absent"),
+        "{}",
+        seen.summary
+    );
+    only(
+        watcher.run(&env(NOW_MS + 2 * MINUTE_MS, &ledger, &dbs, &NoContainers)),
+        Seen::Unknown,
+    );
 }
 
 #[test]
