@@ -4,7 +4,7 @@
 //! drift: { file: /etc/app/app.ini, key: server.max_connections, equals: "512" }
 //! drift: { file: /etc/app/app.yaml, key: cache.enabled, present: true }
 //! drift: { file: /etc/app/legacy.toml, key: debug, present: false }
-//! drift: { file: /etc/motd, content_sha256: "9f86d0...", }      # or content: "..."
+//! drift: { file: /etc/motd, content_sha256: "9f86d081884c7d65..." }  # or content: "..."
 //! drift: { sysctl: net.ipv4.ip_forward, equals: "0" }
 //! drift: { unit: nginx.service, property: Restart, equals: always }
 //! drift: { container: web, env: { LOG_LEVEL: info }, labels: { tier: front } }
@@ -386,7 +386,9 @@ fn lookup(bytes: &[u8], format: Format, key: &str) -> Result<Option<Found>, Stri
             if text.trim().is_empty() {
                 Value::Null
             } else {
-                yaml_serde::from_str(text).map_err(|e| e.to_string())?
+                let doc: yaml_serde::Value =
+                    yaml_serde::from_str(text).map_err(|e| e.to_string())?;
+                yaml_to_json(doc)
             }
         }
         Format::Toml => {
@@ -400,6 +402,34 @@ fn lookup(bytes: &[u8], format: Format, key: &str) -> Result<Option<Found>, Stri
         Value::Bool(b) => Found::Scalar(b.to_string()),
         other => Found::Other(other.clone()),
     }))
+}
+
+/// A YAML document as the JSON tree paths are looked up in: tags (`!secret x`) are read as
+/// the value they tag, keys that are numbers or booleans as their text.
+fn yaml_to_json(doc: yaml_serde::Value) -> Value {
+    use yaml_serde::Value as Y;
+    match doc {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => serde_json::to_value(&n).unwrap_or(Value::Null),
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => Value::Array(items.into_iter().map(yaml_to_json).collect()),
+        Y::Mapping(map) => Value::Object(
+            map.into_iter()
+                .filter_map(|(k, v)| {
+                    let key = match yaml_to_json(k) {
+                        Value::String(s) => s,
+                        Value::Number(n) => n.to_string(),
+                        Value::Bool(b) => b.to_string(),
+                        // A list or table as a key cannot be named by a dotted path.
+                        _ => return None,
+                    };
+                    Some((key, yaml_to_json(v)))
+                })
+                .collect(),
+        ),
+        Y::Tagged(tagged) => yaml_to_json(tagged.value),
+    }
 }
 
 /// The value at a dotted path; a component that is a number indexes a list. A key holding

@@ -461,3 +461,33 @@ fn a_containers_env_and_labels_are_compared() {
         Seen::Unknown,
     );
 }
+
+#[test]
+fn yaml_tags_and_number_keys_read_as_their_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("configuration.yaml");
+    std::fs::write(
+        &file,
+        "http:\n  server_port: 8123\n  api_password: !secret http_password\nports:\n  443: https\n",
+    )
+    .unwrap();
+    let path = file.display();
+    only(
+        run(&spec(&format!(
+            "{{ file: {path}, key: http.server_port, equals: 8123 }}"
+        ))),
+        Seen::Ok,
+    );
+    only(
+        run(&spec(&format!(
+            "{{ file: {path}, key: http.api_password, equals: http_password }}"
+        ))),
+        Seen::Ok,
+    );
+    only(
+        run(&spec(&format!(
+            "{{ file: {path}, key: ports.443, equals: https }}"
+        ))),
+        Seen::Ok,
+    );
+}
