@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// A program that ran to its end.
-pub(crate) struct Exited {
+pub struct Exited {
     pub status: ExitStatus,
     /// `None` when stdout was not asked for, or was still open at the deadline.
     pub stdout: Option<Vec<u8>>,
@@ -18,7 +18,7 @@ pub(crate) struct Exited {
 }
 
 #[derive(Debug, Error)]
-pub(crate) enum ChildError {
+pub enum ChildError {
     #[error("could not start {program}: {source}")]
     Spawn { program: String, source: io::Error },
     // Said the same way as a check the runner gave up waiting for: both are its timeout.
@@ -31,7 +31,7 @@ pub(crate) enum ChildError {
 /// Runs `cmd` until it exits or `deadline` passes. Captures at most `stdout_cap` bytes of stdout
 /// (`None`: discard it) and `stderr_cap` bytes of stderr; the rest is read and dropped so a
 /// chatty program never blocks on a full pipe.
-pub(crate) fn run_bounded(
+pub fn run_bounded(
     mut cmd: Command,
     deadline: Instant,
     stdout_cap: Option<usize>,

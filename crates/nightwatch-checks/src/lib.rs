@@ -53,13 +53,17 @@ mod systemd;
 
 use nightwatch_spec::checks as spec;
 
+pub use child::{ChildError, Exited, run_bounded};
 pub use fingerprint::fingerprint;
+pub use http::{HttpAnswer, HttpFailure, get};
+pub use lock_file::{MAX_ENTRIES, Walked, mtime_ms, walk_glob};
 pub use run::run_checks;
 pub use spec::{
     CheckKind, CheckSpec, CircuitBreakerCheck, CommandCheck, DEFAULT_TIMEOUT, ExitMatch, HttpCheck,
     LockFileCheck, MAX_SPAN, MAX_TIMEOUT, PathGlob, Pattern, ProcessCheck, ProcessPattern,
     SpecError, SystemdUnitCheck, Window, WindowCheck, WindowError, WindowMode, parse_duration,
 };
+pub use systemd::{active_state, show_property};
 
 use jiff::civil::Weekday;
 use nightwatch_core::Verdict;
@@ -159,7 +163,7 @@ pub fn strictest_effect(findings: &[Finding]) -> Option<Verdict> {
 }
 
 /// `41m12s`, `3h2m`, `5s`, `120ms`: ages in details, short and exact enough to act on.
-pub(crate) fn human_ms(ms: u64) -> String {
+pub fn human_ms(ms: u64) -> String {
     if ms < 1000 {
         return format!("{ms}ms");
     }

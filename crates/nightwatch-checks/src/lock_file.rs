@@ -1,48 +1,91 @@
 //! `lock_file:` looks for files matching a glob whose last change is at least some age ago.
+//!
+//! The walk itself ([`walk_glob`]) is shared with the freshness watchers, which ask the
+//! opposite question of the same files (is the newest one young enough?).
 
 use crate::spec::{LockFileCheck, PathGlob};
 use crate::{Outcome, human_ms, span_ms};
-use std::fs;
+use std::fs::{self, Metadata};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::time::Instant;
 
-/// A glob with `**` over a big tree could walk for ever; past this many entries, the check
+/// A glob with `**` over a big tree could walk for ever; past this many entries, the walk
 /// cannot tell.
-const MAX_ENTRIES: usize = 100_000;
+pub const MAX_ENTRIES: usize = 100_000;
+
+/// How a walk over a glob's files ended when it was not cut short.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// The first directory or file that could not be read (other than one that vanished):
+    /// what matched may be incomplete.
+    pub unreadable: Option<String>,
+}
+
+/// Visits every existing file (or link, or directory) matching `glob` with its metadata,
+/// reading only the directories the glob can reach: from its literal root, no deeper than its
+/// components (unbounded only for `**`), never following a symlinked directory. `Err` says
+/// why the walk stopped early: past [`MAX_ENTRIES`] entries or past `deadline`.
+pub fn walk_glob(
+    glob: &PathGlob,
+    deadline: Instant,
+    visit: &mut dyn FnMut(&str, &Metadata),
+) -> Result<Walked, String> {
+    let mut walk = Walk {
+        glob,
+        deadline,
+        entries: 0,
+        unreadable: None,
+        visit,
+    };
+    if glob.is_literal() {
+        walk.consider(glob.as_str());
+    } else {
+        walk.dir(glob.root(), 0)?;
+    }
+    Ok(Walked {
+        unreadable: walk.unreadable,
+    })
+}
+
+/// A file's last modification, Unix milliseconds.
+pub fn mtime_ms(meta: &Metadata) -> i64 {
+    meta.mtime()
+        .saturating_mul(1000)
+        .saturating_add(meta.mtime_nsec() / 1_000_000)
+}
 
 struct Walk<'a> {
     glob: &'a PathGlob,
-    now_ms: i64,
-    min_ms: i64,
     deadline: Instant,
     entries: usize,
+    unreadable: Option<String>,
+    visit: &'a mut dyn FnMut(&str, &Metadata),
+}
+
+/// What the lock-file check makes of the files the walk visits.
+struct Ages {
+    now_ms: i64,
+    min_ms: i64,
     oldest: Option<(String, i64)>,
     matched: usize,
     younger: usize,
-    /// The first directory that could not be read (other than one that vanished).
-    unreadable: Option<String>,
 }
 
 pub(crate) fn probe(check: &LockFileCheck, now_ms: i64, deadline: Instant) -> Outcome {
     let glob = &check.glob;
-    let mut walk = Walk {
-        glob,
+    let mut ages = Ages {
         now_ms,
         min_ms: span_ms(check.min_age),
-        deadline,
-        entries: 0,
         oldest: None,
         matched: 0,
         younger: 0,
-        unreadable: None,
     };
-    if glob.is_literal() {
-        walk.consider(glob.as_str());
-    } else if let Err(stop) = walk.dir(glob.root(), 0) {
-        return Outcome::unknown(stop);
+    let walked = walk_glob(glob, deadline, &mut |path, meta| ages.consider(path, meta));
+    match walked {
+        Ok(walked) => ages.outcome(glob, walked.unreadable),
+        Err(stop) => Outcome::unknown(stop),
     }
-    walk.outcome()
 }
 
 impl Walk<'_> {
@@ -51,7 +94,7 @@ impl Walk<'_> {
     fn dir(&mut self, dir: &str, depth: usize) -> Result<(), String> {
         let entries = match fs::read_dir(dir) {
             Ok(entries) => entries,
-            // Nothing there, nothing locked.
+            // Nothing there, nothing matches.
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => {
                 self.unreadable
@@ -93,20 +136,20 @@ impl Walk<'_> {
     }
 
     fn consider(&mut self, path: &str) {
-        let meta = match fs::metadata(path).or_else(|_| fs::symlink_metadata(path)) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return,
+        match fs::metadata(path).or_else(|_| fs::symlink_metadata(path)) {
+            Ok(meta) => (self.visit)(path, &meta),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => {
                 self.unreadable
                     .get_or_insert(format!("cannot stat {path}: {e}"));
-                return;
             }
-        };
-        let mtime_ms = meta
-            .mtime()
-            .saturating_mul(1000)
-            .saturating_add(meta.mtime_nsec() / 1_000_000);
-        let age_ms = self.now_ms.saturating_sub(mtime_ms).max(0);
+        }
+    }
+}
+
+impl Ages {
+    fn consider(&mut self, path: &str, meta: &Metadata) {
+        let age_ms = self.now_ms.saturating_sub(mtime_ms(meta)).max(0);
         if age_ms < self.min_ms {
             self.younger += 1;
             return;
@@ -117,8 +160,8 @@ impl Walk<'_> {
         }
     }
 
-    fn outcome(self) -> Outcome {
-        let glob = self.glob.as_str();
+    fn outcome(self, glob: &PathGlob, unreadable: Option<String>) -> Outcome {
+        let glob = glob.as_str();
         if let Some((path, age_ms)) = self.oldest {
             let more = if self.matched > 1 {
                 format!(" (and {} more)", self.matched - 1)
@@ -131,7 +174,7 @@ impl Walk<'_> {
             ));
         }
         // Nothing old enough was seen, but part of the tree could not be read: it may be there.
-        if let Some(reason) = self.unreadable {
+        if let Some(reason) = unreadable {
             return Outcome::unknown(reason);
         }
         let min = human_ms(u64::try_from(self.min_ms).unwrap_or_default());

@@ -18,47 +18,78 @@ pub(crate) fn probe(
     deadline: Instant,
     path: Option<&OsStr>,
 ) -> Outcome {
+    let shown = show(
+        &check.unit,
+        &[
+            "LoadState",
+            "ActiveState",
+            "SubState",
+            "ActiveEnterTimestamp",
+            "InactiveExitTimestamp",
+        ],
+        deadline,
+        path,
+    );
+    match shown.and_then(|text| parse_show(&text)) {
+        Ok(state) => judge(check, &state, now_ms),
+        Err(e) => Outcome::unknown(e),
+    }
+}
+
+/// One property of a unit as `systemctl show -p PROPERTY --value UNIT` prints it, trimmed
+/// (`Restart` gives `always`). `Err` says why systemctl could not tell: not installed, not
+/// running under systemd, past `deadline`. `path` overrides `PATH` for finding `systemctl`.
+pub fn show_property(
+    unit: &str,
+    property: &str,
+    deadline: Instant,
+    path: Option<&OsStr>,
+) -> Result<String, String> {
+    let text = show(unit, &[property], deadline, path)?;
+    let prefix = format!("{property}=");
+    text.lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .map(|value| value.trim().to_owned())
+        .ok_or_else(|| format!("systemctl show printed no {property} for {unit}"))
+}
+
+/// A unit's `ActiveState` (`active`, `failed`, `inactive`, ...), or why it cannot be told.
+pub fn active_state(unit: &str, deadline: Instant, path: Option<&OsStr>) -> Result<String, String> {
+    show_property(unit, "ActiveState", deadline, path)
+}
+
+/// `systemctl show --timestamp=unix -p P... -- UNIT`: its `KEY=value` lines, or why not.
+fn show(
+    unit: &str,
+    properties: &[&str],
+    deadline: Instant,
+    path: Option<&OsStr>,
+) -> Result<String, String> {
     let mut cmd = Command::new("systemctl");
     if let Some(path) = path {
         cmd.env("PATH", path);
     }
-    cmd.args([
-        "show",
-        "--timestamp=unix",
-        "-p",
-        "LoadState",
-        "-p",
-        "ActiveState",
-        "-p",
-        "SubState",
-        "-p",
-        "ActiveEnterTimestamp",
-        "-p",
-        "InactiveExitTimestamp",
-        "--",
-        &check.unit,
-    ]);
-    let exited = match run_bounded(cmd, deadline, Some(STDOUT_CAP), 512) {
-        Ok(exited) => exited,
-        Err(e) => return Outcome::unknown(format!("systemctl: {e}")),
-    };
+    cmd.args(["show", "--timestamp=unix"]);
+    for property in properties {
+        cmd.args(["-p", property]);
+    }
+    cmd.args(["--", unit]);
+    let exited =
+        run_bounded(cmd, deadline, Some(STDOUT_CAP), 512).map_err(|e| format!("systemctl: {e}"))?;
     if !exited.status.success() {
         let stderr = exited
             .stderr
             .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
             .unwrap_or_default();
-        return Outcome::unknown(format!(
+        return Err(format!(
             "systemctl show failed ({}): {stderr}",
             exited.status
         ));
     }
     let Some(stdout) = exited.stdout else {
-        return Outcome::unknown("systemctl show left its output open past the deadline");
+        return Err("systemctl show left its output open past the deadline".to_owned());
     };
-    match parse_show(&String::from_utf8_lossy(&stdout)) {
-        Ok(state) => judge(check, &state, now_ms),
-        Err(e) => Outcome::unknown(e),
-    }
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
 
 /// What `systemctl show` says about a unit.
@@ -370,5 +401,32 @@ mod tests {
             }
             other => panic!("expected matched, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn one_property_is_read_from_systemctl_show() {
+        let script = "#!/bin/sh\ncase \"$*\" in\n  *'-p Restart -- nginx.service'*) printf 'Restart=on-failure\\n';;\n  *) echo \"unexpected args: $*\" >&2; exit 2;;\nesac\n";
+        let dir = fake_systemctl(script);
+        let mut answer = Err(String::new());
+        for _ in 0..5 {
+            answer = show_property(
+                "nginx.service",
+                "Restart",
+                deadline(),
+                Some(dir.path().as_os_str()),
+            );
+            match &answer {
+                Err(e) if e.contains("busy") => std::thread::sleep(Duration::from_millis(20)),
+                _ => break,
+            }
+        }
+        assert_eq!(answer, Ok("on-failure".to_owned()));
+        let missing = show_property(
+            "nginx.service",
+            "Type",
+            deadline(),
+            Some(dir.path().as_os_str()),
+        );
+        assert!(missing.is_err(), "{missing:?}");
     }
 }

@@ -9,6 +9,9 @@
 //! every host's daemon, and the daemon ships the host's ledger to the fleet store. So are the
 //! leases of jobs that run in one place only: the fleet's, so one host of the fleet runs them;
 //! for a host alone, its data directory's `leases.db`.
+//!
+//! The databases a `query:` watcher asks are reached here too ([`HostDatabases`]): a
+//! `postgres://` URL goes to PostgreSQL, anything else is a SQLite file.
 
 use crate::environment::Environment;
 use nightwatch_postgres::{PgOptions, PgStores};
@@ -140,4 +143,52 @@ pub fn daemon(
             },
         )?),
     })
+}
+
+/// The databases `query:` watchers ask: `postgres://` and `postgresql://` URLs through
+/// nightwatch-postgres, anything else as a SQLite file's path through nightwatch-sqlite; both
+/// read-only and bounded by the watcher's timeout.
+pub struct HostDatabases;
+
+impl nightwatch_watch::Databases for HostDatabases {
+    fn returns_row(&self, url: &str, sql: &str, timeout: Duration) -> Result<bool, String> {
+        let answer = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            nightwatch_postgres::query_returns_row(url, sql, timeout)
+        } else {
+            nightwatch_sqlite::query_returns_row(Path::new(url), sql, timeout)
+        };
+        answer.map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightwatch_ledger::{Entry, RecordActor, event};
+    use nightwatch_watch::Databases;
+
+    #[test]
+    fn a_sqlite_path_and_a_postgres_url_each_reach_their_backend() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let ledger = SqliteLedger::open(dir.path()).expect("ledger");
+        let file = dir.path().join("ledger.db");
+        let file = file.to_str().expect("utf-8 path");
+        let second = Duration::from_secs(5);
+        let sql = "SELECT 1 FROM records WHERE event = 'decision'";
+        assert_eq!(HostDatabases.returns_row(file, sql, second), Ok(false));
+        let actor = RecordActor {
+            kind: "agent".into(),
+            id: "a".into(),
+        };
+        ledger
+            .append(Entry::new(event::DECISION, 1, actor, "exec"))
+            .expect("append");
+        assert_eq!(HostDatabases.returns_row(file, sql, second), Ok(true));
+        // Nothing listens on port 1: the URL went to PostgreSQL, which says where it tried.
+        let url = "postgres://watch@127.0.0.1:1/app?connect_timeout=2";
+        let error = HostDatabases
+            .returns_row(url, "SELECT 1", second)
+            .expect_err("nothing listens");
+        assert!(error.contains("cannot connect to PostgreSQL"), "{error}");
+    }
 }

@@ -61,6 +61,7 @@ mod inbox;
 mod janitor;
 mod leases;
 mod ledger;
+mod query;
 mod tasks;
 mod text;
 
@@ -70,6 +71,7 @@ pub use inbox::{PgFleetInbox, PgInbox};
 pub use janitor::PgJanitorStore;
 pub use leases::PgLeases;
 pub use ledger::PgLedger;
+pub use query::query_returns_row;
 pub use tasks::{PgTaskQueue, TASKS_CHANNEL};
 
 use db::{Db, Pool};

@@ -570,3 +570,32 @@ fn the_word_of_a_claimable_task_reaches_a_listener_on_another_host() {
     }
     assert!(more < 5, "{more} further wakes for one burst");
 }
+
+#[test]
+fn a_watchers_query_returns_a_row_or_none_and_cannot_write() {
+    let db = support::database();
+    let mut client = support::server().client(&db);
+    client
+        .batch_execute(
+            "CREATE TABLE jobs (name TEXT, finished_at BIGINT);
+             INSERT INTO jobs VALUES ('backup', 1000);",
+        )
+        .expect("table");
+    let second = Duration::from_secs(5);
+    let row = "SELECT 1 FROM jobs WHERE name = 'backup'";
+    assert!(nightwatch_postgres::query_returns_row(&db.url, row, second).expect("query"));
+    let none = "SELECT 1 FROM jobs WHERE finished_at > 5000";
+    assert!(!nightwatch_postgres::query_returns_row(&db.url, none, second).expect("query"));
+    let write = "DELETE FROM jobs RETURNING name";
+    let error = nightwatch_postgres::query_returns_row(&db.url, write, second).unwrap_err();
+    assert!(error.to_string().contains("read-only"), "{error}");
+    let left: i64 = client
+        .query_one("SELECT count(*) FROM jobs", &[])
+        .expect("count")
+        .get(0);
+    assert_eq!(left, 1, "the row is still there");
+    let slow = "SELECT 1 FROM pg_sleep(5)";
+    let error = nightwatch_postgres::query_returns_row(&db.url, slow, Duration::from_millis(300))
+        .unwrap_err();
+    assert!(error.to_string().contains("statement timeout"), "{error}");
+}

@@ -45,6 +45,7 @@ mod inbox;
 mod janitor;
 mod leases;
 mod ledger;
+mod query;
 mod tasks;
 
 pub use db::DEFAULT_PATIENCE;
@@ -52,4 +53,5 @@ pub use inbox::SqliteInbox;
 pub use janitor::SqliteJanitorStore;
 pub use leases::SqliteLeases;
 pub use ledger::{HEAD_FILE, LedgerOptions, SqliteLedger};
+pub use query::query_returns_row;
 pub use tasks::SqliteTaskQueue;

@@ -12,12 +12,14 @@
 //! alerting, the heartbeat, scheduled jobs) is `nightwatch-serve`'s `watch` module.
 
 pub mod baseline;
+pub mod changes;
 pub mod drift;
 pub mod hazards;
 pub mod live;
 pub mod schedule;
 pub mod spec;
 pub mod state;
+pub mod touched;
 
 pub use schedule::{Schedule, ScheduleError};
 pub use spec::{HeartbeatSpec, JobSpec, SpecError, WatchFile, WatchSpec, WatcherKind, WatcherSpec};
