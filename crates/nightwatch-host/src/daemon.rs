@@ -130,6 +130,10 @@ impl nightwatch_serve::Edges for HostEdges {
             .map(|engine| engine as Arc<dyn nightwatch_idle::Runtime>)
     }
 
+    fn databases(&self) -> Arc<dyn nightwatch_watch::Databases> {
+        Arc::new(crate::stores::HostDatabases)
+    }
+
     fn containers(&self) -> Arc<dyn nightwatch_watch::Containers> {
         self.containers.clone()
     }

@@ -171,3 +171,157 @@ fn the_heartbeat_stops_while_the_ledger_cannot_be_written_and_resumes() {
     assert!(!text.contains("status=up"), "{text}");
     daemon.stop();
 }
+
+/// The subject of `watcher` as `/api/watch` shows it, once `done` holds for it.
+fn wait_subject(
+    daemon: &Daemon,
+    watcher: &str,
+    secs: u64,
+    what: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let v = daemon.wait_for("/api/watch", secs, what, |v| {
+        v["subjects"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["watcher"] == watcher && done(s))
+    });
+    v["subjects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["watcher"] == watcher && done(s))
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_config_knob_an_agent_removed_is_drift_naming_the_agent_and_reaches_a_runbook() {
+    let dir = scratch("watch", "drift");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let config_file = dir.join("app.ini");
+    std::fs::write(&config_file, "[server]\nmax_connections = 512\nport = 80\n").unwrap();
+    // The operator lets agents edit the app's config; nightwatch still keeps it as declared.
+    std::fs::write(
+        home.join("policy.yaml"),
+        "extends: builtin\nrules:\n  - id: app-config-edits\n    verdict: allow\n    tool: write\n    writes: [\"**/app.ini\"]\n",
+    )
+    .unwrap();
+    let pages = dir.join("pages.jsonl");
+    let runbook = script(
+        &dir,
+        "page.sh",
+        &format!("tr -d '\\n' >> {p}; echo >> {p}", p = pages.display()),
+    );
+    let config = format!(
+        "watch:\n  watchers:\n    app-config:\n      every: 1h\n      drift: {{ file: \"{file}\", key: server.max_connections, equals: \"512\" }}\nroutes:\n  - id: drift-page\n    when: {{ source: watch, labels: {{ kind: drift }} }}\n    run: [\"{runbook}\"]\n",
+        file = config_file.display()
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    wait_subject(&daemon, "app-config", 20, "the knob as declared", |s| {
+        s["seen"] == "ok"
+    });
+
+    // Claude Code writes the file without the knob, through its hook, as an agent would.
+    let mut call: Value =
+        serde_json::from_slice(&common::daemon::payload("claude/pre-write.json")).unwrap();
+    call["cwd"] = dir.display().to_string().into();
+    call["tool_input"] = serde_json::json!({
+        "file_path": config_file.display().to_string(),
+        "content": "[server]\nport = 80\n",
+    });
+    let decided = common::nightwatch(
+        &["hook", "claude"],
+        call.to_string().as_bytes(),
+        &[("NIGHTWATCH_HOME", home.as_os_str())],
+    );
+    let reply = String::from_utf8_lossy(&decided.stdout);
+    assert!(reply.contains("\"allow\""), "{reply}");
+    std::fs::write(&config_file, "[server]\nport = 80\n").unwrap();
+
+    // Not an hour later: the change itself makes the watcher look (inotify).
+    let found = wait_subject(&daemon, "app-config", 20, "the drift", |s| {
+        s["seen"] == "found"
+    });
+    let summary = found["summary"].as_str().unwrap();
+    assert!(summary.contains("max_connections is missing"), "{summary}");
+    assert!(
+        summary.contains("last touched by agent:claude-code"),
+        "{summary}"
+    );
+
+    // The finding is an alert like any other: its route's runbook ran with it.
+    wait_until(20, "the drift's runbook", || {
+        std::fs::read_to_string(&pages).is_ok_and(|p| p.contains("max_connections is missing"))
+    });
+    let watch = records(&daemon, "event=watch");
+    assert!(
+        watch.iter().any(|r| r["inputs"]["seen"] == "found"
+            && r["inputs"]["touched_by"]["actor"] == "agent:claude-code"),
+        "{watch:#?}"
+    );
+
+    // Put back, it clears: the record says so and the alert resolves.
+    std::fs::write(&config_file, "[server]\nmax_connections = 512\nport = 80\n").unwrap();
+    wait_subject(&daemon, "app-config", 20, "the knob restored", |s| {
+        s["seen"] == "ok"
+    });
+    let resolved = records(&daemon, "event=dispatch");
+    assert!(
+        resolved.iter().any(|r| r["inputs"]["status"] == "resolved"),
+        "{resolved:#?}"
+    );
+    daemon.stop();
+}
+
+#[test]
+fn backups_that_exist_but_stopped_being_refreshed_are_stale_while_an_existence_check_passes() {
+    let dir = scratch("watch", "fresh");
+    let home = dir.join("home");
+    let backups = dir.join("backups");
+    std::fs::create_dir_all(&backups).unwrap();
+    let three_days_ago = std::time::SystemTime::now() - Duration::from_secs(3 * 86_400);
+    for day in 0..14 {
+        let dump = backups.join(format!("db-{day:02}.dump"));
+        std::fs::write(&dump, vec![b'x'; 4096]).unwrap();
+        let file = std::fs::File::options().write(true).open(&dump).unwrap();
+        file.set_modified(three_days_ago - Duration::from_secs(day * 86_400))
+            .unwrap();
+    }
+    let glob = format!("{}/*.dump", backups.display());
+    let config = format!(
+        "watch:\n  watchers:\n    backups-exist:\n      every: 1s\n      command: {{ argv: [sh, -c, \"ls {glob}\"] }}\n    backups-fresh:\n      every: 1s\n      fresh: {{ glob: \"{glob}\", younger_than: 26h, larger_than: 1KiB }}\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let exist = wait_subject(&daemon, "backups-exist", 20, "the existence check", |s| {
+        s["seen"] != Value::Null
+    });
+    assert_eq!(exist["seen"], "ok", "{exist:#}");
+    let stale = wait_subject(&daemon, "backups-fresh", 20, "the freshness check", |s| {
+        s["seen"] != Value::Null
+    });
+    assert_eq!(stale["seen"], "found", "{stale:#}");
+    let summary = stale["summary"].as_str().unwrap();
+    assert!(summary.contains("14"), "{summary}");
+
+    // Found, it is an alert (no route takes it: recorded as such) and a record.
+    let dispatch = records(&daemon, "event=dispatch");
+    assert!(
+        dispatch.iter().any(|r| r["reasons"][0]
+            .as_str()
+            .is_some_and(|s| s.contains("no matching route"))
+            && r["inputs"]["title"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("backups-fresh"))),
+        "{dispatch:#?}"
+    );
+
+    // Tonight's backup lands: fresh again.
+    std::fs::write(backups.join("db-new.dump"), vec![b'x'; 4096]).unwrap();
+    wait_subject(&daemon, "backups-fresh", 20, "fresh again", |s| {
+        s["seen"] == "ok"
+    });
+    daemon.stop();
+}

@@ -175,7 +175,34 @@ fn probe(daemon: &Daemon, spec: &WatcherSpec) -> Vec<Observation> {
 }
 
 /// Names, in a finding about a file, the actor the ledger last saw write it.
-fn attribute(_daemon: &Daemon, _o: &mut Observation) {}
+fn attribute(daemon: &Daemon, o: &mut Observation) {
+    let Some(path) = o.touched.first().cloned() else {
+        return;
+    };
+    match nightwatch_watch::touched::last_touched(daemon.reader(), &path, None) {
+        Ok(Some(toucher)) => {
+            o.summary = format!(
+                "{}; last touched by {} ({}, {}: {})",
+                o.summary,
+                toucher.actor,
+                toucher.record_id,
+                nightwatch_time::rfc3339(toucher.at_ms),
+                clip(&toucher.summary, 120)
+            );
+            let by = json!(toucher);
+            match &mut o.details {
+                serde_json::Value::Object(details) => {
+                    details.insert("touched_by".into(), by);
+                }
+                other => *other = json!({ "found": other.clone(), "touched_by": by }),
+            }
+        }
+        Ok(None) => {
+            o.summary = format!("{}; no record in the ledger wrote {path}", o.summary);
+        }
+        Err(e) => tracing::warn!("cannot look up who last touched {path}: {e}"),
+    }
+}
 
 fn schedule_loop(daemon: &Daemon, jobs: mpsc::Sender<Job>, done: mpsc::Receiver<Done>) {
     let spec = &daemon.config.watch;
