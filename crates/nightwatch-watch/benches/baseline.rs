@@ -80,7 +80,7 @@ impl Mix {
 /// Record `n` of the ledger.
 fn entry(n: u64, mix: &mut Mix) -> Entry {
     let at = NOW - SPAN + (n as i64) * SPAN / RECORDS as i64;
-    let storm = at >= NOW - DAY && n % 10 == 0;
+    let storm = at >= NOW - DAY && n.is_multiple_of(10);
     let (kind, id, tool) = if storm {
         ("robot", "retrier".to_owned(), "deploy")
     } else {
@@ -92,7 +92,7 @@ fn entry(n: u64, mix: &mut Mix) -> Entry {
         let tool = TOOLS[(actor + (mix.next() as usize % tools)) % TOOLS.len()];
         (kind, format!("{kind}-{actor}"), tool)
     };
-    let verdict = if mix.next() % 20 == 0 {
+    let verdict = if mix.next().is_multiple_of(20) {
         "halt"
     } else {
         "allow"
@@ -176,7 +176,7 @@ fn cached_ledger() -> PathBuf {
 
 fn spec() -> BaselineSpec {
     yaml_serde::from_str(
-        "expect:\n  \"robot:robot-2\": 1/day\n  \"script:*\": { backup: 2/day }\n  \"robot:retrier\": 60/h\n\
+        "expect:\n  \"robot:robot-2\": { backup: 1/day }\n  \"script:*\": { backup: 2/day }\n\
          learn: { days: 14, factor: 4, at_least: 20 }\n",
     )
     .expect("the watcher")
