@@ -64,6 +64,7 @@ fn main() {
         local_weekday: jiff::civil::Weekday::Wednesday,
         actor_kind: "agent",
         actor_id: "claude-code",
+        tool: "exec",
         fingerprint: "f00d",
         history: &NoFailures,
     };

@@ -12,7 +12,8 @@
 //! (so policy can read them without this crate's I/O) and are re-exported here. The runners
 //! do the I/O: they
 //! scan `/proc`, walk a glob's directory, call `systemctl`, make an HTTP request, run a program,
-//! or ask the ledger's failure [`History`].
+//! or ask the ledger's [`History`] (failures for the circuit breaker, allowed actions for the
+//! rate).
 //!
 //! One invariant runs through all of it: **a check that cannot tell is not a pass.** A probe
 //! that errors, cannot start or overruns its timeout yields [`Outcome::Unknown`], and its effect
@@ -39,6 +40,8 @@
 //!     maintenance_window: { outside: ["Sat 02:00-06:00", "Sun 02:00-06:00"] }
 //!   retry-storm:
 //!     circuit_breaker: { failures: 5, within: 10m }
+//!   once-a-day:                 # the same actor allowed the same tool this often already
+//!     rate: { max: 1, within: 1d }
 //! ```
 
 mod child;
@@ -61,7 +64,8 @@ pub use run::run_checks;
 pub use spec::{
     CheckKind, CheckSpec, CircuitBreakerCheck, CommandCheck, DEFAULT_TIMEOUT, ExitMatch, HttpCheck,
     LockFileCheck, MAX_SPAN, MAX_TIMEOUT, PathGlob, Pattern, ProcessCheck, ProcessPattern,
-    SpecError, SystemdUnitCheck, Window, WindowCheck, WindowError, WindowMode, parse_duration,
+    RateCheck, SpecError, SystemdUnitCheck, Window, WindowCheck, WindowError, WindowMode,
+    parse_duration,
 };
 pub use systemd::{active_state, show_property};
 
@@ -78,12 +82,14 @@ pub struct Probe<'a> {
     pub local_weekday: Weekday,
     pub actor_kind: &'a str,
     pub actor_id: &'a str,
+    /// The tool's name (`exec`, `backup`, ...), which the rate counts by.
+    pub tool: &'a str,
     /// The action's identity for the circuit breaker: see [`fingerprint`].
     pub fingerprint: &'a str,
     pub history: &'a dyn History,
 }
 
-/// Past failures, as the ledger remembers them. A trait so checks need no store and tests need
+/// Past actions, as the ledger remembers them. A trait so checks need no store and tests need
 /// no database.
 pub trait History {
     /// How many times this actor's action with this fingerprint failed at or after `since_ms`.
@@ -94,6 +100,19 @@ pub trait History {
         fingerprint: &str,
         since_ms: i64,
     ) -> Result<u32, String>;
+
+    /// How many decisions allowed this actor's `tool` at or after `since_ms` (the rate check).
+    /// A history that cannot count them says so, and the check holds the action.
+    fn allowed_since(
+        &self,
+        actor_kind: &str,
+        actor_id: &str,
+        tool: &str,
+        since_ms: i64,
+    ) -> Result<u32, String> {
+        let _ = (actor_kind, actor_id, tool, since_ms);
+        Err("this history does not count allowed actions".to_owned())
+    }
 }
 
 /// What one check found, as the ledger records it.

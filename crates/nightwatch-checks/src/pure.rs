@@ -1,6 +1,7 @@
-//! The checks that need nothing but the probe: maintenance windows and the circuit breaker.
+//! The checks that need nothing but the probe: maintenance windows, the circuit breaker and
+//! the rate.
 
-use crate::spec::{CheckKind, CircuitBreakerCheck, WindowCheck, WindowMode};
+use crate::spec::{CheckKind, CircuitBreakerCheck, RateCheck, WindowCheck, WindowMode};
 use crate::{Outcome, Probe, human_ms, span_ms};
 use jiff::civil::Weekday;
 
@@ -8,6 +9,7 @@ pub(crate) fn run(kind: &CheckKind, probe: &Probe) -> Outcome {
     match kind {
         CheckKind::MaintenanceWindow(c) => window(c, probe),
         CheckKind::CircuitBreaker(c) => breaker(c, probe),
+        CheckKind::Rate(c) => rate(c, probe),
         // Not reached: the runner sends every other kind to a thread. Unknown keeps it total.
         other => Outcome::unknown(format!("{} is not a pure check", other.name())),
     }
@@ -63,6 +65,25 @@ fn breaker(check: &CircuitBreakerCheck, probe: &Probe) -> Outcome {
         Ok(n) => Outcome::clear(format!(
             "{n} failures in the last {within} (limit {})",
             check.failures
+        )),
+    }
+}
+
+fn rate(check: &RateCheck, probe: &Probe) -> Outcome {
+    let since = probe.now_ms.saturating_sub(span_ms(check.within));
+    let within = human_ms(u64::try_from(span_ms(check.within)).unwrap_or(u64::MAX));
+    match probe
+        .history
+        .allowed_since(probe.actor_kind, probe.actor_id, probe.tool, since)
+    {
+        Err(e) => Outcome::unknown(format!("could not count past actions: {e}")),
+        Ok(n) if n >= check.max => Outcome::matched(format!(
+            "{} {} was already allowed {} {n} times in the last {within} (at most {})",
+            probe.actor_kind, probe.actor_id, probe.tool, check.max
+        )),
+        Ok(n) => Outcome::clear(format!(
+            "{n} allowed {} in the last {within} (at most {})",
+            probe.tool, check.max
         )),
     }
 }

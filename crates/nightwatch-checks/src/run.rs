@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 /// their own detached thread, so a probe stuck in the kernel (a hung NFS mount, a process whose
 /// memory map is locked) cannot hold the action past the check's timeout: at the deadline the
 /// check is reported `Unknown` and its thread is left to finish on its own. The pure checks
-/// (maintenance_window, circuit_breaker) run on the calling thread meanwhile; a circuit breaker
-/// whose history answers after its timeout is still reported `Unknown`.
+/// (maintenance_window, circuit_breaker, rate) run on the calling thread meanwhile; a circuit
+/// breaker or rate whose history answers after its timeout is still reported `Unknown`.
 pub fn run_checks(checks: &[(&str, &CheckSpec)], probe: &Probe) -> Vec<Finding> {
     let start = Instant::now();
     let (tx, rx) = mpsc::channel::<(usize, Outcome)>();
@@ -165,14 +165,16 @@ impl Job {
             CheckKind::SystemdUnit(c) => Job::SystemdUnit(c.clone()),
             CheckKind::Http(c) => Job::Http(c.clone()),
             CheckKind::Command(c) => Job::Command(c.clone()),
-            CheckKind::MaintenanceWindow(_) | CheckKind::CircuitBreaker(_) => return None,
+            CheckKind::MaintenanceWindow(_) | CheckKind::CircuitBreaker(_) | CheckKind::Rate(_) => {
+                return None;
+            }
         })
     }
 
     fn is_io(kind: &CheckKind) -> bool {
         !matches!(
             kind,
-            CheckKind::MaintenanceWindow(_) | CheckKind::CircuitBreaker(_)
+            CheckKind::MaintenanceWindow(_) | CheckKind::CircuitBreaker(_) | CheckKind::Rate(_)
         )
     }
 

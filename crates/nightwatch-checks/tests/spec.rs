@@ -135,6 +135,8 @@ fn other_accepted_forms() {
         "maintenance_window: { outside: [\"00:00-24:00\", \"Sat-Sun\", \"fri-mon 23:30-0:30\", \"Mon,Wed 12:00-13:00\"] }",
         "circuit_breaker: { failures: 1, within: 1s }",
         "circuit_breaker: { failures: 3, within: 2 hours }\ntimeout: 60s",
+        "rate: { max: 1, within: 1d }",
+        "rate: { max: 60, within: 1h }\non_match: deny",
     ];
     for body in accepted {
         if let Err(e) = parse_one(body) {
@@ -204,6 +206,19 @@ fn hostile_values_are_rejected_with_a_reason() {
             "expected u32",
         ),
         ("circuit_breaker: { failures: 5 }", "missing field `within`"),
+        ("rate: { max: 0, within: 1d }", "between 1 and 1000000"),
+        (
+            "rate: { max: 2000000, within: 1d }",
+            "between 1 and 1000000",
+        ),
+        ("rate: { max: 1, within: 0s }", "longer than zero"),
+        ("rate: { max: 1, within: 400d }", "longer than a year"),
+        ("rate: { max: 1 }", "missing field `within`"),
+        (
+            "rate: { max: 1, within: 1d, tool: x }",
+            "unknown field `tool`",
+        ),
+        ("rate: 1/day", "struct RawRate"),
         // process.
         (
             "process: { min_age: 1m }",

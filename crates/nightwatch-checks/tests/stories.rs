@@ -133,6 +133,99 @@ fn circuit_breaker_trips_at_its_threshold() {
     }
 }
 
+/// Remembers the rate questions it was asked, answers a fixed count of allowed actions.
+struct AllowedHistory {
+    answer: Result<u32, String>,
+    asked: RefCell<Vec<(String, String, String, i64)>>,
+}
+
+impl History for AllowedHistory {
+    fn failures_since(&self, _: &str, _: &str, _: &str, _: i64) -> Result<u32, String> {
+        Ok(0)
+    }
+
+    fn allowed_since(
+        &self,
+        kind: &str,
+        id: &str,
+        tool: &str,
+        since_ms: i64,
+    ) -> Result<u32, String> {
+        self.asked
+            .borrow_mut()
+            .push((kind.into(), id.into(), tool.into(), since_ms));
+        self.answer.clone()
+    }
+}
+
+/// Seed 000's backup job: `rate: { max: 1, within: 1d }` lets the first backup of the day
+/// through and halts the second, counted per actor and tool.
+#[test]
+fn rate_halts_the_second_backup_of_the_day() {
+    let check = spec("rate: { max: 1, within: 1d }\non_match: halt");
+    let cases: [(Result<u32, String>, &str); 5] = [
+        (Ok(0), "clear"),
+        (Ok(1), "matched"),
+        (Ok(45), "matched"),
+        (Ok(u32::MAX), "matched"),
+        (Err("ledger is locked".into()), "unknown"),
+    ];
+    for (answer, expect) in cases {
+        let history = AllowedHistory {
+            answer: answer.clone(),
+            asked: RefCell::new(Vec::new()),
+        };
+        let probe = Probe {
+            actor_kind: "robot",
+            actor_id: "backup-job",
+            tool: "backup",
+            ..probe_at(1_000_000_000_000, &history)
+        };
+        let finding = run_checks(&[("once-a-day", &check)], &probe)
+            .pop()
+            .expect("finding");
+        let got = match &finding.outcome {
+            Outcome::Matched { detail } => {
+                assert!(detail.contains("robot backup-job"), "{detail}");
+                "matched"
+            }
+            Outcome::Clear { .. } => "clear",
+            Outcome::Unknown { reason } => {
+                assert!(reason.contains("ledger is locked"), "{reason}");
+                "unknown"
+            }
+        };
+        assert_eq!(got, expect, "{answer:?}: {finding:?}");
+        assert_eq!(
+            finding.effect,
+            (expect != "clear").then_some(Verdict::Halt),
+            "{finding:?}"
+        );
+        assert_eq!(
+            history.asked.borrow().as_slice(),
+            [(
+                "robot".to_owned(),
+                "backup-job".to_owned(),
+                "backup".to_owned(),
+                1_000_000_000_000 - 86_400_000
+            )]
+        );
+    }
+}
+
+/// A history that cannot count allowed actions (one written before the rate existed) holds
+/// the action: a check that cannot tell is not a pass.
+#[test]
+fn rate_without_a_count_holds_the_action() {
+    let check = spec("rate: { max: 5, within: 1h }\non_match: deny");
+    let probe = probe_at(now_ms(), &NO_FAILURES);
+    let finding = run_checks(&[("rate", &check)], &probe)
+        .pop()
+        .expect("finding");
+    assert!(finding.outcome.is_unknown(), "{finding:?}");
+    assert_eq!(finding.effect, Some(Verdict::Deny));
+}
+
 /// A history that takes its time: the breaker runs on the caller's thread, so it is judged
 /// after the fact.
 struct SlowHistory;

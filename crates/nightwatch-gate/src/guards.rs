@@ -16,6 +16,8 @@ use std::sync::{Arc, OnceLock};
 pub struct CheckSubject<'a> {
     pub actor_kind: &'a str,
     pub actor_id: &'a str,
+    /// The tool's name, which the rate check counts by.
+    pub tool: &'a str,
     /// The action's identity: [`nightwatch_checks::fingerprint`] of its tool and inputs.
     pub fingerprint: &'a str,
     pub now_ms: i64,
@@ -113,6 +115,7 @@ impl Guards for LiveGuards {
             local_weekday: subject.local_weekday,
             actor_kind: subject.actor_kind,
             actor_id: subject.actor_id,
+            tool: subject.tool,
             fingerprint: subject.fingerprint,
             history,
         };
@@ -130,9 +133,10 @@ impl Guards for LiveGuards {
     }
 }
 
-/// Failures as the ledger remembers them: results of the same actor whose action has the same
-/// fingerprint (the one stored with the result, taken before redaction) and whose exit code
-/// was not 0.
+/// Past actions as the ledger remembers them. Failures: results of the same actor whose action
+/// has the same fingerprint (the one stored with the result, taken before redaction) and whose
+/// exit code was not 0. Allowed actions: the same actor's decisions of the same tool whose
+/// verdict was allow.
 pub struct LedgerHistory<'a> {
     pub ledger: &'a dyn LedgerReader,
 }
@@ -165,5 +169,32 @@ impl History for LedgerHistory<'_> {
             .filter(|r| crate::fingerprint_of(r) == fingerprint)
             .count();
         Ok(u32::try_from(failed).unwrap_or(u32::MAX))
+    }
+
+    fn allowed_since(
+        &self,
+        actor_kind: &str,
+        actor_id: &str,
+        tool: &str,
+        since_ms: i64,
+    ) -> Result<u32, String> {
+        // The store narrows by time, actor, tool, verdict and event; only the actor's kind is
+        // compared here (the filter's actor matches a kind or an id).
+        let allowed = self
+            .ledger
+            .query(&Filter {
+                since_ms: Some(since_ms),
+                actor: Some(actor_id.to_owned()),
+                tool: Some(tool.to_owned()),
+                verdict: Some(nightwatch_core::Verdict::Allow.as_str().to_owned()),
+                event: Some(event::DECISION.to_owned()),
+                ..Filter::default()
+            })
+            .map_err(|e| format!("cannot read past decisions from the ledger: {e}"))?;
+        let count = allowed
+            .iter()
+            .filter(|r| r.actor.kind == actor_kind && r.actor.id == actor_id)
+            .count();
+        Ok(u32::try_from(count).unwrap_or(u32::MAX))
     }
 }

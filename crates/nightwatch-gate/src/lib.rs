@@ -255,10 +255,12 @@ impl<'a> Gate<'a> {
             .filter_map(|id| declared.get(id).map(|spec| (id.as_str(), spec)))
             .collect();
         let kind = action.actor.kind.as_str();
+        let tool = action.tool.name();
         let (local_minute_of_day, local_weekday) = local_time(now_ms, zone);
         let subject = CheckSubject {
             actor_kind: kind,
             actor_id: &action.actor.id,
+            tool: &tool,
             fingerprint,
             now_ms,
             local_minute_of_day,

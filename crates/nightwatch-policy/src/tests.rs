@@ -766,8 +766,8 @@ fn bad_policies_are_refused_at_their_line_and_column() {
         ),
         (
             "unknown actor kind",
-            "rules:\n  - id: a\n    verdict: deny\n    actor: { kind: robot }\n",
-            "4:20: unknown actor kind \"robot\"",
+            "rules:\n  - id: a\n    verdict: deny\n    actor: { kind: droid }\n",
+            "4:20: unknown actor kind \"droid\"",
         ),
         (
             "missing verdict",

@@ -65,6 +65,15 @@ pub struct Config {
     /// Watchers, scheduled jobs and the heartbeat (`watch:`). Each job is also a route
     /// (`job:NAME`, first in `routes`), so its slots run through the queue and the gate.
     pub watch: nightwatch_watch::WatchSpec,
+    /// The robots' event API (`robots:`, see [`crate::robots`]); `None`: it is off.
+    pub robots: Option<Robots>,
+}
+
+/// Robots reporting their actions (`POST /api/robots/{robot}/actions`).
+#[derive(Clone, Debug)]
+pub struct Robots {
+    /// `None` only when the daemon listens on loopback.
+    pub auth: Option<Auth>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -222,6 +231,7 @@ struct File {
     idle: nightwatch_idle::IdleFile,
     #[serde(default)]
     watch: nightwatch_watch::WatchFile,
+    robots: Option<FileSource>,
 }
 
 #[derive(Deserialize, Default)]
@@ -657,6 +667,19 @@ impl Config {
                 app.name
             )));
         }
+        let robots = match file.robots {
+            None => None,
+            Some(r) => {
+                let auth = auth("robots", r.auth)?;
+                // Robots' reports decide actions: never open beyond this host without a secret.
+                if auth.is_none() && !listen.ip().is_loopback() {
+                    return Err(invalid(format!(
+                        "robots: the daemon listens on {listen}, beyond this host; give robots.auth (e.g. {{ bearer_env: NIGHTWATCH_ROBOTS_TOKEN }})"
+                    )));
+                }
+                Some(Robots { auth })
+            }
+        };
         let max_connections = file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
         if max_connections == 0 {
             return Err(invalid("max_connections must be at least 1".into()));
@@ -703,6 +726,7 @@ impl Config {
             janitor_singleton,
             idle,
             watch,
+            robots,
         };
         // After every secret was looked up (none stands in for a real one past this point).
         let unset = unset.take();

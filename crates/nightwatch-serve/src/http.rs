@@ -307,6 +307,8 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
     let (hooks, _) = hooks().split_for_parts();
     let (probes, _) = probes().split_for_parts();
     let (idle_auth, _) = crate::idle::http::auth_routes().split_for_parts();
+    // The robots' reports carry their own secret (robots.auth), like the hooks.
+    let (robots, _) = crate::robots::routes().split_for_parts();
     let (reads, _) = reads().split_for_parts();
     // What the readers' secret guards: everything but the hooks (each source has its own
     // secret) and the probes an orchestrator sends without one.
@@ -320,6 +322,7 @@ pub fn router(daemon: Arc<Daemon>) -> Router {
         .merge(hooks)
         .merge(probes)
         .merge(idle_auth)
+        .merge(robots)
         .merge(read)
         .layer(middleware::from_fn_with_state(daemon.clone(), count))
         .with_state(daemon)
@@ -333,6 +336,7 @@ pub fn documented_routes() -> OpenApiRouter<Arc<Daemon>> {
     hooks()
         .merge(probes())
         .merge(crate::idle::http::auth_routes())
+        .merge(crate::robots::routes())
         .merge(reads())
 }
 
@@ -619,7 +623,7 @@ async fn intake(
 }
 
 /// True when reading the body stopped at the size limit (the error's chain says so).
-fn is_length_limit(e: &axum::Error) -> bool {
+pub(crate) fn is_length_limit(e: &axum::Error) -> bool {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(c) = cause {
         if c.to_string().contains("length limit") {
@@ -639,7 +643,7 @@ fn page_before<T, K: Default>(page: &[T], size: usize, key: impl Fn(&T) -> K) ->
     }
 }
 
-fn admitted(auth: &Auth, headers: &HeaderMap) -> bool {
+pub(crate) fn admitted(auth: &Auth, headers: &HeaderMap) -> bool {
     auth.admits(&|name: &str| {
         headers
             .get(name)

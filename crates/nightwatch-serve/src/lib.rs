@@ -31,6 +31,7 @@ pub mod idle;
 pub mod inbox;
 pub mod metrics;
 pub mod process;
+pub mod robots;
 pub mod route;
 pub mod runner;
 pub mod singleton;

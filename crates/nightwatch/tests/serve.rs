@@ -770,6 +770,7 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         "request_timeout: 2s\nmax_body_bytes: 65536\nreaders: {{ auth: {{ bearer: r34d }} }}\n\
          sources:\n  alertmanager: {{ auth: {{ bearer: am-secret }} }}\n  generic:\n    grafana:\n      \
          mapping: {{ identity: /ruleId, status: /state, title: /title }}\n\
+         robots: {{ auth: {{ bearer: r0b0t }} }}\n\
          queue: {{ lease: 5s, backoff_base: 200ms }}\nroutes:\n  - id: disk\n    \
          when: {{ source: alertmanager, labels: {{ alertname: HostDiskFilling }} }}\n    run: [\"{runbook}\"]\n"
     );
@@ -1013,6 +1014,26 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         );
         assert_eq!(reply.status, 404, "{method}: {}", reply.text());
     }
+
+    // A robot reports an action: decided (the built-in rule allows robots), refused without
+    // its secret or with a body that is no report.
+    let robot = [
+        ("Authorization", "Bearer r0b0t"),
+        ("Content-Type", "application/json"),
+    ];
+    let path = "/api/robots/{robot}/actions";
+    let concrete = "/api/robots/backup-job/actions";
+    let reported = call(
+        "post",
+        path,
+        concrete,
+        &robot,
+        br#"{"action":"backup","target":"db1"}"#,
+    );
+    assert_eq!(reported.status, 200, "{}", reported.text());
+    assert_eq!(reported.json()["verdict"], "allow", "{}", reported.text());
+    assert_eq!(call("post", path, concrete, &json_body, b"{}").status, 401);
+    assert_eq!(call("post", path, concrete, &robot, b"[]").status, 400);
 
     let untried: Vec<_> = contract
         .operations()

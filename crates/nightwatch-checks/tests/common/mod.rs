@@ -37,6 +37,7 @@ pub fn probe_at(now_ms: i64, history: &dyn History) -> Probe<'_> {
         local_weekday: jiff::civil::Weekday::Wednesday,
         actor_kind: "agent",
         actor_id: "claude-code",
+        tool: "exec",
         fingerprint: "f00d",
         history,
     }

@@ -551,3 +551,34 @@ impl IntakeReply {
         }
     }
 }
+
+/// What a robot reports it is about to do (`POST /api/robots/{robot}/actions`).
+#[derive(Clone, Debug, serde::Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RobotAction {
+    /// The action, the tool name policy judges and rate checks count by: `backup`, `retry`,
+    /// `rebuild_host`. 1-64 of `a-z`, `0-9`, `_`, `-`, `.`; not one of the agents' tools
+    /// (`exec`, `read`, `write`, `edit`, `fetch`, `mcp__*`).
+    pub action: String,
+    /// What it acts on (`db1`, a host, a path), recorded with the decision.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// Anything else worth recording (a JSON object).
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<Value>,
+}
+
+/// The verdict on a robot's action, which the robot must obey: only `allow` lets it act.
+#[derive(Clone, Debug, Serialize, ToSchema)]
+pub struct RobotVerdict {
+    /// `allow`, `ask`, `halt` or `deny`.
+    pub verdict: String,
+    /// The policy rule that decided.
+    #[schema(required = true)]
+    pub rule: Option<String>,
+    /// Why, in a sentence (a check that matched says so here).
+    pub reason: String,
+    /// The decision's record in the ledger (`r42`).
+    pub record: String,
+}

@@ -29,6 +29,8 @@ pub enum SpecError {
     MatchOn(String),
     #[error("failures must be between 1 and 1000000, not {0}")]
     Failures(u32),
+    #[error("a rate's max must be between 1 and 1000000, not {0}")]
+    RateMax(u32),
     #[error("a window list must not be empty")]
     NoWindows,
     #[error(
@@ -48,7 +50,7 @@ pub enum SpecError {
     )]
     TwoKinds { first: &'static str, second: String },
     #[error(
-        "a check needs a kind: one of process, lock_file, systemd_unit, http, command, maintenance_window or circuit_breaker"
+        "a check needs a kind: one of process, lock_file, systemd_unit, http, command, maintenance_window, circuit_breaker or rate"
     )]
     NoKind,
     #[error(transparent)]

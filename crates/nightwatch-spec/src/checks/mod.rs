@@ -44,6 +44,7 @@ pub enum CheckKind {
     Command(CommandCheck),
     MaintenanceWindow(WindowCheck),
     CircuitBreaker(CircuitBreakerCheck),
+    Rate(RateCheck),
 }
 
 impl CheckKind {
@@ -57,6 +58,7 @@ impl CheckKind {
             CheckKind::Command(_) => "command",
             CheckKind::MaintenanceWindow(_) => "maintenance_window",
             CheckKind::CircuitBreaker(_) => "circuit_breaker",
+            CheckKind::Rate(_) => "rate",
         }
     }
 }
@@ -144,6 +146,16 @@ pub enum WindowMode {
 #[derive(Clone, Debug)]
 pub struct CircuitBreakerCheck {
     pub failures: u32,
+    pub within: Duration,
+}
+
+/// The same actor has already been allowed the same tool at least `max` times within
+/// `within`: the breaker that halts a runaway robot (a backup job firing 46 times a day where
+/// once is right). Counted per actor (kind and id) and tool, whatever the inputs, so a robot
+/// cannot slip past it by varying its target or details.
+#[derive(Clone, Debug)]
+pub struct RateCheck {
+    pub max: u32,
     pub within: Duration,
 }
 
@@ -535,6 +547,15 @@ fn failures<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
     }
 }
 
+fn max_actions<'de, D: Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    let n = u32::deserialize(d)?;
+    if (1..=1_000_000).contains(&n) {
+        Ok(n)
+    } else {
+        Err(de::Error::custom(SpecError::RateMax(n)))
+    }
+}
+
 fn windows<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<Window>>, D::Error> {
     let list = Vec::<Window>::deserialize(d)?;
     if list.is_empty() {
@@ -719,6 +740,25 @@ impl<'de> Deserialize<'de> for CircuitBreakerCheck {
     }
 }
 
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRate {
+    #[serde(deserialize_with = "max_actions")]
+    max: u32,
+    #[serde(deserialize_with = "span")]
+    within: Duration,
+}
+
+impl<'de> Deserialize<'de> for RateCheck {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<RateCheck, D::Error> {
+        let raw = RawRate::deserialize(d)?;
+        Ok(RateCheck {
+            max: raw.max,
+            within: raw.within,
+        })
+    }
+}
+
 /// Every key a check may have: the common ones, then one per kind.
 const FIELDS: &[&str] = &[
     "on_match",
@@ -731,6 +771,7 @@ const FIELDS: &[&str] = &[
     "command",
     "maintenance_window",
     "circuit_breaker",
+    "rate",
 ];
 
 /// Wraps a value deserializer in [`timeout`], for `next_value_seed`.
@@ -750,7 +791,7 @@ impl<'de> Deserialize<'de> for CheckSpec {
             type Value = CheckSpec;
 
             fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a check: one of process, lock_file, systemd_unit, http, command, maintenance_window or circuit_breaker, with optional on_match, message and timeout")
+                f.write_str("a check: one of process, lock_file, systemd_unit, http, command, maintenance_window, circuit_breaker or rate, with optional on_match, message and timeout")
             }
 
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CheckSpec, A::Error> {
@@ -779,7 +820,7 @@ impl<'de> Deserialize<'de> for CheckSpec {
                             timeout = Some(map.next_value_seed(Timeout)?);
                         }
                         name @ ("process" | "lock_file" | "systemd_unit" | "http" | "command"
-                        | "maintenance_window" | "circuit_breaker") => {
+                        | "maintenance_window" | "circuit_breaker" | "rate") => {
                             if let Some(first) = &kind {
                                 return Err(de::Error::custom(SpecError::TwoKinds {
                                     first: first.name(),
@@ -795,7 +836,8 @@ impl<'de> Deserialize<'de> for CheckSpec {
                                 "maintenance_window" => {
                                     CheckKind::MaintenanceWindow(map.next_value()?)
                                 }
-                                _ => CheckKind::CircuitBreaker(map.next_value()?),
+                                "circuit_breaker" => CheckKind::CircuitBreaker(map.next_value()?),
+                                _ => CheckKind::Rate(map.next_value()?),
                             });
                         }
                         other => return Err(de::Error::unknown_field(other, FIELDS)),
