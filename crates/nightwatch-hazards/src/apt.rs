@@ -14,8 +14,11 @@
 //! Names are case-insensitive (APT compares them so) and kept lowercased here; a later
 //! assignment replaces an earlier one. `#include` is noted, not followed (this parser reads
 //! no file). A file APT would refuse is refused here with its line: APT then refuses to run
-//! at all, so a caller cannot tell what would happen. No recursion, and nesting is bounded,
-//! so no input makes it panic or grow without bound.
+//! at all, so a caller cannot tell what would happen. What APT lets pass passes: several
+//! quoted words make one value (`"a" "b"` is `a b`), blocks still open at the end of a file
+//! are closed by it, a `}` that closes nothing is passed over (`tests/apt_oracle.rs` holds
+//! this parser to `apt-config dump`). No recursion, and nesting is bounded (deeper than
+//! APT's own limit is refused here), so no input makes it panic or grow without bound.
 
 use std::collections::BTreeMap;
 
@@ -51,221 +54,294 @@ pub enum Statement {
     Include { path: String },
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Token {
-    Word(String),
-    Open,
-    Close,
-    Semi,
+/// C's `isspace`: what APT trims and splits words on.
+fn c_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')
 }
 
-/// Splits text into words and `{`, `}`, `;`, dropping comments. A word may mix plain and
-/// quoted parts (`Foo"bar baz"` is `Foobar baz`), as APT's reader does.
-fn tokens(text: &str) -> Result<Vec<(Token, usize)>, SyntaxError> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut line = 1;
+/// Whether `at` is inside quotes: an odd number of them before it on the line.
+fn quoted_at(line: &str, at: usize) -> bool {
+    !line[..at].matches('"').count().is_multiple_of(2)
+}
+
+/// Drops a `//` or `#` comment: the first one with an even number of quotes before it.
+/// `#clear`, `#include` and `#x-apt-configure-index` are directives, not comments.
+fn without_line_comment(mut line: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = line[from..].find("//").map(|p| p + from) {
+        if !quoted_at(line, at) {
+            line = &line[..at];
+            break;
+        }
+        from = at + 1;
+    }
+    let mut from = 0;
+    while let Some(at) = line[from..].find('#').map(|p| p + from) {
+        let directive = ["clear", "include", "x-apt-configure-index"]
+            .iter()
+            .any(|d| line[at + 1..].starts_with(d));
+        if !quoted_at(line, at) && !directive {
+            line = &line[..at];
+            break;
+        }
+        from = at + 1;
+    }
+    line
+}
+
+/// Drops `/* ... */` comments from a line; one left open swallows the lines up to its `*/`.
+fn without_block_comments(mut line: &str, in_comment: &mut bool) -> String {
+    let mut fragment = String::new();
+    let mut from = 0;
+    while let Some(at) = line[from..].find("/*").map(|p| p + from) {
+        if quoted_at(line, at) {
+            from = at + 2;
+            continue;
+        }
+        fragment.push_str(&line[..at]);
+        match line[at + 2..].find("*/") {
+            Some(end) => {
+                line = &line[at + 2 + end + 2..];
+                from = 0;
+            }
+            None => {
+                *in_comment = true;
+                return fragment;
+            }
+        }
+    }
+    fragment.push_str(line);
+    fragment
+}
+
+/// One word as APT's `ParseQuoteWord` reads it: up to unquoted whitespace, quotes (and
+/// `[...]`) grouping, quotes removed, `%xx` decoded; and the text after it. `None` when
+/// there is no word or a quote is not closed.
+fn quote_word(text: &str) -> Option<(String, &str)> {
+    let text = text.trim_start_matches(' ');
+    if text.is_empty() {
+        return None;
+    }
+    let bytes = text.as_bytes();
+    let mut end = 0;
+    while end < bytes.len() && !c_space(char::from(bytes[end])) {
+        for (open, close) in [(b'"', b'"'), (b'[', b']')] {
+            if bytes[end] == open {
+                end += 1 + bytes[end + 1..].iter().position(|b| *b == close)?;
+            }
+        }
+        end += 1;
+    }
+    let end = end.min(bytes.len());
+    let mut word = Vec::new();
     let mut i = 0;
-    let mut word: Option<(String, usize)> = None;
-    let end_word = |word: &mut Option<(String, usize)>, out: &mut Vec<(Token, usize)>| {
-        if let Some((w, at)) = word.take() {
-            out.push((Token::Word(w), at));
-        }
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match c {
-            '\n' => {
-                end_word(&mut word, &mut out);
-                line += 1;
-                i += 1;
+    while i < end {
+        let hex = (bytes[i] == b'%' && i + 2 < end)
+            .then(|| std::str::from_utf8(&bytes[i + 1..i + 3]).ok())
+            .flatten()
+            .filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match hex {
+            Some(b) => {
+                word.push(b);
+                i += 3;
             }
-            '/' if next == Some('/') => {
-                end_word(&mut word, &mut out);
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
+            None => {
+                if bytes[i] != b'"' {
+                    word.push(bytes[i]);
                 }
-            }
-            '/' if next == Some('*') => {
-                end_word(&mut word, &mut out);
-                i += 2;
-                // An unterminated comment runs to the end, as in APT.
-                while i < chars.len() && !(chars[i] == '*' && chars.get(i + 1) == Some(&'/')) {
-                    if chars[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-                i += 2;
-            }
-            '#' if !starts_directive(&chars[i..]) => {
-                end_word(&mut word, &mut out);
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '"' => {
-                let start = line;
-                i += 1;
-                let mut quoted = String::new();
-                loop {
-                    match chars.get(i) {
-                        None => return Err(refuse(start, "a quote is not closed")),
-                        Some('"') => break,
-                        Some('\n') => {
-                            return Err(refuse(start, "a quote is not closed on its line"));
-                        }
-                        Some(&q) => quoted.push(q),
-                    }
-                    i += 1;
-                }
-                i += 1;
-                word.get_or_insert_with(|| (String::new(), start))
-                    .0
-                    .push_str(&quoted);
-            }
-            '{' | '}' | ';' => {
-                end_word(&mut word, &mut out);
-                let token = match c {
-                    '{' => Token::Open,
-                    '}' => Token::Close,
-                    _ => Token::Semi,
-                };
-                out.push((token, line));
-                i += 1;
-            }
-            c if c.is_whitespace() => {
-                end_word(&mut word, &mut out);
-                i += 1;
-            }
-            c => {
-                word.get_or_insert_with(|| (String::new(), line)).0.push(c);
                 i += 1;
             }
         }
     }
-    end_word(&mut word, &mut out);
-    Ok(out)
+    let rest = text[end..].trim_start_matches(c_space);
+    Some((String::from_utf8_lossy(&word).into_owned(), rest))
 }
 
-/// `#clear` and `#include` are directives, every other `#` starts a comment.
-fn starts_directive(rest: &[char]) -> bool {
-    let is = |word: &str| {
-        let n = word.chars().count();
-        rest.len() >= n
-            && rest[..n].iter().copied().eq(word.chars())
-            && rest.get(n).is_none_or(|c| c.is_whitespace() || *c == '"')
-    };
-    is("#clear") || is("#include")
-}
-
-fn join(scope: &str, tag: &str) -> String {
-    let tag = tag.to_lowercase();
-    if scope.is_empty() {
-        tag
-    } else if tag.is_empty() {
-        scope.to_owned()
-    } else {
-        format!("{scope}::{tag}")
+/// A value as APT's `ParseCWord` reads one: quoted strings only, the whitespace between
+/// them a single space (`"a"  "b"` is `a b`). `None` for anything else.
+fn c_word(text: &str) -> Option<String> {
+    let trimmed = text.trim_start_matches(' ');
+    if trimmed.is_empty() || text.len() >= 1024 {
+        return None;
     }
+    let mut word = String::new();
+    let mut chars = trimmed.chars().peekable();
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        if c == '"' {
+            loop {
+                match chars.next() {
+                    None => return None,
+                    Some('"') => break,
+                    Some(q) => word.push(q),
+                }
+            }
+            previous = Some('"');
+            continue;
+        }
+        if !c_space(c) {
+            return None;
+        }
+        if !previous.is_some_and(c_space) {
+            word.push(' ');
+        }
+        previous = Some(c);
+    }
+    Some(word)
 }
 
-/// The statements of one file, in order.
+/// The statements of one file, in order, read as APT's `ReadConfigFile` reads them: line
+/// by line, comments dropped first, then everything up to each unquoted `{`, `;` or `}`
+/// (across lines) is one statement.
 pub fn parse(text: &str) -> Result<Vec<Statement>, SyntaxError> {
     let mut out = Vec::new();
-    let mut scopes: Vec<String> = Vec::new();
-    let mut words: Vec<String> = Vec::new();
-    let mut line = 1;
-    for (token, at) in tokens(text)? {
-        line = at;
-        let scope = scopes.last().map(String::as_str).unwrap_or("");
-        match token {
-            Token::Word(w) => words.push(w),
-            Token::Semi => {
-                statement(scope, std::mem::take(&mut words), at, &mut out)?;
-            }
-            Token::Close => {
-                // `Name "value" }` ends the statement and the block, as in APT.
-                statement(scope, std::mem::take(&mut words), at, &mut out)?;
-                if scopes.pop().is_none() {
-                    return Err(refuse(at, "'}' closes no block"));
+    let mut reader = Reader::default();
+    let mut pending = String::new();
+    let mut in_comment = false;
+    let mut line_no = 0;
+    for raw in text.split('\n') {
+        line_no += 1;
+        let expanded = raw.replace('\t', "        ");
+        let mut line = expanded.trim_matches(c_space);
+        if in_comment {
+            match line.find("*/") {
+                Some(end) => {
+                    line = &line[end + 2..];
+                    in_comment = false;
                 }
-            }
-            Token::Open => {
-                let mut taken = std::mem::take(&mut words).into_iter();
-                let (Some(tag), value, None) = (taken.next(), taken.next(), taken.next()) else {
-                    return Err(refuse(
-                        at,
-                        "a block starts with its name and at most one value",
-                    ));
-                };
-                if tag.starts_with('#') {
-                    return Err(refuse(at, format!("{tag} does not open a block")));
-                }
-                if scopes.len() >= MAX_DEPTH {
-                    return Err(refuse(at, format!("blocks nest deeper than {MAX_DEPTH}")));
-                }
-                let key = join(scope, tag.trim_end_matches("::"));
-                if let Some(value) = value {
-                    out.push(Statement::Set {
-                        key: key.clone(),
-                        value,
-                    });
-                }
-                scopes.push(key);
+                None => continue,
             }
         }
+        let fragment = without_block_comments(without_line_comment(line), &mut in_comment);
+        let mut in_quote = false;
+        let mut start = 0;
+        for (i, c) in fragment.char_indices() {
+            if c == '"' {
+                in_quote = !in_quote;
+            }
+            if in_quote || !matches!(c, '{' | ';' | '}') {
+                continue;
+            }
+            let piece = fragment[start..i].trim_matches(c_space);
+            if !pending.is_empty() && !piece.is_empty() {
+                pending.push(' ');
+            }
+            pending.push_str(piece);
+            start = i + c.len_utf8();
+            if c == '{' && pending.is_empty() {
+                return Err(refuse(line_no, "a block starts with no name"));
+            }
+            if !pending.is_empty() {
+                reader.statement(&pending, c, line_no, &mut out)?;
+                pending.clear();
+            }
+            if c == '}' {
+                reader.leave();
+            }
+        }
+        let rest = fragment[start..].trim_matches(c_space);
+        if !rest.is_empty() && !pending.is_empty() {
+            pending.push(' ');
+        }
+        pending.push_str(rest);
     }
-    if !words.is_empty() {
-        return Err(refuse(line, "the last statement has no ';'"));
-    }
-    if !scopes.is_empty() {
-        return Err(refuse(line, "a block is not closed with '}'"));
+    // Blocks still open at the end are closed by it, as in APT; a statement is not.
+    if !pending.is_empty() {
+        return Err(refuse(line_no, "the last statement has no ';'"));
     }
     Ok(out)
 }
 
-fn statement(
-    scope: &str,
-    words: Vec<String>,
-    line: usize,
-    out: &mut Vec<Statement>,
-) -> Result<(), SyntaxError> {
-    let mut words = words.into_iter();
-    let (first, second, third) = (words.next(), words.next(), words.next());
-    if third.is_some() {
-        return Err(refuse(line, "extra words after the value"));
+/// Where the reader is: the block's full name, and the ones it is inside.
+#[derive(Default)]
+struct Reader {
+    parent: String,
+    outer: Vec<String>,
+}
+
+impl Reader {
+    fn leave(&mut self) {
+        self.parent = self.outer.pop().unwrap_or_default();
     }
-    match (first, second) {
-        (None, _) => {}
-        (Some(d), target) if d == "#clear" => match target {
-            Some(key) => out.push(Statement::Clear {
-                key: join(scope, &key),
-            }),
-            None => return Err(refuse(line, "#clear needs a name")),
-        },
-        (Some(d), target) if d == "#include" => match target {
-            Some(path) => out.push(Statement::Include { path }),
-            None => return Err(refuse(line, "#include needs a file")),
-        },
-        // A lone value is a list item of the block it is in.
-        (Some(value), None) => out.push(Statement::Item {
-            key: scope.to_owned(),
-            value,
-        }),
-        (Some(tag), Some(value)) => match tag.strip_suffix("::") {
-            Some(list) => out.push(Statement::Item {
-                key: join(scope, list),
+
+    /// One statement, ended by `term`: `Name value`, `Name` (before `{`), `value` (a list
+    /// item), or a directive.
+    fn statement(
+        &mut self,
+        text: &str,
+        term: char,
+        line: usize,
+        out: &mut Vec<Statement>,
+    ) -> Result<(), SyntaxError> {
+        let (mut tag, rest) = quote_word(text).ok_or_else(|| refuse(line, "a malformed name"))?;
+        let (word, rest) = match c_word(rest) {
+            Some(word) => (Some(word), ""),
+            None => match quote_word(rest) {
+                Some((word, rest)) => (Some(word), rest),
+                None => (None, rest),
+            },
+        };
+        // A lone word before `;` or `}` is a value with no name (a list item).
+        let word = match word {
+            Some(word) => Some(word),
+            None if term != '{' => Some(std::mem::take(&mut tag)),
+            None => None,
+        };
+        if !rest.is_empty() {
+            return Err(refuse(line, "extra words after the value"));
+        }
+        if term == '{' {
+            if self.outer.len() >= MAX_DEPTH {
+                return Err(refuse(line, format!("blocks nest deeper than {MAX_DEPTH}")));
+            }
+            self.outer.push(self.parent.clone());
+            self.parent = if self.parent.is_empty() {
+                std::mem::take(&mut tag)
+            } else {
+                format!("{}::{}", self.parent, std::mem::take(&mut tag))
+            };
+        }
+        let item = if self.parent.is_empty() {
+            tag.clone()
+        } else if term != '{' || !tag.is_empty() {
+            format!("{}::{tag}", self.parent)
+        } else {
+            self.parent.clone()
+        };
+        if let Some(directive) = tag.strip_prefix('#') {
+            if !self.parent.is_empty() {
+                return Err(refuse(line, "directives are only read outside blocks"));
+            }
+            let target = word.unwrap_or_default();
+            match directive {
+                "clear" => out.push(Statement::Clear {
+                    key: target.to_lowercase(),
+                }),
+                "include" => out.push(Statement::Include { path: target }),
+                // APT's own index of options: nothing to read here.
+                "x-apt-configure-index" => {}
+                other => return Err(refuse(line, format!("#{other} is not a directive"))),
+            }
+            return Ok(());
+        }
+        let Some(value) = word else {
+            return Ok(());
+        };
+        if tag.is_empty() && value == "#clear" {
+            return Err(refuse(line, "#clear needs a name"));
+        }
+        let key = item.to_lowercase();
+        out.push(if key.is_empty() || key.ends_with("::") {
+            Statement::Item {
+                key: key.trim_end_matches("::").to_owned(),
                 value,
-            }),
-            None => out.push(Statement::Set {
-                key: join(scope, &tag),
-                value,
-            }),
-        },
+            }
+        } else {
+            Statement::Set { key, value }
+        });
+        Ok(())
     }
-    Ok(())
 }
 
 /// Where a value was set: the file (as the caller names it) and the line.
@@ -320,6 +396,11 @@ impl AptConfig {
     /// A value by name (any case).
     pub fn get(&self, key: &str) -> Option<&Setting> {
         self.values.get(&key.to_lowercase())
+    }
+
+    /// Every value set, by lowercased name.
+    pub fn values(&self) -> impl Iterator<Item = (&str, &Setting)> {
+        self.values.iter().map(|(k, v)| (k.as_str(), v))
     }
 
     /// A list's items by name (any case).
@@ -428,15 +509,32 @@ mod tests {
     fn what_apt_refuses_is_refused_with_its_line() {
         for (text, line) in [
             ("A \"1\";\nB \"2\"", 2),
-            ("A {\n B \"1\";\n", 2),
-            ("};", 1),
-            ("A \"1\" \"2\";", 1),
-            ("A \"open;\n", 1),
+            ("A b c;", 1),
+            ("A \"1\" b;", 1),
+            ("A \"open;\n", 2),
             ("{ A 1; };", 1),
+            ("#clear;", 1),
+            ("#clear A B;", 1),
         ] {
             let error = parse(text).expect_err(text);
             assert_eq!(error.line, line, "{text}: {error}");
         }
+    }
+
+    #[test]
+    fn what_apt_lets_pass_passes() {
+        // Checked against apt-config 2.6: quoted words join; open blocks close at the end;
+        // a stray '}' is passed over.
+        assert_eq!(
+            parse("A \"1\"  \"2\" \"\";").unwrap(),
+            vec![set("a", "1 2 ")]
+        );
+        assert_eq!(parse("A {\n B \"1\";\n").unwrap(), vec![set("a::b", "1")]);
+        assert_eq!(
+            parse("A \"1\"; } } B \"2\";").unwrap(),
+            vec![set("a", "1"), set("b", "2")]
+        );
+        assert_eq!(parse("A b\"c d\";").unwrap(), vec![set("a", "bc d")]);
     }
 
     #[test]

@@ -242,7 +242,7 @@ fn a_file_apt_refuses_is_unknown_with_its_line() {
     let check = one(Hazard::UnattendedReboot, root.path());
     assert_eq!(check.seen, Seen::Unknown, "{check:#?}");
     assert!(
-        check.what.contains("60broken") && check.what.contains("line 2"),
+        check.what.contains("60broken") && check.what.contains("line 3"),
         "{}",
         check.what
     );
