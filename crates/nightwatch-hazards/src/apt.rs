@@ -14,11 +14,14 @@
 //! Names are case-insensitive (APT compares them so) and kept lowercased here; a later
 //! assignment replaces an earlier one. `#include` is noted, not followed (this parser reads
 //! no file). A file APT would refuse is refused here with its line: APT then refuses to run
-//! at all, so a caller cannot tell what would happen. What APT lets pass passes: several
-//! quoted words make one value (`"a" "b"` is `a b`), blocks still open at the end of a file
-//! are closed by it, a `}` that closes nothing is passed over (`tests/apt_oracle.rs` holds
-//! this parser to `apt-config dump`). No recursion, and nesting is bounded (deeper than
-//! APT's own limit is refused here), so no input makes it panic or grow without bound.
+//! at all, so a caller cannot tell what would happen. What APT lets pass passes, read as
+//! APT reads it: comments are dropped line by line, `//` and `#` before `/* */` (so
+//! `/* a // b */` leaves a comment open); several quoted words make one value (`"a" "b"`
+//! is `a b`); blocks still open at the end of a file are closed by it; a `}` that closes
+//! nothing is passed over. `tests/apt_oracle.rs` holds this parser to `apt-config dump`.
+//! Two differences, both on hostile input only: words longer than APT's 1 KiB buffer are
+//! not cut, and blocks nested deeper than [`MAX_DEPTH`] are refused (APT has no limit).
+//! No recursion, so no input makes it panic or grow without bound.
 
 use std::collections::BTreeMap;
 
