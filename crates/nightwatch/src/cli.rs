@@ -139,6 +139,47 @@ pub enum Command {
     /// Trust tiers: place an agent in one, and see whether its record has earned the next.
     #[command(subcommand)]
     Trust(TrustCommand),
+    /// Look for what is quietly wrong on this host before it breaks, each with its fix.
+    ///
+    /// cloud-init that would re-provision the host if its instance id changed (new host
+    /// keys, upgrades at boot); unattended-upgrades that reboots by itself; no memory guard
+    /// (earlyoom, systemd-oomd, nohang); the clock unsynchronised (timedatectl) or skewed
+    /// against --date-url servers' Date headers (NIGHTWATCH_NOW moves the time judged); a
+    /// disk or its inodes near full; Docker without a log size limit. `nightwatch serve`
+    /// runs the same checks on a schedule (serve.yaml: watch.watchers.NAME.hazards), and
+    /// there also finds a clock set back between two runs.
+    ///
+    /// Exit status: 0 nothing found, 5 a hazard found, 6 nothing found but some check could
+    /// not tell (it says why), 1 usage or other error.
+    Hazards(HazardsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HazardsArgs {
+    /// Look at the host laid out under this directory (its etc/, proc/, var/, run/ and mount
+    /// points), not this one; timedatectl is then not asked unless --timedatectl says which.
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// One JSON object: every check with what it saw, its fix and its evidence.
+    #[arg(long)]
+    pub json: bool,
+    /// A filesystem whose space or inodes are this percent used or more is near full.
+    #[arg(long, value_name = "PERCENT", default_value_t = 90, value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub disk_full: u8,
+    /// How far the clock may be from a --date-url server's: 2s, 500ms, 1m.
+    #[arg(long, value_name = "DURATION", default_value = "2s")]
+    pub max_skew: String,
+    /// Compare the clock with this server's HTTP Date header (repeatable).
+    #[arg(long = "date-url", value_name = "URL")]
+    pub date_urls: Vec<String>,
+    /// Do not look for this hazard (repeatable): cloud-init-reprovision, unattended-reboot,
+    /// no-memory-guard, clock-unsynchronised, clock-skew, clock-jump-backwards,
+    /// disk-near-full, docker-unbounded-logs.
+    #[arg(long, value_name = "ID")]
+    pub ignore: Vec<String>,
+    /// The timedatectl program to ask (default: timedatectl on PATH, when --root is /).
+    #[arg(long, value_name = "PROGRAM")]
+    pub timedatectl: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

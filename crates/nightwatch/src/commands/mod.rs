@@ -6,6 +6,7 @@ mod check;
 mod escalate;
 mod exec;
 mod fleet;
+mod hazards;
 mod hook;
 mod idle;
 mod init;
@@ -62,6 +63,7 @@ pub fn run(cli: Cli) -> anyhow::Result<u8> {
         Command::Verify(args) if args.fleet => fleet::verify(),
         Command::Verify(_) => ledger::verify(),
         Command::Fleet(FleetCommand::Status(args)) => fleet::status(args),
+        Command::Hazards(args) => hazards::run(args),
     }
 }
 
