@@ -289,7 +289,9 @@ impl Cgroups {
     }
 
     /// Removes the empty cgroups an earlier run left (a crash between start and end); how
-    /// many. A cgroup still holding processes is left alone.
+    /// many. A cgroup still holding processes is left alone. Only for a daemon starting,
+    /// before it places any job: a job's cgroup is empty between its creation and its
+    /// child's entry.
     pub fn remove_leftovers(&self) -> usize {
         let mut removed = 0;
         for base in std::iter::once(&self.memory_base).chain(self.cpu_base.as_ref()) {
@@ -534,6 +536,21 @@ impl JobCgroup {
             write_pid(file, pid)?;
         }
         Ok(())
+    }
+
+    /// Its CPU limit as the kernel holds it, `quota period` in microseconds (`max` for none);
+    /// `None` when it has no CPU controller.
+    pub fn cpu_max(&self) -> Option<String> {
+        let read = |dir: &Path, file: &str| std::fs::read_to_string(dir.join(file)).ok();
+        match self.version {
+            Version::V2 => read(&self.memory_dir, "cpu.max").map(|t| t.trim().to_owned()),
+            Version::V1 => {
+                let dir = self.cpu_dir.as_deref()?;
+                let quota = read(dir, "cpu.cfs_quota_us")?;
+                let period = read(dir, "cpu.cfs_period_us")?;
+                Some(format!("{} {}", quota.trim(), period.trim()))
+            }
+        }
     }
 
     /// The processes in it.

@@ -138,12 +138,8 @@ pub struct Guard {
 }
 
 impl Guard {
-    /// A guard with `config` over `cgroups` (from [`Cgroups::detect`]); empty cgroups an
-    /// earlier run left are removed.
+    /// A guard with `config` over `cgroups` (from [`Cgroups::detect`]).
     pub fn new(config: GuardConfig, cgroups: Result<Cgroups, Unavailable>) -> Guard {
-        if let Ok(c) = &cgroups {
-            c.remove_leftovers();
-        }
         Guard {
             config,
             cgroups,
