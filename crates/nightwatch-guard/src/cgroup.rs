@@ -288,10 +288,10 @@ impl Cgroups {
         }
     }
 
-    /// Removes the empty cgroups an earlier run left (a crash between start and end); how
-    /// many. A cgroup still holding processes is left alone. Only for a daemon starting,
-    /// before it places any job: a job's cgroup is empty between its creation and its
-    /// child's entry.
+    /// Removes the empty cgroups that processes no longer running left (a crash between a
+    /// job's start and its end); how many. A cgroup still holding processes, or made by a
+    /// process that still runs (its name ends `-p<pid>g<n>`: a job's cgroup is empty between
+    /// its creation and its child's entry), is left alone.
     pub fn remove_leftovers(&self) -> usize {
         let mut removed = 0;
         for base in std::iter::once(&self.memory_base).chain(self.cpu_base.as_ref()) {
@@ -300,7 +300,11 @@ impl Cgroups {
             };
             for entry in entries.flatten() {
                 let path = entry.path();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let maker_runs = maker_pid(&name)
+                    .is_some_and(|pid| Path::new("/proc").join(pid.to_string()).exists());
                 if path.is_dir()
+                    && !maker_runs
                     && pids_in(&path).is_ok_and(|p| p.is_empty())
                     && std::fs::remove_dir(&path).is_ok()
                 {
@@ -310,6 +314,14 @@ impl Cgroups {
         }
         removed
     }
+}
+
+/// The pid of the process whose guard made the job cgroup `name` (`job-...-p<pid>g<n>`).
+fn maker_pid(name: &str) -> Option<u32> {
+    let (_, tail) = name.rsplit_once("-p")?;
+    let (pid, n) = tail.split_once('g')?;
+    n.parse::<u64>().ok()?;
+    pid.parse().ok()
 }
 
 fn procs_file(dir: &Path) -> Result<CString, CgroupError> {
@@ -755,6 +767,14 @@ mod tests {
             "0::/../../etc\n",
         );
         assert_eq!(climbing.v2, Some(PathBuf::from("/sys/fs/cgroup")));
+    }
+
+    #[test]
+    fn a_leftovers_maker_is_read_from_its_name() {
+        assert_eq!(maker_pid("job-disk-t1-a1-p4242g0"), Some(4242));
+        assert_eq!(maker_pid("job-x-p-1g0"), None);
+        assert_eq!(maker_pid("job-x"), None);
+        assert_eq!(maker_pid("job-x-p12gz"), None);
     }
 
     #[test]

@@ -22,6 +22,8 @@ pub struct JobReading {
     /// The guard's id for it.
     pub id: u64,
     pub name: String,
+    /// Whose work it is (a task, a session), for records.
+    pub owner: Option<String>,
     pub priority: u8,
     /// Bytes charged to its cgroup; `None` when it could not be read.
     pub usage: Option<u64>,
@@ -215,6 +217,7 @@ mod tests {
         JobReading {
             id,
             name: format!("job{id}"),
+            owner: None,
             priority,
             usage: Some(usage),
             limit: 1000,

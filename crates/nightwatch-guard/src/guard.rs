@@ -114,6 +114,7 @@ pub struct Outcome {
 
 struct Watched {
     name: String,
+    owner: Option<String>,
     limits: JobLimits,
     cgroup: Arc<JobCgroup>,
     stopped: Option<String>,
@@ -131,6 +132,9 @@ struct State {
 
 /// The memory guard.
 pub struct Guard {
+    /// What every job's cgroup name ends with (`p<pid>g<n>`): daemons sharing a cgroup (or a
+    /// process holding several guards, as tests do) never reuse each other's.
+    instance: String,
     config: GuardConfig,
     cgroups: Result<Cgroups, Unavailable>,
     proc_root: PathBuf,
@@ -140,7 +144,10 @@ pub struct Guard {
 impl Guard {
     /// A guard with `config` over `cgroups` (from [`Cgroups::detect`]).
     pub fn new(config: GuardConfig, cgroups: Result<Cgroups, Unavailable>) -> Guard {
+        static GUARDS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = GUARDS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         Guard {
+            instance: format!("p{}g{n}", std::process::id()),
             config,
             cgroups,
             proc_root: PathBuf::from("/proc"),
@@ -182,6 +189,16 @@ impl Guard {
     /// Places a job with `limits`. With no cgroup to be had: an error when the guard is
     /// `required` (the job must not run), else a placement that says why it is unguarded.
     pub fn start_with(&self, name: &str, limits: JobLimits) -> Result<Placement, GuardError> {
+        self.start_for(name, None, limits)
+    }
+
+    /// [`Guard::start_with`] for work of `owner` (a task, a session), which its stops name.
+    pub fn start_for(
+        &self,
+        name: &str,
+        owner: Option<String>,
+        limits: JobLimits,
+    ) -> Result<Placement, GuardError> {
         let cgroups = match &self.cgroups {
             Ok(c) => c,
             Err(why) if self.config.required => return Err(why.clone().into()),
@@ -200,7 +217,7 @@ impl Guard {
                 "a job named {name:?} is already guarded"
             )));
         }
-        let cgroup = Arc::new(cgroups.create(&dir_name(name), &limits)?);
+        let cgroup = Arc::new(cgroups.create(&dir_name(name, &self.instance), &limits)?);
         let mut state = self.lock();
         let id = state.next_id;
         state.next_id += 1;
@@ -208,6 +225,7 @@ impl Guard {
             id,
             Watched {
                 name: name.to_owned(),
+                owner,
                 limits,
                 cgroup: cgroup.clone(),
                 stopped: None,
@@ -270,6 +288,7 @@ impl Guard {
             .map(|(id, w)| JobReading {
                 id: *id,
                 name: w.name.clone(),
+                owner: w.owner.clone(),
                 priority: w.limits.priority,
                 usage: w.cgroup.usage().ok(),
                 limit: w.cgroup.limit(),
@@ -379,8 +398,9 @@ impl Guard {
 }
 
 /// A job's name as a cgroup directory: letters, digits, `-` and `_` only (a `.` could name a
-/// controller's file), prefixed so it never is one, and bounded.
-pub fn dir_name(job: &str) -> String {
+/// controller's file), prefixed so it never is one, bounded, and ending with the guard's
+/// `instance` (`p<pid>g<n>`), which [`Cgroups::remove_leftovers`] reads.
+pub fn dir_name(job: &str, instance: &str) -> String {
     let safe: String = job
         .chars()
         .map(|c| {
@@ -392,7 +412,7 @@ pub fn dir_name(job: &str) -> String {
         })
         .take(120)
         .collect();
-    format!("job-{safe}")
+    format!("job-{safe}-{instance}")
 }
 
 #[cfg(test)]
@@ -401,12 +421,15 @@ mod tests {
 
     #[test]
     fn job_names_become_safe_directory_names() {
-        assert_eq!(dir_name("disk-full-task-3-a1"), "job-disk-full-task-3-a1");
-        assert_eq!(dir_name("job:nightly"), "job-job_nightly");
-        assert_eq!(dir_name("../../etc"), "job-______etc");
-        assert_eq!(dir_name("memory.max"), "job-memory_max");
-        assert_eq!(dir_name(""), "job-");
-        assert!(dir_name(&"x".repeat(1000)).len() <= 124);
+        assert_eq!(
+            dir_name("disk-full-t3-a1", "p7g0"),
+            "job-disk-full-t3-a1-p7g0"
+        );
+        assert_eq!(dir_name("job:nightly", "p7g0"), "job-job_nightly-p7g0");
+        assert_eq!(dir_name("../../etc", "p7g0"), "job-______etc-p7g0");
+        assert_eq!(dir_name("memory.max", "p7g0"), "job-memory_max-p7g0");
+        assert_eq!(dir_name("", "p7g0"), "job--p7g0");
+        assert!(dir_name(&"x".repeat(1000), "p7g0").len() <= 130);
     }
 
     #[test]

@@ -218,6 +218,34 @@ pub struct GuardConfig {
     routes: BTreeMap<String, JobLimitsFile>,
 }
 
+impl Default for GuardConfig {
+    /// Every default: what `memory_guard: {}` (or a bare `memory_guard:`) means.
+    fn default() -> GuardConfig {
+        GuardConfig {
+            required: true,
+            every: default_every(),
+            mem_available_below: ten_percent(),
+            swap_free_below: ten_percent(),
+            pressure: default_pressure(),
+            stop_at: default_stop_at(),
+            runbook: JobLimitsFile::default(),
+            agent: JobLimitsFile::default(),
+            routes: BTreeMap::new(),
+        }
+    }
+}
+
+/// `#[serde(default, deserialize_with = "nightwatch_guard::spec::section")]` for the
+/// `memory_guard:` field of a config file: absent is no guard, and a bare `memory_guard:`
+/// (YAML's null) is a guard with every default, as `{}` is; never silently off.
+pub fn section<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<GuardConfig>, D::Error> {
+    Ok(Some(
+        Option::<GuardConfig>::deserialize(deserializer)?.unwrap_or_default(),
+    ))
+}
+
 fn yes() -> bool {
     true
 }
@@ -257,13 +285,13 @@ impl GuardConfig {
     /// Reads the section from YAML text (tests and examples; serve.yaml reads it in place).
     pub fn from_yaml(text: &str) -> Result<GuardConfig, String> {
         let config: GuardConfig = yaml_from_str(text)?;
-        config.check(&[])?;
+        config.check(None)?;
         Ok(config)
     }
 
     /// Checks what serde cannot: ranges, and that `routes` names routes that exist
-    /// (`route_ids`; empty: not checked).
-    pub fn check(&self, route_ids: &[&str]) -> Result<(), String> {
+    /// (`route_ids`; `None`: not checked).
+    pub fn check(&self, route_ids: Option<&[&str]>) -> Result<(), String> {
         if self.every < Duration::from_millis(10) || self.every > Duration::from_secs(60) {
             return Err(format!(
                 "memory_guard.every: {} is outside 10ms..60s",
@@ -299,10 +327,12 @@ impl GuardConfig {
             ("agent".into(), self.limits(JobKind::Agent, None)),
         ];
         for route in self.routes.keys() {
-            if !route_ids.is_empty() && !route_ids.contains(&route.as_str()) {
+            if let Some(ids) = route_ids
+                && !ids.contains(&route.as_str())
+            {
                 return Err(format!(
                     "memory_guard.routes.{route}: no route has this id (routes: {})",
-                    route_ids.join(", ")
+                    ids.join(", ")
                 ));
             }
             kinds.push((
@@ -377,6 +407,7 @@ mod tests {
     #[test]
     fn an_empty_section_takes_every_default() {
         let c = GuardConfig::from_yaml("").unwrap();
+        assert_eq!(c, GuardConfig::default());
         assert!(c.required);
         assert_eq!(c.every, Duration::from_secs(1));
         assert_eq!(c.mem_available_below, Level::Share(Percent(10.0)));
@@ -438,7 +469,7 @@ mod tests {
             assert!(err.contains(says), "{text}: {err}");
         }
         let c = GuardConfig::from_yaml("routes: { nope: { priority: 1 } }").unwrap();
-        let err = c.check(&["disk-full"]).unwrap_err();
+        let err = c.check(Some(&["disk-full"])).unwrap_err();
         assert!(err.contains("routes.nope"), "{err}");
     }
 

@@ -65,6 +65,9 @@ pub struct Config {
     /// Watchers, scheduled jobs and the heartbeat (`watch:`). Each job is also a route
     /// (`job:NAME`, first in `routes`), so its slots run through the queue and the gate.
     pub watch: nightwatch_watch::WatchSpec,
+    /// The memory guard (`memory_guard:`): runbooks in cgroups with limits, stopped under
+    /// memory pressure. `None`: no section, no guard, runbooks run as before.
+    pub memory_guard: Option<nightwatch_guard::GuardConfig>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -222,6 +225,8 @@ struct File {
     idle: nightwatch_idle::IdleFile,
     #[serde(default)]
     watch: nightwatch_watch::WatchFile,
+    #[serde(default, deserialize_with = "nightwatch_guard::spec::section")]
+    memory_guard: Option<nightwatch_guard::GuardConfig>,
 }
 
 #[derive(Deserialize, Default)]
@@ -657,6 +662,10 @@ impl Config {
                 app.name
             )));
         }
+        if let Some(guard) = &file.memory_guard {
+            let ids: Vec<&str> = routes.iter().map(|r| r.id.as_str()).collect();
+            guard.check(Some(&ids)).map_err(invalid)?;
+        }
         let max_connections = file.max_connections.unwrap_or(DEFAULT_MAX_CONNECTIONS);
         if max_connections == 0 {
             return Err(invalid("max_connections must be at least 1".into()));
@@ -703,6 +712,7 @@ impl Config {
             janitor_singleton,
             idle,
             watch,
+            memory_guard: file.memory_guard,
         };
         // After every secret was looked up (none stands in for a real one past this point).
         let unset = unset.take();
