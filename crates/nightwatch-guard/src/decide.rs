@@ -142,7 +142,7 @@ impl PressureWindow {
         };
         let since = *self.above_since_ms.get_or_insert(now_ms);
         let held = u64::try_from(now_ms.saturating_sub(since)).unwrap_or(0);
-        (held >= rule.held_for.as_millis() as u64).then(|| Cause::Pressure {
+        (held >= rule.held_for.as_millis() as u64).then_some(Cause::Pressure {
             avg10: psi.some.avg10,
             above: rule.some_avg10_above,
             held_for: rule.held_for,

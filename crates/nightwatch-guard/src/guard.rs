@@ -324,15 +324,17 @@ impl Guard {
                 Some(value)
             }
             Err(why) => {
-                if !state.unreadable.contains_key(&source) {
+                if let std::collections::btree_map::Entry::Vacant(first) =
+                    state.unreadable.entry(source.clone())
+                {
                     tick.notices.push(Notice {
                         summary: format!(
                             "{source} cannot be read ({why}); the guard goes on without it"
                         ),
-                        source: source.clone(),
+                        source,
                         readable: false,
                     });
-                    state.unreadable.insert(source, why);
+                    first.insert(why);
                 }
                 None
             }

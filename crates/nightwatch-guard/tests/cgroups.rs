@@ -113,7 +113,10 @@ impl StopGate for Recorder {
         }
     }
     fn done(&mut self, stop: &Stop, result: &Result<Killed, GuardError>) {
-        let result = result.as_ref().map(Clone::clone).map_err(|e| e.to_string());
+        let result = match result {
+            Ok(killed) => Ok(killed.clone()),
+            Err(e) => Err(e.to_string()),
+        };
         self.done.push((stop.job.name.clone(), result));
     }
 }
