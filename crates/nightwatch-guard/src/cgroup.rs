@@ -618,9 +618,12 @@ impl JobCgroup {
             signalled.extend(before);
         }
         loop {
-            let pids = self
-                .pids()
-                .map_err(io_err("cannot read", &self.memory_dir))?;
+            let pids = match self.pids() {
+                Ok(pids) => pids,
+                // Removed meanwhile (its job ended and was finished): nothing is left in it.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+                Err(e) => return Err(io_err("cannot read", &self.memory_dir)(e)),
+            };
             if pids.is_empty() {
                 return Ok(signalled.len());
             }

@@ -250,6 +250,10 @@ impl Guard {
             left: None,
         };
         if let Some(cgroup) = placement.cgroup {
+            if ended.stopped.is_some() {
+                // A stop may still be sweeping what the job forked: let it finish.
+                let _ = cgroup.kill_all(KILL_WITHIN);
+            }
             let still = cgroup.pids().map(|p| p.len()).unwrap_or(0);
             if still > 0 {
                 ended.left = Some(format!(
