@@ -309,3 +309,59 @@ fn a_declined_stop_kills_nothing_and_is_not_asked_again_at_once() {
     assert_eq!(ended.stopped, None);
     assert_eq!(ended.left, None);
 }
+
+#[test]
+fn pressure_held_for_its_time_stops_the_lowest_priority_job_once() {
+    // The host's readings come from files here: plenty of memory, but PSI says tasks stall
+    // on memory 90% of the time.
+    let proc_root = tempfile::tempdir().expect("temp dir");
+    std::fs::create_dir(proc_root.path().join("pressure")).unwrap();
+    std::fs::write(
+        proc_root.path().join("meminfo"),
+        "MemTotal: 1000000 kB\nMemAvailable: 900000 kB\nSwapTotal: 0 kB\nSwapFree: 0 kB\n",
+    )
+    .unwrap();
+    std::fs::write(
+        proc_root.path().join("pressure/memory"),
+        "some avg10=90.00 avg60=50.00 avg300=10.00 total=123\nfull avg10=80.00 avg60=40.00 avg300=5.00 total=99\n",
+    )
+    .unwrap();
+    let guard =
+        guard("pressure: { some_avg10_above: 40%, for: 5s }").with_proc_root(proc_root.path());
+    let low = guard
+        .start_with(&name("psi-low"), limits(256 << 20, 10))
+        .expect("cgroup");
+    let high = guard
+        .start_with(&name("psi-high"), limits(256 << 20, 90))
+        .expect("cgroup");
+    let mut low_child = spawn_in(&low, &["sleep", "600"]);
+    let mut high_child = spawn_in(&high, &["sleep", "600"]);
+    let mut gate = Recorder::allowing(true);
+
+    assert!(guard.run(0, &mut gate).is_empty(), "not held long enough");
+    assert!(
+        guard.run(4_000, &mut gate).is_empty(),
+        "not held long enough"
+    );
+    let stopped = guard.run(5_000, &mut gate);
+    assert_eq!(stopped.len(), 1, "{stopped:?}");
+    assert_eq!(stopped[0].stop.job.name, name("psi-low"));
+    assert!(
+        matches!(stopped[0].stop.cause, Cause::Pressure { .. }),
+        "{:?}",
+        stopped[0].stop.cause
+    );
+    let _ = low_child.wait();
+    // PSI's ten-second average lags: the window starts again, so the next job is not taken
+    // on the same stale reading a second later.
+    assert!(guard.run(6_000, &mut gate).is_empty());
+    assert!(alive(&mut high_child));
+
+    let _ = high_child.kill();
+    let _ = high_child.wait();
+    for placement in [low, high] {
+        let dir = placement.cgroup().unwrap().dir().to_path_buf();
+        guard.finish(placement);
+        assert!(!dir.exists(), "{} was not removed", dir.display());
+    }
+}

@@ -318,3 +318,92 @@ fn serve_yaml_reads_the_guard_section_and_refuses_its_mistakes() {
         assert!(err.starts_with("serve.yaml"), "{err}");
     }
 }
+
+/// A daemon whose guard found no cgroup to use (as on a host without one), with
+/// `required` as given; a route that runs `true`.
+fn without_cgroups(
+    required: bool,
+) -> (
+    tempfile::TempDir,
+    Arc<Daemon>,
+    Vec<std::thread::JoinHandle<()>>,
+) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let yaml = format!(
+        "queue: {{ workers: 1, max_attempts: 1 }}\nroutes:\n  - id: plain\n    run: [\"true\"]\n\
+         memory_guard:\n  required: {required}\n"
+    );
+    let config = Config::from_text(&yaml, "serve.yaml", &|_| None).expect("config");
+    let edges = TestEdges {
+        clock: Utc::new(),
+        guards: LiveGuards::new(dir.path()),
+        rules: String::new(),
+    };
+    let stores = support::sqlite_stores(&config, dir.path());
+    let guard_config = config.memory_guard.clone().expect("a guard");
+    let mut daemon = Daemon::new(config, dir.path(), stores, Arc::new(edges)).expect("daemon");
+    daemon.guard = Some(Arc::new(nightwatch_guard::Guard::new(
+        guard_config,
+        Err(nightwatch_guard::Unavailable(
+            "cgroup v2 is not mounted; cgroup v1's memory hierarchy is not mounted".into(),
+        )),
+    )));
+    let daemon = Arc::new(daemon);
+    let mut threads = runner::start(&daemon);
+    threads.extend(guard::start(&daemon));
+    (dir, daemon, threads)
+}
+
+fn disposition(daemon: &Daemon, wanted: &str) -> Option<Record> {
+    records(daemon, event::DISPATCH)
+        .into_iter()
+        .find(|r| r.inputs["disposition"] == wanted)
+}
+
+fn wait_for(daemon: &Daemon, wanted: &str) -> Record {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(r) = disposition(daemon, wanted) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "no {wanted} record");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn with_no_cgroup_to_be_had_a_required_guard_refuses_runbooks_saying_why() {
+    let (_dir, daemon, threads) = without_cgroups(true);
+    daemon.dispatch(vec![alert("unguarded")]).expect("stored");
+    let refused = wait_for(&daemon, "refused");
+    stop(&daemon, threads);
+    assert!(
+        refused.reasons[0].contains("no memory guard can be set up")
+            && refused.reasons[0].contains("required is true"),
+        "{:?}",
+        refused.reasons
+    );
+    assert!(disposition(&daemon, "ran").is_none(), "it ran anyway");
+    let watch = records(&daemon, event::WATCH);
+    assert!(
+        watch.iter().any(|r| r.inputs["subject"] == "cgroups"
+            && r.inputs["seen"] == "found"
+            && r.reasons[0].contains("refused")),
+        "the missing guard is recorded: {watch:#?}"
+    );
+}
+
+#[test]
+fn with_no_cgroup_to_be_had_an_optional_guard_runs_runbooks_unguarded() {
+    let (_dir, daemon, threads) = without_cgroups(false);
+    daemon.dispatch(vec![alert("unguarded")]).expect("stored");
+    wait_for(&daemon, "ran");
+    stop(&daemon, threads);
+    let watch = records(&daemon, event::WATCH);
+    assert!(
+        watch
+            .iter()
+            .any(|r| r.inputs["subject"] == "cgroups" && r.reasons[0].contains("without limits")),
+        "{watch:#?}"
+    );
+}
