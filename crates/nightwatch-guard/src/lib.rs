@@ -27,6 +27,11 @@
 //! hierarchy (and the cpu hierarchy for `cpu.cfs_quota_us`); else [`Unavailable`] says why,
 //! and a `required` guard (the default) refuses to start jobs: fail closed.
 //!
+//! A job's cgroup is `job-<name>-p<pid>g<n>`: the pid and instance of the guard that made
+//! it, so daemons sharing a cgroup (or tests holding several guards) never reuse or remove
+//! each other's; [`Cgroups::remove_leftovers`] removes only empty ones whose maker is gone.
+//! A job that exits leaving processes behind keeps its cgroup (its end says so).
+//!
 //! Invariants: the parsers and the decision are pure and never panic on what the kernel (or
 //! a hostile file) writes; the guard kills only the processes listed in a job's own cgroup;
 //! it stops nothing unless its caller's gate allows that stop; it reads no clock (`now_ms`
