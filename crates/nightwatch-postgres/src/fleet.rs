@@ -46,6 +46,17 @@ impl PgFleet {
 }
 
 impl FleetLedger for PgFleet {
+    fn clock_ms(&self) -> Result<Option<i64>, StoreError> {
+        self.db.run(|client| {
+            // clock_timestamp(), not now(): the time of this statement, not of a transaction.
+            let row = client.query_one(
+                "SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+                &[],
+            )?;
+            Ok::<_, Failure<StoreError>>(Some(row.get::<_, i64>(0)))
+        })
+    }
+
     fn shipped(&self, host: &str) -> Result<Option<(u64, String)>, StoreError> {
         self.db.run(|client| {
             let row = client.query_opt(

@@ -65,6 +65,9 @@ pub struct Config {
     /// Watchers, scheduled jobs and the heartbeat (`watch:`). Each job is also a route
     /// (`job:NAME`, first in `routes`), so its slots run through the queue and the gate.
     pub watch: nightwatch_watch::WatchSpec,
+    /// The memory guard (`memory_guard:`): runbooks in cgroups with limits, stopped under
+    /// memory pressure. `None`: no section, no guard, runbooks run as before.
+    pub memory_guard: Option<nightwatch_guard::GuardConfig>,
     /// The robots' event API (`robots:`, see [`crate::robots`]); `None`: it is off.
     pub robots: Option<Robots>,
 }
@@ -231,6 +234,8 @@ struct File {
     idle: nightwatch_idle::IdleFile,
     #[serde(default)]
     watch: nightwatch_watch::WatchFile,
+    #[serde(default, deserialize_with = "nightwatch_guard::spec::section")]
+    memory_guard: Option<nightwatch_guard::GuardConfig>,
     robots: Option<FileSource>,
 }
 
@@ -667,6 +672,10 @@ impl Config {
                 app.name
             )));
         }
+        if let Some(guard) = &file.memory_guard {
+            let ids: Vec<&str> = routes.iter().map(|r| r.id.as_str()).collect();
+            guard.check(Some(&ids)).map_err(invalid)?;
+        }
         let robots = match file.robots {
             None => None,
             Some(r) => {
@@ -726,6 +735,7 @@ impl Config {
             janitor_singleton,
             idle,
             watch,
+            memory_guard: file.memory_guard,
             robots,
         };
         // After every secret was looked up (none stands in for a real one past this point).

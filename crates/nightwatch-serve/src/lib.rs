@@ -26,6 +26,7 @@ pub mod batch;
 pub mod config;
 pub mod dispatch;
 pub mod fleet;
+pub mod guard;
 pub mod http;
 pub mod idle;
 pub mod inbox;
@@ -159,6 +160,8 @@ pub struct Daemon {
     pub metrics: metrics::Metrics,
     /// The idle controller, when `idle.apps` names any.
     pub idle: Option<Arc<idle::control::IdleControl>>,
+    /// The memory guard, when serve.yaml has `memory_guard:` (see [`guard`]).
+    pub guard: Option<Arc<nightwatch_guard::Guard>>,
     /// What the watchers saw last, and when each runs next.
     pub watching: watch::Watching,
     /// Workers running now; fewer than `queue.workers` is unhealthy (the heartbeat stops).
@@ -192,8 +195,10 @@ impl Daemon {
                 runtime,
             )))
         };
+        let guard = config.memory_guard.clone().map(guard::new);
         Ok(Daemon {
             idle,
+            guard,
             config,
             data_dir: data_dir.to_path_buf(),
             inbox: stores.inbox,
@@ -344,7 +349,7 @@ pub async fn serve(
     // start (after stopping what a dead daemon left running). On the blocking pool, as every
     // store call is: a store may block on a runtime of its own, as PostgreSQL's driver does.
     let starting = daemon.clone();
-    let threads = tokio::task::spawn_blocking(move || {
+    let mut threads = tokio::task::spawn_blocking(move || {
         let recovered = starting.record_unrecorded(0)?;
         if recovered > 0 {
             tracing::info!("recorded {recovered} arrival(s) a previous run left unrecorded");
@@ -355,6 +360,7 @@ pub async fn serve(
     })
     .await
     .map_err(|e| ServeError::Runtime(format!("starting the daemon failed: {e}")))??;
+    threads.extend(guard::start(&daemon));
     let limits = http::ConnectionLimits {
         max_connections: daemon.config.max_connections,
         header_read: daemon.config.request_timeout,

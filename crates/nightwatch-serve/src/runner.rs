@@ -604,6 +604,10 @@ fn run_claim(daemon: &Daemon, worker: &str, claim: Claim) {
             record_task(daemon, &job, "interrupted", &why);
             return;
         }
+        Ran::Refused { why } => {
+            drop_task(daemon, &job, why);
+            return;
+        }
         Ran::NotStarted { why } => (
             Outputs {
                 exit_code: None,
@@ -1055,9 +1059,62 @@ enum Ran {
     NotStarted {
         why: String,
     },
+    /// Not to be run here (no memory guard can be set up, and one is required).
+    Refused {
+        why: String,
+    },
 }
 
+/// Runs the runbook, in a cgroup of its own when the daemon has a memory guard.
 fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
+    let Some(guard) = &daemon.guard else {
+        return run_placed(daemon, worker, job, None);
+    };
+    let (route, task) = (job.route, job.claim.task_id);
+    let kind = nightwatch_guard::JobKind::of_command(&route.run);
+    let limits = guard.config().limits(kind, Some(&route.id));
+    let name = format!("{}-{}-a{}", route.id, task_name(task), job.claim.attempt);
+    let placement = match guard.start_for(&name, Some(task_name(task)), limits) {
+        Ok(placement) => placement,
+        Err(nightwatch_guard::GuardError::Unavailable(why)) => {
+            return Ran::Refused {
+                why: format!(
+                    "not run: {why}; memory_guard.required is true, so no runbook runs unguarded"
+                ),
+            };
+        }
+        Err(e) => {
+            return Ran::NotStarted {
+                why: format!("the runbook's cgroup could not be made: {e}"),
+            };
+        }
+    };
+    if let Some(why) = &placement.unguarded {
+        tracing::warn!("task {task}: the runbook runs without memory limits: {why}");
+    }
+    let ran = run_placed(daemon, worker, job, Some(&placement));
+    let ended = guard.finish(placement);
+    if let Some(left) = ended.left {
+        tracing::warn!("task {task}: its cgroup is left in place: {left}");
+    }
+    match (ended.stopped, ran) {
+        (Some(why), Ran::Exited { stdout, stderr, .. } | Ran::Stopped { stdout, stderr, .. }) => {
+            Ran::Stopped {
+                why: format!("{}: {why}", crate::guard::STOPPED_BY_GUARD),
+                stdout,
+                stderr,
+            }
+        }
+        (_, ran) => ran,
+    }
+}
+
+fn run_placed(
+    daemon: &Daemon,
+    worker: &str,
+    job: &Job<'_>,
+    placement: Option<&nightwatch_guard::Placement>,
+) -> Ran {
     let route = job.route;
     let mut command = Command::new(&route.run[0]);
     command
@@ -1080,7 +1137,8 @@ fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
         // Its own process group, so a timeout stops the agent and everything it started.
         command.process_group(0);
         let daemon_pid = std::process::id();
-        // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid.
+        // SAFETY: between fork and exec only async-signal-safe calls: prctl and getppid, and
+        // the guard's getpid, open, write and close.
         unsafe {
             command.pre_exec(move || {
                 // Killed when the daemon's thread that started it dies, crash or not; what it
@@ -1094,6 +1152,10 @@ fn run_runbook(daemon: &Daemon, worker: &str, job: &Job<'_>) -> Ran {
                 }
                 Ok(())
             });
+            // Into its cgroup before exec: it never runs a moment outside its limits.
+            if let Some(enter) = placement.and_then(|p| p.enter_hook()) {
+                command.pre_exec(enter);
+            }
         }
     }
     let mut child = match command.spawn() {

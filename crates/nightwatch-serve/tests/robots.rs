@@ -250,6 +250,7 @@ fn forty_six_backups_in_a_day_are_halted_after_the_first_and_reported() {
         databases: &NoDatabases,
         containers: &NoContainers,
         timeout: Duration::from_secs(30),
+        reference_clock_ms: None,
     };
     let seen = watcher.run(&env);
     let backup = seen

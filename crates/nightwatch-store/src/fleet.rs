@@ -54,6 +54,13 @@ pub trait FleetLedger: Send + Sync {
         now_ms: i64,
     ) -> Result<usize, StoreError>;
 
+    /// The fleet database's own clock, Unix milliseconds, for the hosts to be compared
+    /// against (a host whose clock disagrees with it is a hazard); `None` for a fleet with no
+    /// clock of its own (in memory).
+    fn clock_ms(&self) -> Result<Option<i64>, StoreError> {
+        Ok(None)
+    }
+
     /// Every host the fleet holds records of or heard from, by name.
     fn hosts(&self) -> Result<Vec<FleetHost>, StoreError>;
 

@@ -189,6 +189,7 @@ fn run(spec: &BaselineSpec, ledger: &dyn LedgerReader, now_ms: i64) -> (Duration
         databases: &NoDatabases,
         containers: &NoContainers,
         timeout: Duration::from_secs(600),
+        reference_clock_ms: None,
     };
     let started = Instant::now();
     let seen = spec.run(&env);

@@ -83,8 +83,7 @@ impl HazardSpec {
             disk_full_percent: self.disk_full_percent.unwrap_or(defaults.disk_full_percent),
             max_skew: self.max_skew.unwrap_or(defaults.max_skew),
             date_urls: self.date_urls.clone(),
-            // The daemon lends no fleet clock to watchers yet.
-            reference_clock_ms: None,
+            reference_clock_ms: env.reference_clock_ms,
             last_seen: *self
                 .last_seen
                 .lock()
@@ -145,6 +144,7 @@ mod tests {
             databases: &NoDatabases,
             containers: &crate::NoContainers,
             timeout: Duration::from_secs(10),
+            reference_clock_ms: None,
         };
         spec.run(&env)
     }

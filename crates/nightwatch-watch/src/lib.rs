@@ -40,6 +40,9 @@ pub struct Env<'a> {
     pub containers: &'a dyn Containers,
     /// How long the run may take (the watcher's `timeout`).
     pub timeout: Duration,
+    /// The fleet database's clock, as it reads at `now_ms` (the host's clock is compared
+    /// against it), when the host is in a fleet and it could be read.
+    pub reference_clock_ms: Option<i64>,
 }
 
 /// Runs a query for the `query:` watcher.

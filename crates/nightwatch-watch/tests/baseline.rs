@@ -50,6 +50,7 @@ fn run_at(
         databases: &NoDatabases,
         containers: &NoContainers,
         timeout,
+        reference_clock_ms: None,
     };
     spec.run(&env)
 }

@@ -149,7 +149,12 @@ fn probe_loop(daemon: &Daemon, jobs: &Mutex<mpsc::Receiver<Job>>, done: &mpsc::S
 fn probe(daemon: &Daemon, spec: &WatcherSpec) -> Vec<Observation> {
     let databases = daemon.edges.databases();
     let containers = daemon.edges.containers();
+    let reference_clock_ms = match (&spec.kind, &daemon.fleet) {
+        (nightwatch_watch::WatcherKind::Hazards(_), Some(fleet)) => fleet_clock(daemon, fleet),
+        _ => None,
+    };
     let env = Env {
+        reference_clock_ms,
         now_ms: daemon.now_ms(),
         ledger: daemon.reader(),
         databases: databases.as_ref(),
@@ -172,6 +177,23 @@ fn probe(daemon: &Daemon, spec: &WatcherSpec) -> Vec<Observation> {
     }
     daemon.metrics.watched(&spec.name, started.elapsed());
     observations
+}
+
+/// The fleet database's clock as it reads at this host's now: its reading less half the
+/// round trip's local time. `None` (logged) when it cannot be read: the hazard is then judged
+/// without it.
+fn fleet_clock(daemon: &Daemon, fleet: &crate::FleetStore) -> Option<i64> {
+    let before = daemon.now_ms();
+    let read = fleet.ledger.clock_ms();
+    let after = daemon.now_ms();
+    match read {
+        Ok(Some(db)) => Some(db - (before + after) / 2 + daemon.now_ms()),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!("cannot read the fleet database's clock: {e}");
+            None
+        }
+    }
 }
 
 /// Names, in a finding about a file, the actor the ledger last saw write it.

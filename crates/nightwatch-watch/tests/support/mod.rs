@@ -73,6 +73,7 @@ pub fn env<'a>(
         databases,
         containers,
         timeout: Duration::from_secs(5),
+        reference_clock_ms: None,
     }
 }
 
