@@ -974,6 +974,8 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         // No app is under idle control here: an empty list, and no such app.
         ("/api/idle", "/api/idle".to_owned(), 200),
         ("/api/idle/{app}", "/api/idle/shop".to_owned(), 404),
+        // No watcher is declared here: no subjects, none late.
+        ("/api/watch", "/api/watch".to_owned(), 200),
     ] {
         let reply = call("get", path, &concrete, &reader, b"");
         assert_eq!(reply.status, status, "{concrete}: {}", reply.text());
@@ -1852,6 +1854,7 @@ fn serve_check_reads_the_example_and_refuses_a_bad_file_with_where() {
         ("NIGHTWATCH_KUMA_TOKEN", std::ffi::OsStr::new("k")),
         ("NIGHTWATCH_AM_TOKEN", std::ffi::OsStr::new("a")),
         ("NIGHTWATCH_GRAFANA_TOKEN", std::ffi::OsStr::new("g")),
+        ("NIGHTWATCH_ROBOTS_TOKEN", std::ffi::OsStr::new("r")),
     ];
     let ok = common::nightwatch(&["serve", "--check", "--config", example], b"", &env);
     assert!(
@@ -1861,6 +1864,21 @@ fn serve_check_reads_the_example_and_refuses_a_bad_file_with_where() {
     );
     let said = String::from_utf8_lossy(&ok.stderr);
     assert!(said.contains("route disk-cleanup"), "{said}");
+    // Every watcher kind, the job and the heartbeat of the example are read and listed.
+    for kind in [
+        "drift",
+        "fresh",
+        "command",
+        "http",
+        "query",
+        "state",
+        "baselines",
+        "hazards",
+    ] {
+        assert!(said.contains(&format!(": {kind} ")), "{kind}: {said}");
+    }
+    assert!(said.contains("job overnight-triage"), "{said}");
+    assert!(said.contains("heartbeat: every 1m"), "{said}");
 
     // Without the secret's variable, the daemon does not start.
     let missing = common::nightwatch(
