@@ -325,3 +325,67 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale_while_an_existence_c
     });
     daemon.stop();
 }
+
+#[test]
+fn a_backup_job_reporting_46_backups_a_day_is_halted_by_the_breaker_and_reported() {
+    let dir = scratch("watch", "robots");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        home.join("policy.yaml"),
+        "extends: builtin
+checks:
+  once-a-day:
+    rate: { max: 1, within: 1d }
+    on_match: halt
+    message: backup-job already backed up today
+rules:
+  - id: one-backup-a-day
+    verdict: allow
+    actor: { kind: [robot], id: [backup-job] }
+    tool: backup
+    checks: [once-a-day]
+",
+    )
+    .unwrap();
+    let config = "robots: {}
+watch:
+  watchers:
+    robots:
+      every: 1s
+      baselines:
+        expect: { backup-job: 1/day }
+";
+    let daemon = Daemon::start(&home, Some(config), &[]);
+    let mut verdicts = Vec::new();
+    for n in 0..46 {
+        let body = format!(r#"{{"action":"backup","target":"db1","details":{{"run":{n}}}}}"#);
+        let reply = daemon.post(
+            "/api/robots/backup-job/actions",
+            "application/json",
+            body.as_bytes(),
+        );
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        verdicts.push(reply.json()["verdict"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(verdicts[0], "allow");
+    assert!(verdicts[1..].iter().all(|v| v == "halt"), "{verdicts:?}");
+    let halts = records(&daemon, "event=decision&actor=backup-job&verdict=halt");
+    assert_eq!(halts.len(), 45);
+
+    // The baselines watcher reads the same ledger: 46 where 1 a day is right.
+    let found = wait_subject(&daemon, "robots", 20, "the storm reported", |s| {
+        s["seen"] == "found"
+    });
+    let summary = found["summary"].as_str().unwrap();
+    assert!(summary.contains("46"), "{summary}");
+    assert!(summary.contains("1/day"), "{summary}");
+    let dispatch = records(&daemon, "event=dispatch");
+    assert!(
+        dispatch.iter().any(|r| r["inputs"]["title"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("robots:"))),
+        "{dispatch:#?}"
+    );
+    daemon.stop();
+}
