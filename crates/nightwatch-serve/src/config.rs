@@ -337,6 +337,27 @@ pub fn job_route(job: &str) -> String {
     format!("{JOB_ROUTE_PREFIX}{job}")
 }
 
+impl Config {
+    /// In a fleet, a job every host runs (not `singleton`) runs on the host that fired its
+    /// slot: its route becomes `job:NAME@HOST` and takes only the slots labelled with this
+    /// host, so no other host's worker claims them from the shared queue.
+    pub fn localize_jobs(&mut self, host: &str) {
+        let Ok(this_host) = Glob::new(&globset::escape(host)) else {
+            return;
+        };
+        for job in self.watch.jobs.iter().filter(|j| !j.singleton) {
+            let id = job_route(&job.name);
+            if let Some(route) = self.routes.iter_mut().find(|r| r.id == id) {
+                route.id = format!("{id}@{host}");
+                route
+                    .when
+                    .labels
+                    .push(("host".to_owned(), this_host.compile_matcher()));
+            }
+        }
+    }
+}
+
 impl Route {
     /// Makes a relative `cwd`, and a relative program path (one with a `/`: a bare name is
     /// looked up on PATH), relative to `dir`.
@@ -948,6 +969,34 @@ sources:
             assert!(err.contains(named), "{err}");
         }
     }
+    #[test]
+    fn scheduled_jobs_are_routes_and_a_fleets_per_host_jobs_stay_on_their_host() {
+        let text = "watch:\n  jobs:\n    triage:\n      cron: \"0 3 * * *\"\n      run: [t.sh]\n    sweep:\n      every: 1h\n      run: [s.sh]\n      singleton: true\nroutes:\n  - id: all\n    run: [a.sh]\n";
+        let mut config = Config::from_text(text, "serve.yaml", &|_| None).unwrap();
+        let ids: Vec<&str> = config.routes.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["job:sweep", "job:triage", "all"]);
+        config.localize_jobs("web-[1]");
+        let triage = config
+            .routes
+            .iter()
+            .find(|r| r.id.starts_with("job:triage"))
+            .unwrap();
+        assert_eq!(triage.id, "job:triage@web-[1]");
+        let host = &triage
+            .when
+            .labels
+            .iter()
+            .find(|(k, _)| k == "host")
+            .unwrap()
+            .1;
+        assert!(host.is_match("web-[1]") && !host.is_match("web-1"));
+        // A singleton's slot runs wherever a worker claims it: it fired on one host only.
+        assert!(config.routes.iter().any(|r| r.id == "job:sweep"));
+        let refused =
+            Config::from_text("routes:\n  - id: \"job:x\"\n    run: [a]\n", "f", &|_| None);
+        assert!(refused.unwrap_err().to_string().contains("scheduled jobs"));
+    }
+
     #[test]
     fn idle_apps_are_read_checked_and_kept_off_the_daemons_own_address() {
         let app = "idle:\n  apps:\n    shop:\n      container: shop\n      listen: 127.0.0.1:8080\n      upstream: 127.0.0.1:18080\n      idle_after: 15m\n      ready: { http: /healthz }\n";

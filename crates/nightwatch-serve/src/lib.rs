@@ -182,6 +182,10 @@ impl Daemon {
         stores: Stores,
         edges: Arc<dyn Edges>,
     ) -> Result<Daemon, ServeError> {
+        let mut config = config;
+        if let Some(fleet) = &stores.fleet {
+            config.localize_jobs(&fleet.host);
+        }
         let idle = if config.idle.is_empty() {
             None
         } else {

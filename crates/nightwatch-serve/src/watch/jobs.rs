@@ -134,7 +134,11 @@ fn fire_here(daemon: &Daemon, job: &JobSpec, slot: i64) -> Result<(), ()> {
 /// every host runs), so each slot is one task and a slot fired again is found.
 fn slot_alert(daemon: &Daemon, job: &JobSpec, slot: i64) -> Alert {
     let at = nightwatch_time::rfc3339(slot);
-    let host = daemon.edges.host();
+    // In a fleet, the name the job's route was made for (see `Config::localize_jobs`).
+    let host = match &daemon.fleet {
+        Some(fleet) => Some(fleet.host.clone()),
+        None => daemon.edges.host(),
+    };
     let identity = match (&host, job.singleton) {
         (Some(host), false) => format!("{}@{at}@{host}", job.name),
         _ => format!("{}@{at}", job.name),
