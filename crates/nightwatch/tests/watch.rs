@@ -166,6 +166,16 @@ fn the_heartbeat_stops_while_the_ledger_cannot_be_written_and_resumes() {
             .is_some_and(|s| s.contains("resumed") && s.contains("ledger cannot be written"))),
         "{watch:#?}"
     );
+    // Sent and withheld beats are counted for Prometheus too.
+    let metrics = daemon.get("/metrics").text();
+    for outcome in ["sent", "withheld"] {
+        assert!(
+            metrics.contains(&format!(
+                "nightwatch_heartbeats_total{{outcome=\"{outcome}\"}}"
+            )),
+            "{metrics}"
+        );
+    }
     // The push token in the URL's path and query is never written to the ledger.
     let text = serde_json::to_string(&watch).unwrap();
     assert!(!text.contains("status=up"), "{text}");
@@ -318,6 +328,11 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale_while_an_existence_c
         "{dispatch:#?}"
     );
 
+    let metrics = daemon.get("/metrics").text();
+    assert!(
+        metrics.contains("nightwatch_watch_runs_total{watcher=\"backups-fresh\"}"),
+        "{metrics}"
+    );
     // Tonight's backup lands: fresh again.
     std::fs::write(backups.join("db-new.dump"), vec![b'x'; 4096]).unwrap();
     wait_subject(&daemon, "backups-fresh", 20, "fresh again", |s| {
