@@ -599,3 +599,28 @@ fn a_watchers_query_returns_a_row_or_none_and_cannot_write() {
         .unwrap_err();
     assert!(error.to_string().contains("statement timeout"), "{error}");
 }
+
+/// The fleet database's own clock, which the hazards watcher compares each host's with: it
+/// reads the server's time of the statement, here on this machine's clock.
+#[test]
+fn the_fleet_tells_its_databases_clock() {
+    use nightwatch_store::FleetLedger;
+    let db = support::database();
+    let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
+    let before = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let clock = fleet.clock_ms().unwrap().expect("PostgreSQL has a clock");
+    let after = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    assert!(
+        (before - 1_000..=after + 1_000).contains(&clock),
+        "{before} <= {clock} <= {after}"
+    );
+    // The in-memory fleet has no clock of its own and says so.
+    let memory = nightwatch_store::memory::MemoryFleet::new();
+    assert_eq!(memory.clock_ms().unwrap(), None);
+}
