@@ -333,6 +333,45 @@ fn backups_that_exist_but_stopped_being_refreshed_are_stale_while_an_existence_c
         metrics.contains("nightwatch_watch_runs_total{watcher=\"backups-fresh\"}"),
         "{metrics}"
     );
+    // A restart takes up what the ledger last said: the same finding is neither recorded nor
+    // raised again.
+    let found_records = |daemon: &Daemon| {
+        records(daemon, "event=watch")
+            .into_iter()
+            .filter(|r| r["inputs"]["watcher"] == "backups-fresh" && r["inputs"]["seen"] == "found")
+            .count()
+    };
+    let raised = |daemon: &Daemon| {
+        records(daemon, "event=dispatch")
+            .into_iter()
+            .filter(|r| {
+                r["inputs"]["title"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("backups-fresh"))
+            })
+            .count()
+    };
+    let (found_before, raised_before) = (found_records(&daemon), raised(&daemon));
+    assert_eq!((found_before, raised_before), (1, 1));
+    daemon.stop();
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let restored = wait_subject(&daemon, "backups-fresh", 20, "the finding taken up", |s| {
+        s["seen"] == "found"
+    });
+    assert_eq!(restored["since_ms"], stale["since_ms"], "{restored:#}");
+    wait_until(20, "two runs after the restart", || {
+        daemon
+            .get("/metrics")
+            .text()
+            .contains("nightwatch_watch_runs_total{watcher=\"backups-fresh\"} 2")
+    });
+    assert_eq!(
+        found_records(&daemon),
+        1,
+        "recorded again after the restart"
+    );
+    assert_eq!(raised(&daemon), 1, "raised again after the restart");
+
     // Tonight's backup lands: fresh again.
     std::fs::write(backups.join("db-new.dump"), vec![b'x'; 4096]).unwrap();
     wait_subject(&daemon, "backups-fresh", 20, "fresh again", |s| {

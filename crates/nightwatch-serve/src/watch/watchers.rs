@@ -241,8 +241,24 @@ fn schedule_loop(daemon: &Daemon, jobs: mpsc::Sender<Job>, done: mpsc::Receiver<
             })
             .collect();
     }
+    restore(daemon);
     let changes = super::changes::follow(daemon);
-    let mut told_late: BTreeMap<usize, bool> = BTreeMap::new();
+    // A lateness the ledger still shows (before a restart) is cleared once the watcher runs on
+    // time, as one seen here would be.
+    let mut told_late: BTreeMap<usize, bool> = {
+        let subjects = lock(&watching.subjects);
+        spec.watchers
+            .iter()
+            .enumerate()
+            .map(|(index, w)| {
+                let key = (w.name.clone(), LATE_SUBJECT.to_owned());
+                (
+                    index,
+                    subjects.get(&key).is_some_and(|s| s.seen != Seen::Ok),
+                )
+            })
+            .collect()
+    };
     while !daemon.is_shutting_down() {
         let now = daemon.now_ms();
         for path_index in changes.changed() {
@@ -354,6 +370,10 @@ fn settle(daemon: &Daemon, w: &WatcherSpec, observations: Vec<Observation>, now:
             } else {
                 Vec::new()
             };
+            let since_ms = match before {
+                Some(b) if !changed => b.since_ms,
+                _ => now,
+            };
             events.push(Event::Watch {
                 watcher: w.name.clone(),
                 kind: kind.to_owned(),
@@ -365,7 +385,7 @@ fn settle(daemon: &Daemon, w: &WatcherSpec, observations: Vec<Observation>, now:
                 } else {
                     format!("{} ({runs} runs since the last record)", o.summary)
                 },
-                details: o.details.clone(),
+                details: with_since(&o.details, since_ms),
                 notify,
             });
             if changed {
@@ -421,6 +441,91 @@ fn settle(daemon: &Daemon, w: &WatcherSpec, observations: Vec<Observation>, now:
         );
     }
 }
+
+/// A record's details: what the probe gave, and since when the subject has been seen so
+/// (what a restarted daemon takes up again, see [`restore`]).
+fn with_since(details: &serde_json::Value, since_ms: i64) -> serde_json::Value {
+    match details {
+        serde_json::Value::Object(fields) => {
+            let mut fields = fields.clone();
+            fields.insert("since_ms".into(), json!(since_ms));
+            serde_json::Value::Object(fields)
+        }
+        serde_json::Value::Null => json!({ "since_ms": since_ms }),
+        other => json!({ "found": other, "since_ms": since_ms }),
+    }
+}
+
+/// Takes up what the ledger last said of each subject, so a restarted daemon neither records
+/// nor raises again what it had already: the `watch` records of the last two `record_every`
+/// spans (a subject is recorded at least once a span while a daemon runs). A subject whose
+/// last word is older starts afresh, as a new one does.
+fn restore(daemon: &Daemon) {
+    let now = daemon.now_ms();
+    let span = i64::try_from(daemon.config.watch.record_every.as_millis()).unwrap_or(i64::MAX);
+    let filter = nightwatch_ledger::Filter {
+        since_ms: Some(now.saturating_sub(span.saturating_mul(2))),
+        event: Some(nightwatch_ledger::event::WATCH.to_owned()),
+        actor: Some(nightwatch_gate::WATCHER.to_owned()),
+        limit: Some(RESTORE_LIMIT),
+        ..Default::default()
+    };
+    let records = match daemon.reader().query(&filter) {
+        Ok(records) => records,
+        Err(e) => {
+            tracing::warn!("the watchers start afresh: their last records cannot be read ({e})");
+            return;
+        }
+    };
+    let kinds: BTreeMap<&str, &str> = daemon
+        .config
+        .watch
+        .watchers
+        .iter()
+        .map(|w| (w.name.as_str(), w.kind.name()))
+        .collect();
+    let mut subjects = lock(&daemon.watching.subjects);
+    // In `seq` order: a later record of a subject replaces an earlier one.
+    for r in records {
+        let text = |k: &str| r.inputs.get(k).and_then(serde_json::Value::as_str);
+        let (Some(watcher), Some(kind), Some(subject)) =
+            (text("watcher"), text("kind"), text("subject"))
+        else {
+            continue;
+        };
+        let seen = match text("seen") {
+            Some("ok") => Seen::Ok,
+            Some("found") => Seen::Found,
+            Some("unknown") => Seen::Unknown,
+            _ => continue,
+        };
+        // A watcher since removed or changed to another kind starts afresh.
+        if kinds.get(watcher) != Some(&kind) {
+            continue;
+        }
+        let since_ms = r
+            .inputs
+            .get("since_ms")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(r.timestamp_ms);
+        subjects.insert(
+            (watcher.to_owned(), subject.to_owned()),
+            SubjectState {
+                watcher: watcher.to_owned(),
+                kind: kind.to_owned(),
+                subject: subject.to_owned(),
+                seen,
+                summary: r.reasons.first().cloned().unwrap_or_default(),
+                since_ms,
+                recorded_ms: r.timestamp_ms,
+                runs_unrecorded: 0,
+            },
+        );
+    }
+}
+
+/// The most `watch` records read back at start.
+const RESTORE_LIMIT: usize = 200_000;
 
 /// The alert a change raises: one identity per watcher and subject, so the queue's dedup,
 /// cooldown and backoff apply as for any sender's.
