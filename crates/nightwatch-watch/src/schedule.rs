@@ -51,7 +51,9 @@ impl Schedule {
         let trimmed = expr.trim();
         let fields = trimmed.split_whitespace().count();
         let full = if !trimmed.starts_with('@') && fields == 5 {
-            format!("0 {trimmed}")
+            let mut parts: Vec<String> = trimmed.split_whitespace().map(str::to_owned).collect();
+            parts[4] = crontab_weekdays(&parts[4]);
+            format!("0 {}", parts.join(" "))
         } else {
             trimmed.to_owned()
         };
@@ -86,7 +88,13 @@ impl Schedule {
             }
             Schedule::Cron { schedule, zone, .. } => {
                 let at = Timestamp::from_millisecond(ms).ok()?.to_zoned(zone.clone());
-                let next = schedule.after(at).next()?;
+                // jiff-cron 0.3's first time after an instant can be on a weekday the
+                // expression leaves out (`1-5` after Sunday 02:59 gives Sunday 03:00):
+                // every time is checked against the whole expression.
+                let next = schedule
+                    .after(at)
+                    .take(CANDIDATES)
+                    .find(|t| schedule.includes(t.clone()))?;
                 Some(next.timestamp().as_millisecond())
             }
         }
@@ -102,21 +110,27 @@ impl Schedule {
                 (ms - slot <= horizon_ms).then_some(slot)
             }
             Schedule::Cron { .. } => {
-                let start = ms.checked_sub(horizon_ms)?.checked_sub(1)?;
-                let mut slot = None;
-                let mut at = start;
-                // Walk forward from the horizon; bounded, since slots are at least a second
-                // apart and the horizon is a schedule's span at most.
-                for _ in 0..100_000 {
-                    match self.next_after(at) {
-                        Some(next) if next <= ms => {
-                            slot = Some(next);
-                            at = next;
-                        }
-                        _ => break,
-                    }
-                }
-                slot
+                let slot = self.last_before(ms.checked_add(1)?)?;
+                (ms - slot <= horizon_ms).then_some(slot)
+            }
+        }
+    }
+
+    /// The latest slot strictly before `ms`, however long ago.
+    pub fn last_before(&self, ms: i64) -> Option<i64> {
+        match self {
+            Schedule::Every(period) => {
+                let p = period_ms(*period);
+                ms.checked_sub(1)?.div_euclid(p).checked_mul(p)
+            }
+            Schedule::Cron { schedule, zone, .. } => {
+                let at = Timestamp::from_millisecond(ms).ok()?.to_zoned(zone.clone());
+                let slot = schedule
+                    .after(at)
+                    .rev()
+                    .take(CANDIDATES)
+                    .find(|t| schedule.includes(t.clone()))?;
+                Some(slot.timestamp().as_millisecond())
             }
         }
     }
@@ -145,6 +159,41 @@ impl Schedule {
         }
     }
 }
+
+/// Crontab's weekday numbers (0 and 7 Sunday, 1 Monday) as names, since the cron crate
+/// counts from 1 for Sunday: `1-5` is Monday to Friday in a crontab and must stay so. A range
+/// up to 7 (`5-7`) becomes `FRI-SAT,SUN`; steps and names pass as written.
+fn crontab_weekdays(field: &str) -> String {
+    const NAMES: [&str; 8] = ["SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT", "SUN"];
+    let name = |n: &str| match n.parse::<usize>() {
+        Ok(i) if i < NAMES.len() => NAMES[i].to_owned(),
+        _ => n.to_owned(),
+    };
+    field
+        .split(',')
+        .map(|item| {
+            let (range, step) = match item.split_once('/') {
+                Some((range, step)) => (range, Some(step)),
+                None => (item, None),
+            };
+            let range = match range.split_once('-') {
+                Some((from, "7")) if !matches!(from, "0" | "7") => {
+                    format!("{}-SAT,SUN", name(from))
+                }
+                Some((from, to)) => format!("{}-{}", name(from), name(to)),
+                None => name(range),
+            };
+            match step {
+                Some(step) => format!("{range}/{step}"),
+                None => range,
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// How many of jiff-cron's times are looked at for one that the whole expression includes.
+const CANDIDATES: usize = 1_000;
 
 fn period_ms(period: Duration) -> i64 {
     i64::try_from(period.as_millis())
@@ -180,6 +229,35 @@ mod tests {
     }
 
     #[test]
+    fn the_slot_before_is_found_however_far_back() {
+        let weekdays = Schedule::cron("0 3 * * 1-5", None).unwrap();
+        // Monday 2026-11-30T03:00Z; the slot before it is Friday's.
+        let monday = 1_796_007_600_000;
+        assert_eq!(weekdays.next_after(monday - 1), Some(monday));
+        assert_eq!(weekdays.last_before(monday), Some(monday - 3 * 86_400_000));
+        assert_eq!(weekdays.slot_at(monday, 0), Some(monday));
+        let every = Schedule::every(Duration::from_secs(600)).unwrap();
+        assert_eq!(every.last_before(20 * MIN), Some(10 * MIN));
+        assert_eq!(every.last_before(20 * MIN + 1), Some(20 * MIN));
+    }
+
+    #[test]
+    fn crontab_weekday_numbers_keep_their_crontab_meaning() {
+        assert_eq!(crontab_weekdays("1-5"), "MON-FRI");
+        assert_eq!(crontab_weekdays("0,6"), "SUN,SAT");
+        assert_eq!(crontab_weekdays("7"), "SUN");
+        assert_eq!(crontab_weekdays("5-7"), "FRI-SAT,SUN");
+        assert_eq!(crontab_weekdays("*/2"), "*/2");
+        assert_eq!(crontab_weekdays("Mon-Fri"), "Mon-Fri");
+        // Sunday 2026-11-29T03:00Z is no weekday; Monday is.
+        let weekdays = Schedule::cron("0 3 * * 1-5", None).unwrap();
+        let sunday = 1_795_921_200_000;
+        assert_eq!(weekdays.next_after(sunday - 1), Some(sunday + 86_400_000));
+        let sundays = Schedule::cron("0 3 * * 0", None).unwrap();
+        assert_eq!(sundays.next_after(sunday - 1), Some(sunday));
+    }
+
+    #[test]
     fn seconds_fields_and_shorthands_are_read() {
         let s = Schedule::cron("*/2 * * * * *", None).unwrap();
         assert_eq!(s.next_after(1_000), Some(2_000));
@@ -201,5 +279,25 @@ mod tests {
             Schedule::every(Duration::from_millis(10)).unwrap_err(),
             ScheduleError::TooShort
         );
+    }
+
+    proptest::proptest! {
+        /// Forward and back agree, and every slot is one the expression includes: after any
+        /// instant, the next weekday 03:00 in Berlin is after it, on a weekday, at 03:00, and
+        /// the slot before it leads back to it.
+        #[test]
+        fn slots_forward_and_back_agree(ms in 1_600_000_000_000i64..1_900_000_000_000i64) {
+            let s = Schedule::cron("0 3 * * 1-5", Some("Europe/Berlin")).unwrap();
+            let next = s.next_after(ms).unwrap();
+            proptest::prop_assert!(next > ms);
+            let zone = jiff::tz::TimeZone::get("Europe/Berlin").unwrap();
+            let local = Timestamp::from_millisecond(next).unwrap().to_zoned(zone);
+            proptest::prop_assert_eq!(local.hour(), 3);
+            let weekday = local.weekday().to_monday_one_offset();
+            proptest::prop_assert!((1..=5).contains(&weekday), "{}", local);
+            let before = s.last_before(next).unwrap();
+            proptest::prop_assert!(before <= ms);
+            proptest::prop_assert_eq!(s.next_after(before), Some(next));
+        }
     }
 }
