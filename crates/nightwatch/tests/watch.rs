@@ -47,11 +47,10 @@ fn records(daemon: &Daemon, query: &str) -> Vec<Value> {
 }
 
 #[test]
-fn a_scheduled_job_runs_once_per_slot_across_a_restart() {
-    let dir = scratch("watch", "job-restart");
+fn a_new_job_waits_for_its_first_slot_even_across_a_restart() {
+    let dir = scratch("watch", "job-new");
     let home = dir.join("home");
     let runs = dir.join("runs.jsonl");
-    // The runbook keeps the alert it was given: its slot says which run it was.
     let runbook = script(
         &dir,
         "tick.sh",
@@ -63,24 +62,63 @@ fn a_scheduled_job_runs_once_per_slot_across_a_restart() {
     let config =
         format!("watch:\n  jobs:\n    tick:\n      every: 1h\n      run: [\"{runbook}\"]\n");
     let daemon = Daemon::start(&home, Some(&config), &[]);
-    // This hour's slot had not run: it runs when the daemon starts.
-    wait_until(20, "the job's first run", || slots_run(&runs).len() == 1);
-    let (status, log) = daemon.stop();
-    assert_eq!(status, Some(0), "{log}");
-
-    // Restarted within the hour: the slot is in the inbox already, so it does not run again.
-    let daemon = Daemon::start(&home, Some(&config), &[]);
-    wait_until(10, "the restarted daemon to look at its slot", || {
-        daemon.log().contains("fired already")
+    // This hour's slot passed before the job was declared: it does not run on start.
+    wait_until(10, "the job to say it waits", || {
+        daemon.log().contains("waits for its first slot")
     });
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!(slots_run(&runs).len(), 1, "{}", daemon.log());
-    // The one run went through the queue and the gate: a decision and a dispatch record.
-    let runbooks = records(&daemon, "event=decision&tool=runbook");
-    assert_eq!(runbooks.len(), 1, "{runbooks:#?}");
-    assert_eq!(runbooks[0]["verdict"], "allow");
+    assert!(slots_run(&runs).is_empty(), "{}", daemon.log());
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    wait_until(10, "the restarted job to say it waits", || {
+        daemon.log().contains("waits for its first slot")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(slots_run(&runs).is_empty(), "{}", daemon.log());
+    assert!(records(&daemon, "event=decision&tool=runbook").is_empty());
+    daemon.stop();
+}
+
+#[test]
+fn a_slot_missed_while_the_daemon_was_down_runs_once_when_it_starts() {
+    let dir = scratch("watch", "job-missed");
+    let home = dir.join("home");
+    let runs = dir.join("runs.jsonl");
+    let runbook = script(
+        &dir,
+        "tick.sh",
+        &format!(
+            "tr -d '\\n' >> {runs}; echo >> {runs}",
+            runs = runs.display()
+        ),
+    );
+    let config =
+        format!("watch:\n  jobs:\n    tick:\n      every: 3s\n      run: [\"{runbook}\"]\n");
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    wait_until(20, "two slots", || slots_run(&runs).len() >= 2);
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+    let before = slots_run(&runs);
+    // Down for more than a period: at least one slot comes and goes.
+    std::thread::sleep(Duration::from_secs(4));
+    let restarted_at = jiff::Timestamp::now();
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    wait_until(20, "a run after the restart", || {
+        slots_run(&runs).len() > before.len()
+    });
+    daemon.stop();
+    let slots = slots_run(&runs);
+    let caught_up: jiff::Timestamp = slots[before.len()].parse().unwrap();
+    // The first run after the restart is a slot that came while it was down...
+    assert!(caught_up < restarted_at, "{slots:#?}");
+    let last_before: jiff::Timestamp = before.last().unwrap().parse().unwrap();
+    assert!(caught_up > last_before, "{slots:#?}");
+    // ... and no slot ran twice.
+    let mut distinct = slots.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), slots.len(), "a slot ran twice: {slots:#?}");
 }
 
 #[test]

@@ -4,8 +4,9 @@
 //! A slot is fired at most once: its alert's identity names the slot, and a slot whose alert
 //! is already in the inbox (the fleet's, in a fleet) is not fired again, so a daemon that
 //! restarts mid-period does not run the job twice. A daemon that was down when a slot came
-//! due fires it when it starts, if it is the latest slot and no later one has come (a job
-//! missed overnight runs once in the morning, not once per missed slot). A `singleton` job
+//! due fires it when it starts, if it is the latest slot and the slot before it was fired (a
+//! job missed overnight runs once in the morning, not once per missed slot); a job new to
+//! serve.yaml waits for its first slot. A `singleton` job
 //! fires on one host of all that share the daemon's leases; the others record that they stood
 //! down.
 
@@ -28,17 +29,7 @@ const RETRY: Duration = Duration::from_secs(5);
 pub fn run(daemon: &Daemon) {
     let jobs = &daemon.config.watch.jobs;
     let now = daemon.now_ms();
-    // The latest slot of each job's last period is due now if it was never fired.
-    let mut next: Vec<i64> = jobs
-        .iter()
-        .map(|job| {
-            let gap = job.schedule.typical_gap_ms(now);
-            job.schedule
-                .slot_at(now, gap)
-                .or_else(|| job.schedule.next_after(now))
-                .unwrap_or(i64::MAX)
-        })
-        .collect();
+    let mut next: Vec<i64> = jobs.iter().map(|job| first_due(daemon, job, now)).collect();
     while !daemon.is_shutting_down() {
         let now = daemon.now_ms();
         for (job, due) in jobs.iter().zip(next.iter_mut()) {
@@ -54,6 +45,53 @@ pub fn run(daemon: &Daemon) {
         let soonest = next.iter().copied().min().unwrap_or(i64::MAX);
         let wait = (soonest - daemon.now_ms()).clamp(10, 250);
         std::thread::sleep(Duration::from_millis(wait as u64));
+    }
+}
+
+/// When a job is first due after the daemon starts: its latest slot, at once, when the slot
+/// before that one was fired (the job was scheduled, and the daemon was down when its slot
+/// came: it runs once now, and [`fire`] skips it if it did run); otherwise its next slot, so a
+/// job new to serve.yaml waits for its first one rather than running on start.
+fn first_due(daemon: &Daemon, job: &JobSpec, now: i64) -> i64 {
+    let upcoming = job.schedule.next_after(now).unwrap_or(i64::MAX);
+    let Some(latest) = now.checked_add(1).and_then(|t| job.schedule.last_before(t)) else {
+        return upcoming;
+    };
+    let Some(before) = job.schedule.last_before(latest) else {
+        return upcoming;
+    };
+    match was_fired(daemon, job, before) {
+        Ok(true) => latest,
+        Ok(false) => {
+            tracing::info!(
+                "job {}: waits for its first slot at {} (its slot before, at {}, was never fired here)",
+                job.name,
+                nightwatch_time::rfc3339(upcoming),
+                nightwatch_time::rfc3339(before)
+            );
+            upcoming
+        }
+        Err(e) => {
+            tracing::warn!(
+                "job {}: a slot missed while the daemon was down is not caught up: whether the one before ran cannot be told ({e})",
+                job.name
+            );
+            upcoming
+        }
+    }
+}
+
+/// Whether `slot` of `job` was fired: its alert is in the inbox (the fleet's, for a singleton
+/// in a fleet, which any host may have fired).
+fn was_fired(
+    daemon: &Daemon,
+    job: &JobSpec,
+    slot: i64,
+) -> Result<bool, nightwatch_store::StoreError> {
+    let id = alert_id(&slot_alert(daemon, job, slot));
+    match &daemon.fleet {
+        Some(fleet) if job.singleton => fleet.inbox.for_alert(&id).map(|a| !a.is_empty()),
+        _ => daemon.inbox.for_alert(&id).map(|a| !a.is_empty()),
     }
 }
 
@@ -76,12 +114,7 @@ fn fire(daemon: &Daemon, job: &JobSpec, slot: i64) -> Result<(), ()> {
 
 fn fire_here(daemon: &Daemon, job: &JobSpec, slot: i64) -> Result<(), ()> {
     let alert = slot_alert(daemon, job, slot);
-    let id = alert_id(&alert);
-    let fired = match &daemon.fleet {
-        Some(fleet) if job.singleton => fleet.inbox.for_alert(&id).map(|a| !a.is_empty()),
-        _ => daemon.inbox.for_alert(&id).map(|a| !a.is_empty()),
-    };
-    match fired {
+    match was_fired(daemon, job, slot) {
         Ok(true) => {
             tracing::info!(
                 "job {}: the slot at {} was fired already; not again",
