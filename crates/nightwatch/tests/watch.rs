@@ -100,10 +100,11 @@ fn a_slot_missed_while_the_daemon_was_down_runs_once_when_it_starts() {
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
     let before = slots_run(&runs);
-    // Down for more than a period: at least one slot comes and goes.
-    std::thread::sleep(Duration::from_secs(4));
-    let restarted_at = jiff::Timestamp::now();
+    // Down for more than two periods: at least two slots come and go.
+    std::thread::sleep(Duration::from_secs(7));
     let daemon = Daemon::start(&home, Some(&config), &[]);
+    // The jobs look at their slots before the daemon says it listens.
+    let restarted_at = jiff::Timestamp::now();
     wait_until(20, "a run after the restart", || {
         slots_run(&runs).len() > before.len()
     });
@@ -114,6 +115,13 @@ fn a_slot_missed_while_the_daemon_was_down_runs_once_when_it_starts() {
     assert!(caught_up < restarted_at, "{slots:#?}");
     let last_before: jiff::Timestamp = before.last().unwrap().parse().unwrap();
     assert!(caught_up > last_before, "{slots:#?}");
+    // ... the latest of them only, once (not once per missed slot) ...
+    let while_down = slots
+        .iter()
+        .map(|s| s.parse::<jiff::Timestamp>().unwrap())
+        .filter(|t| *t > last_before && *t < restarted_at)
+        .count();
+    assert_eq!(while_down, 1, "{slots:#?}");
     // ... and no slot ran twice.
     let mut distinct = slots.clone();
     distinct.sort();

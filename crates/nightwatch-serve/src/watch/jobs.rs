@@ -4,9 +4,9 @@
 //! A slot is fired at most once: its alert's identity names the slot, and a slot whose alert
 //! is already in the inbox (the fleet's, in a fleet) is not fired again, so a daemon that
 //! restarts mid-period does not run the job twice. A daemon that was down when a slot came
-//! due fires it when it starts, if it is the latest slot and the slot before it was fired (a
-//! job missed overnight runs once in the morning, not once per missed slot); a job new to
-//! serve.yaml waits for its first slot. A `singleton` job
+//! due fires it when it starts, if it is the latest slot and an earlier slot of the last week
+//! was fired (a job missed overnight runs once in the morning, not once per missed slot); a
+//! job new to serve.yaml waits for its first slot. A `singleton` job
 //! fires on one host of all that share the daemon's leases; the others record that they stood
 //! down.
 
@@ -48,37 +48,45 @@ pub fn run(daemon: &Daemon) {
     }
 }
 
-/// When a job is first due after the daemon starts: its latest slot, at once, when the slot
-/// before that one was fired (the job was scheduled, and the daemon was down when its slot
-/// came: it runs once now, and [`fire`] skips it if it did run); otherwise its next slot, so a
-/// job new to serve.yaml waits for its first one rather than running on start.
+/// How far back the daemon looks, at start, for a slot of a job that was fired: a week, and
+/// at most this many slots.
+const LOOK_BACK_SLOTS: usize = 100;
+const LOOK_BACK_MS: i64 = 7 * 86_400_000;
+
+/// When a job is first due after the daemon starts: its latest slot, at once, when one of its
+/// slots before that was fired in the last week (the job was scheduled, and the daemon was
+/// down when its latest slot came: it runs once now, and [`fire`] skips it if it did run);
+/// otherwise its next slot, so a job new to serve.yaml waits for its first one rather than
+/// running on start.
 fn first_due(daemon: &Daemon, job: &JobSpec, now: i64) -> i64 {
     let upcoming = job.schedule.next_after(now).unwrap_or(i64::MAX);
     let Some(latest) = now.checked_add(1).and_then(|t| job.schedule.last_before(t)) else {
         return upcoming;
     };
-    let Some(before) = job.schedule.last_before(latest) else {
-        return upcoming;
-    };
-    match was_fired(daemon, job, before) {
-        Ok(true) => latest,
-        Ok(false) => {
-            tracing::info!(
-                "job {}: waits for its first slot at {} (its slot before, at {}, was never fired here)",
-                job.name,
-                nightwatch_time::rfc3339(upcoming),
-                nightwatch_time::rfc3339(before)
-            );
-            upcoming
-        }
-        Err(e) => {
-            tracing::warn!(
-                "job {}: a slot missed while the daemon was down is not caught up: whether the one before ran cannot be told ({e})",
-                job.name
-            );
-            upcoming
+    let horizon = latest.saturating_sub(LOOK_BACK_MS);
+    let mut at = latest;
+    for _ in 0..LOOK_BACK_SLOTS {
+        let Some(before) = job.schedule.last_before(at).filter(|b| *b >= horizon) else {
+            break;
+        };
+        match was_fired(daemon, job, before) {
+            Ok(true) => return latest,
+            Ok(false) => at = before,
+            Err(e) => {
+                tracing::warn!(
+                    "job {}: a slot missed while the daemon was down is not caught up: whether an earlier one ran cannot be told ({e})",
+                    job.name
+                );
+                return upcoming;
+            }
         }
     }
+    tracing::info!(
+        "job {}: waits for its first slot at {} (none of its slots of the last week was fired here)",
+        job.name,
+        nightwatch_time::rfc3339(upcoming)
+    );
+    upcoming
 }
 
 /// Whether `slot` of `job` was fired: its alert is in the inbox (the fleet's, for a singleton
