@@ -24,6 +24,7 @@ const ROUND: Duration = Duration::from_secs(5);
 pub fn ship_while_running(daemon: &Daemon) {
     let mut shipper = Shipper::default();
     while !daemon.is_shutting_down() {
+        daemon.read_fleet_clock();
         shipper.tick(daemon);
         daemon.wait_for_work(SHIP_EVERY);
     }

@@ -26,6 +26,7 @@ pub mod batch;
 pub mod config;
 pub mod dispatch;
 pub mod fleet;
+pub mod fleet_clock;
 pub mod guard;
 pub mod http;
 pub mod idle;
@@ -156,6 +157,8 @@ pub struct Daemon {
     pub fleet: Option<FleetStore>,
     /// See [`Stores::leases`].
     pub leases: Arc<dyn Leases>,
+    /// In a fleet, the fleet database's clock, which [`Daemon::now_ms`] reads.
+    fleet_clock: fleet_clock::FleetClock,
     pub edges: Arc<dyn Edges>,
     pub metrics: metrics::Metrics,
     /// The idle controller, when `idle.apps` names any.
@@ -200,7 +203,7 @@ impl Daemon {
             )))
         };
         let guard = config.memory_guard.clone().map(guard::new);
-        Ok(Daemon {
+        let daemon = Daemon {
             idle,
             guard,
             config,
@@ -211,6 +214,7 @@ impl Daemon {
             ledger: stores.ledger,
             fleet: stores.fleet,
             leases: stores.leases,
+            fleet_clock: fleet_clock::FleetClock::default(),
             edges,
             metrics: metrics::Metrics::new(),
             watching: watch::Watching::default(),
@@ -219,7 +223,10 @@ impl Daemon {
             wake: (Mutex::new(0), Condvar::new()),
             write_failure: Mutex::new(None),
             intake: batch::GroupCommit::new(dispatch::BATCH_ALERTS),
-        })
+        };
+        // Before any worker claims: the queue's leases are judged on the fleet's clock.
+        daemon.read_fleet_clock();
+        Ok(daemon)
     }
 
     /// The engine every worker proposes and records through.
@@ -248,9 +255,45 @@ impl Daemon {
         self.ledger.as_ref()
     }
 
-    /// Now, as the engine's clock says.
+    /// Now: what the daemon judges leases, readiness, schedules and windows at. A host alone
+    /// takes it from the engine's clock; in a fleet it is the fleet's clock (see
+    /// [`fleet_clock`]), shifted as far as the engine's clock is simulated (`NIGHTWATCH_NOW`).
     pub fn now_ms(&self) -> i64 {
+        let clock = self.edges.clock();
+        match self.fleet.as_ref().and(self.fleet_clock.now_ms()) {
+            Some(fleet_ms) => fleet_ms.saturating_add(clock.now_ms() - clock.written_ms()),
+            None => clock.now_ms(),
+        }
+    }
+
+    /// Now by this host's own clock, for comparing it with others (the hazards watcher).
+    pub fn host_now_ms(&self) -> i64 {
         self.edges.clock().now_ms()
+    }
+
+    /// Reads the fleet's clock when a reading is due (in a fleet); a failure is logged and
+    /// the last reading, or until there is one the host's clock, goes on standing in.
+    pub fn read_fleet_clock(&self) {
+        let Some(fleet) = &self.fleet else { return };
+        if !self.fleet_clock.due() {
+            return;
+        }
+        let first = self.fleet_clock.now_ms().is_none();
+        match self
+            .fleet_clock
+            .read(fleet.ledger.as_ref(), || self.host_now_ms())
+        {
+            Ok(Some(skew_ms)) if first => tracing::info!(
+                host = %fleet.host,
+                "leases and schedules go by the fleet database's clock (this host's is {skew_ms} ms off it)"
+            ),
+            Ok(_) => {}
+            Err(why) if first => tracing::warn!(
+                host = %fleet.host,
+                "cannot read the fleet database's clock; this host's stands in until it can: {why}"
+            ),
+            Err(why) => tracing::debug!("cannot read the fleet database's clock again: {why}"),
+        }
     }
 
     /// Notes how the last intake write went: a failure is kept until a write succeeds.

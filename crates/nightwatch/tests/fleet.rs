@@ -389,6 +389,110 @@ fn a_host_killed_mid_runbook_hands_its_task_to_another_after_the_lease() {
     drop(second);
 }
 
+/// Debian's libfaketime, which makes a process read its clock `offset` away from the host's
+/// (`FAKETIME`), leaving its monotonic clock alone: the environment for a daemon on a host whose
+/// clock is wrong. Installed by `scripts/test` (`faketime`); missing, the test fails.
+fn clock_off_by(offset: &str) -> Vec<(&'static str, String)> {
+    let library = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|dir| dir.path().join("faketime/libfaketimeMT.so.1"))
+        .find(|p| p.exists())
+        .expect("libfaketime is required by this test: apt-get install faketime");
+    vec![
+        ("LD_PRELOAD", library.display().to_string()),
+        ("FAKETIME", offset.to_owned()),
+        ("FAKETIME_DONT_FAKE_MONOTONIC", "1".to_owned()),
+    ]
+}
+
+/// A host whose clock runs an hour ahead (seed 000's VMs woke up with wrong clocks) must not
+/// see another host's lease on a running task as long expired and run the task a second time
+/// beside it: in a fleet the daemons judge leases by the fleet database's clock.
+#[test]
+fn a_host_whose_clock_runs_an_hour_ahead_takes_no_task_before_its_lease_runs_out() {
+    let pg = Cluster::start("skew");
+    let url = pg.url();
+    let work = scratch("fleet", "skew-work");
+    let (runbook, runs) = runbook(
+        &work,
+        "printf 'started %s\\n' \"$1\" >> {runs}\nsleep 8\nprintf 'finished %s\\n' \"$1\" >> {runs}",
+    );
+    let yaml = |host: &str| {
+        format!(
+            "queue: {{ workers: 1, lease: 2s, backoff_base: 100ms }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
+            runbook.display()
+        )
+    };
+    let honest = host_daemon("skew", "host-a", &url, &yaml("host-a"));
+    let reply = honest.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &group("DiskFull", &["skew-1".to_owned()]),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&runs).is_ok_and(|t| t.contains("started host-a")) {
+        assert!(
+            Instant::now() < deadline,
+            "host-a never started the runbook"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let skewed_env = clock_off_by("+1h");
+    let mut env: Vec<(&str, &str)> = skewed_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    env.extend([
+        ("NIGHTWATCH_DATABASE_URL", url.as_str()),
+        ("NIGHTWATCH_HOST", "host-b"),
+    ]);
+    let ahead = Daemon::start(
+        &scratch("fleet", "skew-host-b"),
+        Some(&yaml("host-b")),
+        &env,
+    );
+    // The daemon saw its own clock an hour off the fleet's: the skew is real, and noticed.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !ahead.log().contains(" ms off") && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let log = ahead.log();
+    let skew_ms: i64 = log
+        .split("this host's is ")
+        .nth(1)
+        .and_then(|rest| rest.split(" ms off").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("host-b says how far its clock is off the fleet's\n{log}"));
+    assert!(
+        (3_590_000..3_610_000).contains(&skew_ms),
+        "host-b's clock is an hour ahead: {skew_ms} ms\n{log}"
+    );
+
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while pg.query("SELECT status FROM tasks") != "done" {
+        assert!(
+            Instant::now() < deadline,
+            "the task never finished: {}\n{}",
+            pg.query("SELECT status || ' ' || coalesce(worker, '-') FROM tasks"),
+            honest.log()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    let lines = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(
+        lines,
+        "started host-a\nfinished host-a\n",
+        "host-b took the task while host-a's lease held\n{}",
+        ahead.log()
+    );
+    let worker = pg.query("SELECT worker FROM tasks");
+    assert!(worker.starts_with("host-a"), "{worker}");
+    drop(ahead);
+    drop(honest);
+}
+
 /// Seed 001's "jobs that must run in one place", for runbooks: a route pinned to `db-*` hosts
 /// has its tasks run there only, whichever host the alerts reached.
 #[test]

@@ -155,7 +155,8 @@ fn probe(daemon: &Daemon, spec: &WatcherSpec) -> Vec<Observation> {
     };
     let env = Env {
         reference_clock_ms,
-        now_ms: daemon.now_ms(),
+        // What probes compare (files' times, records' stamps, the clock itself) is this host's.
+        now_ms: daemon.host_now_ms(),
         ledger: daemon.reader(),
         databases: databases.as_ref(),
         containers: containers.as_ref(),
@@ -183,11 +184,12 @@ fn probe(daemon: &Daemon, spec: &WatcherSpec) -> Vec<Observation> {
 /// round trip's local time. `None` (logged) when it cannot be read: the hazard is then judged
 /// without it.
 fn fleet_clock(daemon: &Daemon, fleet: &crate::FleetStore) -> Option<i64> {
-    let before = daemon.now_ms();
+    // This host's own clock, not the daemon's (which in a fleet is the fleet's).
+    let before = daemon.host_now_ms();
     let read = fleet.ledger.clock_ms();
-    let after = daemon.now_ms();
+    let after = daemon.host_now_ms();
     match read {
-        Ok(Some(db)) => Some(db - (before + after) / 2 + daemon.now_ms()),
+        Ok(Some(db)) => Some(db - (before + after) / 2 + daemon.host_now_ms()),
         Ok(None) => None,
         Err(e) => {
             tracing::warn!("cannot read the fleet database's clock: {e}");
