@@ -29,7 +29,7 @@ use crate::web::{clip, enc};
 use crate::{Daemon, ServeError};
 pub use wire::{
     AlertDetail, AlertsPage, ApiArrival, ApiRecord, ApiTask, ErrorBody, RecordsPage, SessionDetail,
-    SessionSummary, SessionsPage, TasksPage, api_records,
+    SessionSummary, SessionsPage, TasksPage,
 };
 
 /// Records returned when a request names no `limit`, and the most it may ask for.
@@ -360,23 +360,6 @@ impl WindowQuery {
     }
 }
 
-/// The ledger's records in `[since, until)`, the newest `limit`, in order.
-pub fn records_between(
-    daemon: &Daemon,
-    since: i64,
-    until: i64,
-    before_seq: Option<u64>,
-    limit: usize,
-) -> Result<Vec<Record>, ServeError> {
-    Ok(daemon.reader().query(&Filter {
-        since_ms: Some(since),
-        until_ms: Some(until),
-        before_seq,
-        limit: Some(limit),
-        ..Filter::default()
-    })?)
-}
-
 /// The ledger as the daemon shows it, newest first: in a fleet, every host's records as the
 /// fleet holds them (a host's newest arrive as it ships them, within seconds), or only
 /// `host`'s; a host alone, its own ledger (another `host` has none there), in `seq` order.
@@ -477,12 +460,38 @@ fn own_arrivals(
         .collect())
 }
 
-pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<Record>, ServeError> {
-    Ok(daemon.reader().query(&Filter {
+pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<FleetRecord>, ServeError> {
+    let filter = Filter {
         session: Some(id.to_owned()),
         limit: Some(MAX_LIMIT),
         ..Filter::default()
-    })?)
+    };
+    let own = daemon.edges.host().unwrap_or_default();
+    let mut records: Vec<FleetRecord> = daemon
+        .reader()
+        .query(&filter)?
+        .into_iter()
+        .map(|record| FleetRecord {
+            host: own.clone(),
+            record,
+        })
+        .collect();
+    if let Some(fleet) = &daemon.fleet {
+        // Every host's as the fleet holds them, and this host's own as written: what it has not
+        // shipped yet shows at once.
+        records.extend(fleet.ledger.records(None, &filter, None)?);
+        records.sort_by(|a, b| {
+            (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
+                b.record.timestamp_ms,
+                &b.host,
+                b.record.seq,
+            ))
+        });
+        records.dedup_by(|a, b| a.host == b.host && a.record.seq == b.record.seq);
+        let keep_from = records.len().saturating_sub(MAX_LIMIT);
+        records.drain(..keep_from);
+    }
+    Ok(records)
 }
 
 /// This document.
@@ -592,31 +601,73 @@ async fn records(
     .await
 }
 
-/// One record by id.
+/// Whose ledger `GET /api/records/{id}` reads.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct RecordHost {
+    /// The host whose ledger holds the record (every host numbers its own: `r42` is on each).
+    /// This daemon's host unless given; in a fleet, any host's as the fleet holds it. Every
+    /// record the API and pages show names its `host`, and their links carry it.
+    #[param(example = "web-1")]
+    host: Option<String>,
+}
+
+/// One record by id, from this host's ledger or `host`'s.
 #[utoipa::path(
     get,
     path = "/api/records/{id}",
     tag = "api",
-    params(("id" = String, Path, description = "A record id, such as r42")),
+    params(("id" = String, Path, description = "A record id, such as r42"), RecordHost),
     responses(
         (status = 200, description = "The record", body = ApiRecord),
+        (status = 400, description = "A parameter is refused; the error says why", body = ErrorBody),
         (status = 401, description = "The readers' secret is set and the request did not carry it", body = ErrorBody),
         (status = 404, description = "No such record", body = ErrorBody),
         (status = 503, description = "The ledger cannot be read now", body = ErrorBody),
     ),
     security(("readers" = []), ())
 )]
-async fn record(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<ApiRecord> {
-    blocking(
-        move || match d.reader().get(&id).map_err(ServeError::from)? {
-            Some(r) => Ok(ApiRecord::of(&d.edges.host().unwrap_or_default(), &r)),
+async fn record(
+    State(d): State<Arc<Daemon>>,
+    Path(id): Path<String>,
+    place: Result<Query<RecordHost>, QueryRejection>,
+) -> Reply<ApiRecord> {
+    let Query(place) = place?;
+    let host = place
+        .host
+        .as_deref()
+        .map(host_param)
+        .transpose()
+        .map_err(ApiError::bad)?;
+    blocking(move || {
+        let own = d.edges.host().unwrap_or_default();
+        let found = match (&d.fleet, host) {
+            (Some(fleet), Some(other)) if other != own => fleet
+                .ledger
+                .host_ledger(&other)
+                .and_then(|chain| chain.get(&id))
+                .map_err(ServeError::from)?
+                .map(|r| (other, r)),
+            (None, Some(other)) if other != own => {
+                return Err(ApiError::not_found(format!(
+                    "no record {id} on {other}: this daemon is not in a fleet, and holds only its own host's records"
+                )));
+            }
+            _ => d
+                .reader()
+                .get(&id)
+                .map_err(ServeError::from)?
+                .map(|r| (own, r)),
+        };
+        match found {
+            Some((host, r)) => Ok(ApiRecord::of(&host, &r)),
             None => Err(ApiError::not_found(format!("no record {id}"))),
-        },
-    )
+        }
+    })
     .await
 }
 
-/// Agent sessions and runbook runs that have records in a time window.
+/// Agent sessions and runbook runs that have records in a time window: in a fleet, every host's.
 #[utoipa::path(
     get,
     path = "/api/sessions",
@@ -637,9 +688,17 @@ async fn sessions(
     let Query(window) = window?;
     blocking(move || {
         let w = window.window(d.now_ms())?;
-        let records = records_between(&d, w.since, w.until, None, MAX_LIMIT)?;
+        // In a fleet, every host's sessions (see `ledger_page`).
+        let window = Filter {
+            since_ms: Some(w.since),
+            until_ms: Some(w.until),
+            limit: Some(MAX_LIMIT),
+            ..Filter::default()
+        };
+        let mut records = ledger_page(&d, None, &window, None)?;
+        records.reverse();
         let mut by_session: BTreeMap<&str, Vec<&Record>> = BTreeMap::new();
-        for r in &records {
+        for r in records.iter().map(|r| &r.record) {
             if let Some(s) = &r.session_id {
                 by_session.entry(s).or_default().push(r);
             }
@@ -655,7 +714,8 @@ async fn sessions(
     .await
 }
 
-/// One session: its summary and every record.
+/// One session: its summary and every record, each naming the host that holds it (in a
+/// fleet, every host's records of the session).
 #[utoipa::path(
     get,
     path = "/api/sessions/{id}",
@@ -675,10 +735,13 @@ async fn session(State(d): State<Arc<Daemon>>, Path(id): Path<String>) -> Reply<
         if records.is_empty() {
             return Err(ApiError::not_found(format!("no records for session {id}")));
         }
-        let refs: Vec<&Record> = records.iter().collect();
+        let refs: Vec<&Record> = records.iter().map(|r| &r.record).collect();
         Ok(SessionDetail {
             session: SessionSummary::of(&id, &refs),
-            records: api_records(&d.edges.host().unwrap_or_default(), &records),
+            records: records
+                .iter()
+                .map(|r| ApiRecord::of(&r.host, &r.record))
+                .collect(),
         })
     })
     .await

@@ -851,13 +851,11 @@ async fn alert(State(daemon): State<Arc<Daemon>>, Path(id): Path<String>) -> Res
         if view.arrivals.is_empty() {
             return Err((StatusCode::NOT_FOUND, format!("no alert {id} has arrived")));
         }
-        let records: Vec<nightwatch_ledger::Record> =
-            view.records.into_iter().map(|r| r.record).collect();
         Ok(web::alert_page(
             &id,
             &view.arrivals,
             &view.tasks,
-            &records,
+            &view.records,
             d.now_ms(),
         ))
     })

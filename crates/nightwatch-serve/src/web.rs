@@ -641,7 +641,8 @@ struct Item {
 struct AlertRow<'a> {
     arrivals: Vec<&'a FleetArrival>,
     tasks: Vec<(&'a Task, bool, bool)>,
-    records: Vec<&'a Record>,
+    /// With the host whose ledger holds each.
+    records: Vec<(&'a str, &'a Record)>,
     title: Option<String>,
     host: Option<String>,
     source: Option<String>,
@@ -750,7 +751,7 @@ pub fn timeline_page(
         }
         // An arrival's own record says what its line already says.
         if !arrival_records.contains(&(held_by.as_str(), r.id.as_str())) {
-            row.records.push(r);
+            row.records.push((held_by.as_str(), r));
         }
     }
 
@@ -817,7 +818,7 @@ pub fn timeline_page(
         if let Some(s) = &r.session_id {
             sessions.insert(s.as_str());
         }
-        let mut item = record_item(r, joined.result_of(r), now_ms);
+        let mut item = record_item(held_by, r, joined.result_of(r), now_ms);
         if name_hosts {
             let body = item.body;
             item.body = html! { span.host { (Text(held_by)) } " " (body) };
@@ -1116,7 +1117,7 @@ fn alert_item(
             },
         });
     }
-    let record_refs: Vec<&Record> = row.records.clone();
+    let record_refs: Vec<&Record> = row.records.iter().map(|(_, r)| *r).collect();
     for (task, created, finished) in &row.tasks {
         if *created && !routed_tasks.contains(&task.id) {
             folds.push(Fold {
@@ -1145,7 +1146,7 @@ fn alert_item(
             });
         }
     }
-    for r in &row.records {
+    for (held_by, r) in &row.records {
         let d = disposition_of(r).unwrap_or("other");
         folds.push(Fold {
             at: r.timestamp_ms,
@@ -1164,7 +1165,7 @@ fn alert_item(
                     }
                 }
                 @if let Some(s) = &r.session_id { " · session " (session_link(s)) }
-                " " (record_link(&r.id))
+                " " (record_link(held_by, &r.id))
                 @if let Some(why) = r.reasons.first() { div.why { (prose(why, now_ms)) } }
             },
         });
@@ -1342,7 +1343,7 @@ fn sweep_headline(r: &Record, result: Option<&Record>) -> (String, &'static str)
     }
 }
 
-fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
+fn record_item(held_by: &str, r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
     let kind = record_kind(r);
     let actor = html! {
         span.actor title=(Text(&r.actor.kind)) { (Text(&r.actor.id)) }
@@ -1412,14 +1413,14 @@ fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
                 @if let Some(s) = &r.session_id { " · " (session_link(s)) }
             }
         }
-        " " (record_link(&r.id))
-        @if let Some(res) = result { " " (record_link(&res.id)) }
+        " " (record_link(held_by, &r.id))
+        @if let Some(res) = result { " " (record_link(held_by, &res.id)) }
         @if let Some(why) = r.reasons.first() {
             @if !(kind == "sweep" && sweep_headline(r, result).1 == "kept") {
                 div.why { (prose(why, now_ms)) }
             }
         }
-        (vetoes(r.safeguards.as_ref(), false))
+        (vetoes(held_by, r.safeguards.as_ref(), false))
     };
     Item {
         at: r.timestamp_ms,
@@ -1435,7 +1436,7 @@ fn record_item(r: &Record, result: Option<&Record>, now_ms: i64) -> Item {
 
 /// The checks that found something (all of them when `all`), the approval that let a call
 /// through, and a backup that failed or was taken.
-fn vetoes(safeguards: Option<&Value>, all: bool) -> Markup {
+fn vetoes(held_by: &str, safeguards: Option<&Value>, all: bool) -> Markup {
     use nightwatch_ledger::schema::{CheckOutcome, Readable};
     if safeguards.is_none() {
         return html! {};
@@ -1480,7 +1481,7 @@ fn vetoes(safeguards: Option<&Value>, all: bool) -> Markup {
                 }
             }
             @if let Some(approval) = &s.approval {
-                li { "approved by " b { (Text(&approval.by)) } " in " (record_link(&approval.record)) }
+                li { "approved by " b { (Text(&approval.by)) } " in " (record_link(held_by, &approval.record)) }
             }
             @if let Some(error) = backup_failed {
                 li { "backup failed: " (Text(error)) }
@@ -1562,9 +1563,24 @@ fn session_outcome(records: &[&Record], refused: usize) -> SessionOutcome {
 /// A session "read like a runbook": who ran it and why, how it ended, then every tool call as
 /// a numbered step with its verdict, reasons and output. `records` are the session's, in any
 /// order.
-pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String {
-    let mut records: Vec<&Record> = records.iter().collect();
-    records.sort_by_key(|r| (r.timestamp_ms, r.seq));
+pub fn session_page(session_id: &str, held: &[FleetRecord], now_ms: i64) -> String {
+    let mut held: Vec<&FleetRecord> = held.iter().collect();
+    held.sort_by(|a, b| {
+        (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
+            b.record.timestamp_ms,
+            &b.host,
+            b.record.seq,
+        ))
+    });
+    let records: Vec<&Record> = held.iter().map(|f| &f.record).collect();
+    // The hosts whose ledgers hold the session (in a fleet, any of them).
+    let mut holders: Vec<&str> = held
+        .iter()
+        .map(|f| f.host.as_str())
+        .filter(|h| !h.is_empty())
+        .collect();
+    holders.sort_unstable();
+    holders.dedup();
     let first_ctx = |f: fn(&Record) -> Option<&String>| records.iter().find_map(|r| f(r));
     let actor = records
         .iter()
@@ -1586,20 +1602,24 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
     let joined = Joined::new(records.iter().copied());
     let mut steps = Vec::new();
     let mut others = Vec::new();
-    for r in &records {
+    for FleetRecord {
+        host: held_by,
+        record: r,
+    } in held.iter().copied()
+    {
         let is_result = matches!(r.event.as_str(), event::RESULT | event::UNGUARDED_RESULT);
         if r.event == event::DECISION || is_result {
             if joined.is_joined_result(r) {
                 continue;
             }
             let result = if is_result {
-                Some(*r)
+                Some(r)
             } else {
                 joined.result_of(r)
             };
-            steps.push((*r, result));
+            steps.push((held_by.as_str(), r, result));
         } else {
-            others.push(*r);
+            others.push((held_by.as_str(), r));
         }
     }
     let (mut step_day, mut other_day) = (None, None);
@@ -1617,6 +1637,9 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
             }
             @if let Some(h) = first_ctx(|r| r.context.host.as_ref()) {
                 dt { "host" } dd { (Text(h)) }
+            }
+            @if !holders.is_empty() {
+                dt { "recorded on" } dd #recorded-on { (Text(&holders.join(", "))) }
             }
             @if let Some(t) = first_ctx(|r| r.context.task.as_ref()) {
                 dt { "task" } dd { (Text(t)) }
@@ -1641,14 +1664,14 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
         h2 { "Steps (" (steps.len()) ")" }
         @if steps.is_empty() { p.empty { "No tool calls were recorded in this session." } }
         ol #steps {
-            @for (n, (r, result)) in steps.iter().enumerate() {
-                (step_html(n + 1, r, *result, refused, &mut step_day, now_ms))
+            @for (n, (held_by, r, result)) in steps.iter().enumerate() {
+                (step_html(n + 1, held_by, r, *result, refused, &mut step_day, now_ms))
             }
         }
         @if !others.is_empty() {
             h2 { "Session events" }
             ul #events {
-                @for r in &others {
+                @for (held_by, r) in &others {
                     li {
                         (time_cell(r.timestamp_ms, &mut other_day)) " "
                         @match disposition_of(r) {
@@ -1657,7 +1680,7 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
                         }
                         " " span.actor { (Text(&r.actor.id)) }
                         @if let Some(why) = r.reasons.first() { " " span.why { (prose(why, now_ms)) } }
-                        " " (record_link(&r.id))
+                        " " (record_link(held_by, &r.id))
                     }
                 }
             }
@@ -1668,6 +1691,7 @@ pub fn session_page(session_id: &str, records: &[Record], now_ms: i64) -> String
 
 fn step_html(
     n: usize,
+    held_by: &str,
     r: &Record,
     result: Option<&Record>,
     refused: usize,
@@ -1710,20 +1734,20 @@ fn step_html(
                 @if r.event == event::UNGUARDED_RESULT || r.event == event::RESULT {
                     " " span.badge.v-other { "no decision recorded" }
                 }
-                " " (record_link(&r.id))
+                " " (record_link(held_by, &r.id))
                 @if r.actor.kind != "agent" { " " span.muted { "by " (Text(&r.actor.id)) } }
             }
             @if let Some(m) = &mark {
                 p class={ "veto-mark " (verdict_look(verdict.unwrap_or_default()).1) } { (Text(m)) }
             }
             @if let Some(c) = &command {
-                pre.cmd { (clipped(&format!("$ {c}"), OUTPUT_SHOWN_BYTES, &r.id)) }
+                pre.cmd { (clipped(&format!("$ {c}"), OUTPUT_SHOWN_BYTES, held_by, &r.id)) }
             }
             @if !fields.is_empty() {
                 dl.inputs {
                     @for (k, v) in &fields {
                         dt { (Text(k)) }
-                        dd { @if v.contains('\n') || v.len() > 120 { pre { (clipped(v, OUTPUT_SHOWN_BYTES, &r.id)) } } @else { (Text(v)) } }
+                        dd { @if v.contains('\n') || v.len() > 120 { pre { (clipped(v, OUTPUT_SHOWN_BYTES, held_by, &r.id)) } } @else { (Text(v)) } }
                     }
                 }
             }
@@ -1731,7 +1755,7 @@ fn step_html(
             @if !r.reasons.is_empty() {
                 ul.reasons { @for why in &r.reasons { li { (prose(why, now_ms)) } } }
             }
-            (vetoes(r.safeguards.as_ref(), true))
+            (vetoes(held_by, r.safeguards.as_ref(), true))
             @if let Some(res) = result {
                 div.output {
                     (exit_text(res))
@@ -1742,7 +1766,7 @@ fn step_html(
                     {
                         " " span.o-warn.refused-steps { "but the gate refused " (refused) " of its steps" }
                     }
-                    @if res.id != r.id { " " (record_link(&res.id)) }
+                    @if res.id != r.id { " " (record_link(held_by, &res.id)) }
                     @if !res.redacted.is_empty() {
                         " " span.muted { "redacted: " (Text(&res.redacted.join(", "))) }
                     }
@@ -1750,7 +1774,7 @@ fn step_html(
                         @for (name, text) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
                             @if !text.is_empty() {
                                 div.stream { (name) }
-                                pre class=(name) { (clipped(text, OUTPUT_SHOWN_BYTES, &res.id)) }
+                                pre class=(name) { (clipped(text, OUTPUT_SHOWN_BYTES, held_by, &res.id)) }
                             }
                         }
                     }
@@ -1771,7 +1795,7 @@ pub fn alert_page(
     alert_id: &str,
     arrivals: &[FleetArrival],
     tasks: &[(Task, Vec<TaskEvent>)],
-    records: &[Record],
+    held_records: &[FleetRecord],
     now_ms: i64,
 ) -> String {
     let mut held: Vec<&FleetArrival> = arrivals.iter().collect();
@@ -1781,8 +1805,15 @@ pub fn alert_page(
     let arrivals: Vec<&AlertEvent> = held.iter().map(|a| &a.arrival).collect();
     let latest = arrivals.last();
     let title = latest.map(|a| a.title.as_str()).unwrap_or("");
-    let mut records: Vec<&Record> = records.iter().collect();
-    records.sort_by_key(|r| (r.timestamp_ms, r.seq));
+    let mut held_records: Vec<&FleetRecord> = held_records.iter().collect();
+    held_records.sort_by(|a, b| {
+        (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
+            b.record.timestamp_ms,
+            &b.host,
+            b.record.seq,
+        ))
+    });
+    let records: Vec<&Record> = held_records.iter().map(|f| &f.record).collect();
     let labels: Vec<(&str, &String, String)> = latest
         .map(|a| {
             ["labels", "annotations"]
@@ -1857,7 +1888,7 @@ pub fn alert_page(
                         td { @if let Some(why) = &a.reason { (prose(why, now_ms)) } }
                         td { @if let Some(route) = &a.route { (Text(route)) } }
                         td { @if let Some(t) = a.task_id { "#" (t) } }
-                        td { @if let Some(r) = &a.record { (record_link(r)) } }
+                        td { @if let Some(r) = &a.record { (record_link(received_by, r)) } }
                     }
                 }
             }
@@ -1871,10 +1902,13 @@ pub fn alert_page(
         table #records {
             thead { tr { @for c in ["time", "record", "event", "actor", "what", "session"] { th { (c) } } } }
             tbody {
-                @for r in &records {
+                @for FleetRecord { host: held_by, record: r } in held_records.iter().copied() {
                     tr class={ "record kind-" (record_kind(r)) (verdict_classes(r.verdict.as_deref())) } data-event=(Text(&r.event)) {
                         td { (time_cell(r.timestamp_ms, &mut record_day)) }
-                        td { (record_link(&r.id)) }
+                        td {
+                            @if name_hosts && !held_by.is_empty() { span.host { (Text(held_by)) } " " }
+                            (record_link(held_by, &r.id))
+                        }
                         td { (Text(&r.event)) }
                         td { (Text(&r.actor.id)) }
                         td { (record_what(r, now_ms)) }
@@ -1989,8 +2023,12 @@ fn alert_link(id: &str) -> Markup {
     html! { a.alert href={ "/alerts/" (enc(id)) } { (Text(id)) } }
 }
 
-fn record_link(id: &str) -> Markup {
-    html! { a.rid href={ "/api/records/" (enc(id)) } { (Text(id)) } }
+/// A link to record `id` of `held_by`'s ledger (every host numbers its own records; a host
+/// with no name links to its own).
+fn record_link(held_by: &str, id: &str) -> Markup {
+    html! {
+        a.rid href={ "/api/records/" (enc(id)) @if !held_by.is_empty() { "?host=" (enc(held_by)) } } { (Text(id)) }
+    }
 }
 
 /// ` exit 0 · 1.2 s` for a record with outputs.
@@ -2073,12 +2111,12 @@ pub(crate) fn clip(text: &str, max: usize) -> (&str, usize) {
 }
 
 /// Clipped text, with a note naming the record that holds the rest.
-fn clipped(text: &str, max: usize, record: &str) -> Markup {
+fn clipped(text: &str, max: usize, held_by: &str, record: &str) -> Markup {
     let (shown, cut) = clip(text, max);
     html! {
         (Text(shown))
         @if cut > 0 {
-            "\n" span.cut { "… " (cut) " more bytes: see " (record_link(record)) }
+            "\n" span.cut { "… " (cut) " more bytes: see " (record_link(held_by, record)) }
         }
     }
 }
@@ -2763,9 +2801,12 @@ mod tests {
             let mut r = result(1, T0, "c1", 0, "ok");
             r.event = event::UNGUARDED_RESULT.into();
             edit(&mut r);
-            assert_inert(&session_page("sess-1", std::slice::from_ref(&r), NOW), what);
+            assert_inert(
+                &session_page("sess-1", &held(std::slice::from_ref(&r)), NOW),
+                what,
+            );
             if *on_alert_page {
-                assert_inert(&alert_page("alert_1", &[], &[], &[r], NOW), what);
+                assert_inert(&alert_page("alert_1", &[], &[], &held(&[r]), NOW), what);
             }
         }
         assert_inert(&session_page(EVIL, &[], NOW), "session id");
@@ -3112,7 +3153,7 @@ mod tests {
             decision(1, T0 + 1_000, "df -h", "allow", Some("db1")),
             start,
         ];
-        let html = session_page("sess-1", &records, NOW);
+        let html = session_page("sess-1", &held(&records), NOW);
         assert_eq!(html.matches("<li class=\"step").count(), 3, "{html}");
         let at = |s: &str| {
             html.find(s)
@@ -3149,7 +3190,7 @@ mod tests {
     fn long_output_is_cut_and_points_at_the_record() {
         let mut r = result(7, T0, "c", 0, &"é".repeat(OUTPUT_SHOWN_BYTES));
         r.event = event::UNGUARDED_RESULT.into();
-        let html = session_page("s", &[r], NOW);
+        let html = session_page("s", &held(&[r]), NOW);
         assert!(
             html.contains(&format!("{} more bytes", OUTPUT_SHOWN_BYTES)),
             "cut at a char boundary"
@@ -3199,7 +3240,7 @@ mod tests {
             "alert_88c2d1",
             &received(&arrivals),
             &[(task(3, T0, "disk-full"), events.clone())],
-            &[call.clone(), dispatch.clone()],
+            &held(&[call.clone(), dispatch.clone()]),
             NOW,
         );
         assert!(!html.contains("received by"), "a host with no name: {html}");
@@ -3225,7 +3266,7 @@ mod tests {
             "alert_88c2d1",
             &received(&arrivals),
             &[(task(3, T0, "disk-full"), events)],
-            &[call, dispatch],
+            &held(&[call, dispatch]),
             NOW,
         );
         let at = |s: &str| {
@@ -3364,7 +3405,7 @@ mod tests {
                 }
             }
         }
-        let session = session_page("sess-1", &records, NOW);
+        let session = session_page("sess-1", &held(&records), NOW);
         assert!(
             session.contains(
                 "Asked: it has not run; it waits for a person's approval (nightwatch approve r1)"
@@ -3599,7 +3640,7 @@ mod tests {
             (&[runbook.clone()], "o-open", "no end recorded", false),
         ];
         for (records, class, word, ended) in cases {
-            let html = session_page("sess_88c2d1-t3", records, NOW);
+            let html = session_page("sess_88c2d1-t3", &held(records), NOW);
             let o = outcome(&html);
             assert!(o.starts_with(class) && o.contains(word), "{word}: {o}");
             assert!(!o.contains("succeeded") || *word == "succeeded", "{o}");
@@ -3612,7 +3653,7 @@ mod tests {
                 "{html}"
             );
         }
-        let html = session_page("s", &[runbook], NOW);
+        let html = session_page("s", &held(&[runbook]), NOW);
         assert!(
             html.contains("$ /srv/runbooks/disk.sh --fast"),
             "an argv is a command line: {html}"
@@ -3647,7 +3688,7 @@ mod tests {
                 "alert_88c2d1",
                 &[],
                 &[(t.clone(), vec![handed.clone()])],
-                records,
+                &held(records),
                 NOW,
             );
             let events = html.split("class=\"task-events\"").nth(1).unwrap();
@@ -3741,7 +3782,7 @@ mod tests {
         assert!(!list.contains("{&quot;") && !list.contains("{\""), "{list}");
         assert!(list.contains("until 03:33:20 UTC"), "{list}");
         assert!(!list.contains("1771040000000"), "{list}");
-        let page = alert_page("alert_88c2d1", &received(&[a]), &[], &[write], NOW);
+        let page = alert_page("alert_88c2d1", &received(&[a]), &[], &held(&[write]), NOW);
         assert!(
             !page.contains("1771040000000") && !page.contains("{&quot;"),
             "{page}"

@@ -494,11 +494,14 @@ fn timeline_page_in_chromium_shows_the_night_and_keeps_hostile_text_inert() {
 fn session_page_in_chromium_reads_like_a_runbook() {
     let night = night();
     let dir = tempfile::tempdir().unwrap();
-    let records: Vec<Record> = night
+    let records: Vec<FleetRecord> = night
         .records
         .iter()
         .filter(|r| r.session_id.as_deref() == Some(SESSION))
-        .cloned()
+        .map(|record| FleetRecord {
+            host: "db1".into(),
+            record: record.clone(),
+        })
         .collect();
     let path = write_page(
         dir.path(),
@@ -508,6 +511,12 @@ fn session_page_in_chromium_reads_like_a_runbook() {
 
     let dom = chromium_dom(&file_url(&path));
     assert!(dom.contains("<ol id=\"steps\">"), "{dom}");
+    // Every host numbers its own records: each link names the host whose ledger holds it.
+    assert!(dom.contains("<dd id=\"recorded-on\">db1</dd>"), "{dom}");
+    assert!(
+        dom.contains("href=\"/api/records/r") && dom.matches("?host=db1\"").count() >= 3,
+        "{dom}"
+    );
     assert_eq!(dom.matches("<li class=\"step").count(), 3, "{dom}");
     assert!(
         dom.contains("<li class=\"step veto is-deny\" id=\"step-3\" data-verdict=\"deny\">"),
@@ -559,11 +568,14 @@ fn alert_page_in_chromium_follows_the_alert_to_resolution() {
         .filter(|a| a.alert_id == night.alert_id)
         .cloned()
         .collect();
-    let records: Vec<Record> = night
+    let records: Vec<FleetRecord> = night
         .records
         .iter()
         .filter(|r| r.context.alert_id.as_deref() == Some(night.alert_id.as_str()))
-        .cloned()
+        .map(|record| FleetRecord {
+            host: "db1".into(),
+            record: record.clone(),
+        })
         .collect();
     let now = at("2026-02-14T07:00:00Z");
     let html = web::alert_page(

@@ -816,6 +816,61 @@ fn any_daemon_shows_every_hosts_records_by_host_and_pages_them_once() {
     let html = daemons[0].get("/?host=h2").text();
     assert!(html.contains("<span class=\"host\">h2</span>"));
     assert!(!html.contains("<span class=\"host\">h1</span>"), "{html}");
+    // Every host numbers its own records (each has an r1): a line's link names its host.
+    assert!(html.contains("href=\"/api/records/r1?host=h2\""), "{html}");
+
+    // One record, from any daemon: `host=` says whose; this daemon's own without it.
+    let theirs = daemons[0].json("/api/records/r2?host=h2");
+    assert_eq!(theirs["host"], "h2", "{theirs}");
+    assert_eq!(
+        theirs,
+        daemons[1].json("/api/records/r2"),
+        "h2's record as h1 shows it is h2's own"
+    );
+    let mine = daemons[0].json("/api/records/r2");
+    assert_eq!(mine["host"], "h1", "{mine}");
+    assert_ne!(
+        mine["inputs"], theirs["inputs"],
+        "two hosts' r2 are two records"
+    );
+    let missing = daemons[0].get("/api/records/r2?host=h4");
+    assert_eq!(missing.status, 404, "{}", missing.text());
+    let bad = daemons[0].get("/api/records/r2?host=h%0A2");
+    assert_eq!(bad.status, 400, "{}", bad.text());
+
+    // A session whose calls ran on every host: each daemon shows all of it, each record
+    // naming the host that holds it; its page says where it was recorded and links there.
+    let session = daemons[2].json("/api/sessions/sess_fleet");
+    let records = session["records"].as_array().unwrap();
+    for host in hosts {
+        let held = daemons[0].json(&format!(
+            "/api/records?session=sess_fleet&host={host}&limit=5000"
+        ));
+        let expected = held["records"].as_array().unwrap().len();
+        assert!(expected > 0, "{host} has records of the session");
+        assert_eq!(
+            records.iter().filter(|r| r["host"] == host).count(),
+            expected,
+            "{host}'s records of the session, from h3's daemon"
+        );
+    }
+    let listed = daemons[0].json("/api/sessions");
+    assert!(
+        listed["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["id"] == "sess_fleet"),
+        "{listed}"
+    );
+    let page = daemons[0].get("/sessions/sess_fleet");
+    assert_eq!(page.status, 200);
+    let html = page.text();
+    assert!(
+        html.contains("<dd id=\"recorded-on\">h1, h2, h3</dd>"),
+        "{html}"
+    );
+    assert!(html.contains("?host=h3\""), "{html}");
 }
 
 /// An arrival as `/api/alerts` names it: the host that received it and its number there.

@@ -150,11 +150,6 @@ impl ApiRecord {
     }
 }
 
-/// The API's view of each of `host`'s records.
-pub fn api_records(host: &str, records: &[Record]) -> Vec<ApiRecord> {
-    records.iter().map(|r| ApiRecord::of(host, r)).collect()
-}
-
 /// `GET /api/records`.
 #[derive(Clone, Debug, Serialize, ToSchema)]
 pub struct RecordsPage {
