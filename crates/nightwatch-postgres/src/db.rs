@@ -2,13 +2,22 @@
 
 use nightwatch_store::StoreError;
 use postgres::config::Host;
+use postgres::config::SslMode;
 use postgres::error::SqlState;
-use postgres::{Client, Config, NoTls, Transaction};
+use postgres::{Client, Config, Transaction};
 use r2d2_postgres::PostgresConnectionManager;
 use std::time::{Duration, Instant};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<NoTls>>;
-pub(crate) type Pooled = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<MakeRustlsConnect>>;
+pub(crate) type Pooled = r2d2::PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>;
+
+/// Where to connect and how: the driver's settings, and the TLS connector it is given (used
+/// only when the string asked for TLS; see [`crate::tls`]).
+pub(crate) struct Target {
+    pub config: Config,
+    pub tls: MakeRustlsConnect,
+}
 
 /// Settings of a connection to the database (see [`crate::PgStores::connect_with`]).
 #[derive(Clone, Debug)]
@@ -113,15 +122,27 @@ pub(crate) fn describe_target(config: &Config) -> String {
 }
 
 /// Parses `url` (a `postgres://` URL or `key=value` pairs) and fills in what nightwatch
-/// always wants: a connect timeout and its name in `pg_stat_activity`.
+/// always wants: a connect timeout, its name in `pg_stat_activity`, and TLS as the string
+/// asks for it (`sslmode=require` and `sslrootcert`; see [`crate::tls`]).
 pub(crate) fn config(
     url: &str,
     options: &PgOptions,
     store: &'static str,
-) -> Result<Config, StoreError> {
-    let mut config: Config = url.parse().map_err(|e| StoreError::Backend {
+) -> Result<Target, StoreError> {
+    let unreadable = |e: String| StoreError::Backend {
         store,
         message: format!("not a PostgreSQL connection string: {e}"),
+    };
+    let (rest, wish) = crate::tls::split(url).map_err(unreadable)?;
+    let mut config: Config = rest.parse().map_err(|e| unreadable(format!("{e}")))?;
+    config.ssl_mode(if wish.required {
+        SslMode::Require
+    } else {
+        SslMode::Disable
+    });
+    let tls = crate::tls::connector(&wish).map_err(|e| StoreError::Backend {
+        store,
+        message: format!("cannot set up TLS to PostgreSQL: {e}"),
     })?;
     if config.get_connect_timeout().is_none() {
         config.connect_timeout(options.connect_timeout);
@@ -129,28 +150,31 @@ pub(crate) fn config(
     if config.get_application_name().is_none() {
         config.application_name("nightwatch");
     }
-    Ok(config)
+    Ok(Target { config, tls })
 }
 
 /// One connection, opened now: the error says where it tried and why it failed.
-pub(crate) fn connect_once(config: &Config, store: &'static str) -> Result<Client, StoreError> {
-    config.connect(NoTls).map_err(|e| StoreError::Backend {
-        store,
-        message: format!(
-            "cannot connect to PostgreSQL at {}: {}",
-            describe_target(config),
-            describe(&e)
-        ),
-    })
+pub(crate) fn connect_once(target: &Target, store: &'static str) -> Result<Client, StoreError> {
+    let config = &target.config;
+    config
+        .connect(target.tls.clone())
+        .map_err(|e| StoreError::Backend {
+            store,
+            message: format!(
+                "cannot connect to PostgreSQL at {}: {}",
+                describe_target(config),
+                describe(&e)
+            ),
+        })
 }
 
 /// The pool every store handle draws from; it opens connections as calls need them.
-pub(crate) fn pool(config: Config, options: &PgOptions) -> Pool {
+pub(crate) fn pool(target: Target, options: &PgOptions) -> Pool {
     r2d2::Pool::builder()
         .max_size(options.max_connections.max(1))
         .min_idle(Some(0))
         .connection_timeout(options.patience)
-        .build_unchecked(PostgresConnectionManager::new(config, NoTls))
+        .build_unchecked(PostgresConnectionManager::new(target.config, target.tls))
 }
 
 /// Brings `schema` to its version under a transaction-scoped advisory lock, so of several
@@ -346,7 +370,18 @@ pub(crate) fn describe(e: &postgres::Error) -> String {
             text
         }
         None if e.is_closed() => format!("the connection to PostgreSQL was lost: {e}"),
-        None => e.to_string(),
+        None => {
+            // The driver's own words are general ("error performing TLS handshake"); the
+            // cause (an unknown issuer, a name that does not match) is in its sources.
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(e);
+            while let Some(cause) = source {
+                text.push_str(": ");
+                text.push_str(&cause.to_string());
+                source = cause.source();
+            }
+            text
+        }
     }
 }
 

@@ -64,6 +64,7 @@ mod ledger;
 mod query;
 mod tasks;
 mod text;
+pub mod tls;
 
 pub use db::PgOptions;
 pub use fleet::PgFleet;

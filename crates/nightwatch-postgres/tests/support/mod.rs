@@ -61,6 +61,27 @@ pub fn server() -> &'static Server {
     })
 }
 
+/// The tests' own throwaway cluster, even when `NIGHTWATCH_TEST_DATABASE_URL` names a
+/// server: for tests that change the server's settings, which must not touch anyone else's.
+pub fn own_server() -> &'static Server {
+    let server = SERVER.get_or_init(|| Server::at(start_throwaway_cluster()));
+    assert!(
+        std::env::var(URL_VARIABLE).ok().as_deref() != Some(server.url.as_str()),
+        "this test changes the server's settings: it runs on its own cluster only"
+    );
+    server
+}
+
+/// Who the throwaway cluster runs as: Debian's `postgres` user when the tests run as root
+/// (`initdb` refuses root), else the tests' own user (`None`).
+pub fn cluster_owner() -> Option<(u32, u32)> {
+    if unsafe { libc::geteuid() } == 0 {
+        postgres_user()
+    } else {
+        None
+    }
+}
+
 /// A new, empty database for one test.
 pub fn database() -> TestDatabase {
     server().database()

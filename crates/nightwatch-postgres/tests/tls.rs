@@ -1,0 +1,177 @@
+//! TLS to a real PostgreSQL server: the tests' own cluster with TLS switched on, its
+//! certificate signed by a certificate authority made here with `openssl`. Asked for
+//! (`sslmode=require`, `verify-full`), TLS is used and the server verified; a server that
+//! cannot be verified, or has no TLS, is refused; not asked for, nothing changes.
+
+mod support;
+
+use nightwatch_postgres::{PgStores, query_returns_row};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let out = Command::new("openssl")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("openssl runs (Debian's `openssl` package)");
+    assert!(
+        out.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A certificate authority `name` (`name.pem`, `name.key`) in `dir`.
+fn authority(dir: &Path, name: &str) {
+    let (key, pem, subject) = (
+        format!("{name}.key"),
+        format!("{name}.pem"),
+        format!("/CN=nightwatch test {name}"),
+    );
+    openssl(
+        dir,
+        &[
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &pem,
+            "-days", "2", "-subj", &subject,
+        ],
+    );
+}
+
+/// The error of opening the stores at `url`, which must fail.
+fn refused(url: &str) -> String {
+    match PgStores::connect(url, "h1") {
+        Ok(_) => panic!("{url} was opened"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn tls_is_used_and_verified_when_asked_for_and_refused_when_it_cannot_be() {
+    let server = support::own_server();
+    let db = server.database();
+    let url = db.url.clone();
+    assert!(!url.contains('?'), "{url}");
+    let is_tls = "SELECT 1 FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl";
+    let is_plain = "SELECT 1 FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND NOT ssl";
+    let wait = Duration::from_secs(10);
+
+    // A server without TLS, asked for it: refused, saying so, never talked to in the clear.
+    let why = refused(&format!("{url}?sslmode=require"));
+    assert!(why.contains("TLS"), "{why}");
+
+    // Switch TLS on, with a certificate for 127.0.0.1 signed by the test's authority.
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    authority(d, "ca");
+    authority(d, "other-ca");
+    openssl(
+        d,
+        &[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ],
+    );
+    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
+    openssl(
+        d,
+        &[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "ext",
+        ],
+    );
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(d.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    if let Some((uid, gid)) = support::cluster_owner() {
+        for file in ["server.key", "server.pem"] {
+            std::os::unix::fs::chown(d.join(file), Some(uid), Some(gid)).unwrap();
+        }
+    }
+    let mut admin = server.client(&db);
+    for setting in [
+        format!(
+            "ALTER SYSTEM SET ssl_cert_file = '{}'",
+            d.join("server.pem").display()
+        ),
+        format!(
+            "ALTER SYSTEM SET ssl_key_file = '{}'",
+            d.join("server.key").display()
+        ),
+        "ALTER SYSTEM SET ssl = on".to_owned(),
+        "SELECT pg_reload_conf()".to_owned(),
+    ] {
+        admin.batch_execute(&setting).unwrap();
+    }
+    let ca = d.join("ca.pem");
+    let verified = format!("{url}?sslmode=verify-full&sslrootcert={}", ca.display());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while query_returns_row(&verified, "SELECT 1", wait).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "TLS never came up on the test cluster"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // Asked for, with the authority: the stores open (migrations and all) over TLS.
+    for asked in [
+        verified.clone(),
+        format!("{url}?sslmode=require&sslrootcert={}", ca.display()),
+    ] {
+        PgStores::connect(&asked, "h1").unwrap_or_else(|e| panic!("{asked}: {e}"));
+        assert!(query_returns_row(&asked, is_tls, wait).unwrap(), "{asked}");
+    }
+    let pairs = format!(
+        "host=127.0.0.1 port={} user=postgres dbname={} sslmode=require sslrootcert='{}'",
+        url.rsplit_once(':').unwrap().1.split('/').next().unwrap(),
+        db.name,
+        ca.display()
+    );
+    assert!(query_returns_row(&pairs, is_tls, wait).unwrap(), "{pairs}");
+
+    // Another authority's server, or the public authorities only: refused, naming why.
+    let other = format!(
+        "{url}?sslmode=require&sslrootcert={}",
+        d.join("other-ca.pem").display()
+    );
+    let why = refused(&other);
+    assert!(why.to_lowercase().contains("certificate"), "{why}");
+    let why = refused(&format!("{url}?sslmode=require"));
+    assert!(why.to_lowercase().contains("certificate"), "{why}");
+    let why = refused(&format!(
+        "{url}?sslmode=require&sslrootcert={}",
+        d.join("missing.pem").display()
+    ));
+    assert!(why.contains("sslrootcert"), "{why}");
+
+    // Not asked for: the connection is made as before, in the clear.
+    assert!(query_returns_row(&url, is_plain, wait).unwrap());
+    assert!(query_returns_row(&format!("{url}?sslmode=prefer"), is_plain, wait).unwrap());
+
+    // Leave the cluster as the other tests of this binary found it.
+    admin.batch_execute("ALTER SYSTEM RESET ssl").unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
+}
