@@ -4,13 +4,141 @@ use nightwatch_store::StoreError;
 use postgres::config::Host;
 use postgres::config::SslMode;
 use postgres::error::SqlState;
-use postgres::{Client, Config, Transaction};
-use r2d2_postgres::PostgresConnectionManager;
+use postgres::types::{ToSql, Type};
+use postgres::{Client, Config, Row, Statement, Transaction};
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
 use std::time::{Duration, Instant};
 use tokio_postgres_rustls::MakeRustlsConnect;
 
-pub(crate) type Pool = r2d2::Pool<PostgresConnectionManager<MakeRustlsConnect>>;
-pub(crate) type Pooled = r2d2::PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>;
+pub(crate) type Pool = r2d2::Pool<Manager>;
+pub(crate) type Pooled = r2d2::PooledConnection<Manager>;
+
+/// Statements a connection keeps prepared at most; past that, a statement is sent unnamed
+/// (parsed and planned on every call) as before. The stores' statements number a few dozen.
+const PREPARED_PER_CONNECTION: usize = 128;
+
+/// A pooled connection and the statements prepared on it, by their text: the hot statements
+/// (the intake's, the workers') are parsed once per connection and then sent as a bind and an
+/// execute in one round trip, planned from PostgreSQL's plan cache.
+pub(crate) struct Conn {
+    pub client: Client,
+    prepared: HashMap<String, Statement>,
+}
+
+/// Opens the pool's connections (the driver's settings and TLS connector) and tells a broken
+/// one from a live one.
+pub(crate) struct Manager {
+    target: Target,
+}
+
+impl r2d2::ManageConnection for Manager {
+    type Connection = Conn;
+    type Error = postgres::Error;
+
+    fn connect(&self) -> Result<Conn, postgres::Error> {
+        Ok(Conn {
+            client: self.target.config.connect(self.target.tls.clone())?,
+            prepared: HashMap::new(),
+        })
+    }
+
+    fn is_valid(&self, conn: &mut Conn) -> Result<(), postgres::Error> {
+        conn.client.simple_query("").map(|_| ())
+    }
+
+    fn has_broken(&self, conn: &mut Conn) -> bool {
+        conn.client.is_closed()
+    }
+}
+
+/// A transaction of a pooled connection: a [`Transaction`] whose typed statements
+/// (`query_typed`, `execute_typed`, ...) are prepared once per connection and reused.
+pub(crate) struct Tx<'a> {
+    tx: Transaction<'a>,
+    prepared: &'a mut HashMap<String, Statement>,
+}
+
+impl<'a> Deref for Tx<'a> {
+    type Target = Transaction<'a>;
+    fn deref(&self) -> &Transaction<'a> {
+        &self.tx
+    }
+}
+
+impl DerefMut for Tx<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
+}
+
+/// Parameters with their types, as the driver's `*_typed` calls take them.
+type Typed<'p> = [(&'p (dyn ToSql + Sync), Type)];
+
+impl Tx<'_> {
+    /// `sql` prepared on this connection with `params`' types, from the cache when it was
+    /// before; `None` when the cache is full (the caller then sends it unnamed).
+    fn statement(
+        &mut self,
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> Result<Option<Statement>, postgres::Error> {
+        if let Some(statement) = self.prepared.get(sql) {
+            return Ok(Some(statement.clone()));
+        }
+        if self.prepared.len() >= PREPARED_PER_CONNECTION {
+            return Ok(None);
+        }
+        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+        let statement = self.tx.prepare_typed(sql, &types)?;
+        self.prepared.insert(sql.to_owned(), statement.clone());
+        Ok(Some(statement))
+    }
+
+    pub fn query_typed(
+        &mut self,
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> Result<Vec<Row>, postgres::Error> {
+        match self.statement(sql, params)? {
+            Some(statement) => self.tx.query(&statement, &values(params)),
+            None => self.tx.query_typed(sql, params),
+        }
+    }
+
+    pub fn query_typed_one(
+        &mut self,
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> Result<Row, postgres::Error> {
+        match self.statement(sql, params)? {
+            Some(statement) => self.tx.query_one(&statement, &values(params)),
+            None => self.tx.query_typed_one(sql, params),
+        }
+    }
+
+    pub fn query_typed_opt(
+        &mut self,
+        sql: &str,
+        params: &Typed<'_>,
+    ) -> Result<Option<Row>, postgres::Error> {
+        match self.statement(sql, params)? {
+            Some(statement) => self.tx.query_opt(&statement, &values(params)),
+            None => self.tx.query_typed_opt(sql, params),
+        }
+    }
+
+    pub fn execute_typed(&mut self, sql: &str, params: &Typed<'_>) -> Result<u64, postgres::Error> {
+        match self.statement(sql, params)? {
+            Some(statement) => self.tx.execute(&statement, &values(params)),
+            None => self.tx.execute_typed(sql, params),
+        }
+    }
+}
+
+fn values<'p>(params: &Typed<'p>) -> Vec<&'p (dyn ToSql + Sync)> {
+    params.iter().map(|(v, _)| *v).collect()
+}
 
 /// Where to connect and how: the driver's settings, and the TLS connector it is given (used
 /// only when the string asked for TLS; see [`crate::tls`]).
@@ -174,7 +302,7 @@ pub(crate) fn pool(target: Target, options: &PgOptions) -> Pool {
         .max_size(options.max_connections.max(1))
         .min_idle(Some(0))
         .connection_timeout(options.patience)
-        .build_unchecked(PostgresConnectionManager::new(target.config, target.tls))
+        .build_unchecked(Manager { target })
 }
 
 /// Brings `schema` to its version under a transaction-scoped advisory lock, so of several
@@ -259,8 +387,8 @@ impl Db {
         &self,
         op: impl FnOnce(&mut Client) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
-        let mut client = self.client()?;
-        op(&mut client).map_err(|f| self.failed(f))
+        let mut conn = self.client()?;
+        op(&mut conn.client).map_err(|f| self.failed(f))
     }
 
     /// Runs `op` in a transaction and commits it, running it again (after a short, jittered
@@ -269,7 +397,7 @@ impl Db {
     /// read cannot change before it writes.
     pub fn write<T, E: From<StoreError>>(
         &self,
-        op: impl FnMut(&mut Transaction<'_>) -> Result<T, Failure<E>>,
+        op: impl FnMut(&mut Tx<'_>) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
         self.write_with(false, op)
     }
@@ -279,7 +407,7 @@ impl Db {
     /// what was written with a full commit.
     pub fn write_relaxed<T, E: From<StoreError>>(
         &self,
-        op: impl FnMut(&mut Transaction<'_>) -> Result<T, Failure<E>>,
+        op: impl FnMut(&mut Tx<'_>) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
         self.write_with(true, op)
     }
@@ -287,19 +415,23 @@ impl Db {
     fn write_with<T, E: From<StoreError>>(
         &self,
         relaxed: bool,
-        mut op: impl FnMut(&mut Transaction<'_>) -> Result<T, Failure<E>>,
+        mut op: impl FnMut(&mut Tx<'_>) -> Result<T, Failure<E>>,
     ) -> Result<T, E> {
-        let mut client = self.client()?;
+        let mut conn = self.client()?;
+        let Conn { client, prepared } = &mut *conn;
         let started = Instant::now();
         let mut attempt = 0u32;
         loop {
             let tried = (|| {
-                let mut tx = client.transaction()?;
+                let mut tx = Tx {
+                    tx: client.transaction()?,
+                    prepared: &mut *prepared,
+                };
                 if relaxed {
                     tx.batch_execute("SET LOCAL synchronous_commit = off")?;
                 }
                 let value = op(&mut tx)?;
-                tx.commit()?;
+                tx.tx.commit()?;
                 Ok(value)
             })();
             match tried {

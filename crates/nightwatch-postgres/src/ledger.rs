@@ -1,15 +1,15 @@
 //! The ledger in PostgreSQL: each host's chain in `ledger_records`, keyed by `(host, seq)`,
 //! append-only by trigger; its head, and the lock its appends take, in `ledger_heads`.
 
-use crate::db::{Db, Failure, Schema, big};
+use crate::db::{Db, Failure, Schema, Tx, big};
 use crate::text::{decode, encode, encode_opt};
 use nightwatch_ledger::{
     ChainLink, Entry, Filter, GENESIS_HASH, PreparedEntry, Record, StoredFields, StoredRecord,
     event,
 };
 use nightwatch_store::{Ledger, LedgerReader, StoreError, store_name};
+use postgres::Row;
 use postgres::types::ToSql;
-use postgres::{Row, Transaction};
 
 const SCHEMA_1: &str = "
 CREATE OR REPLACE FUNCTION nightwatch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -221,7 +221,7 @@ impl PgLedger {
 
     /// Locks this host's chain for the rest of `tx` and reads its tail (seq 0 and the genesis
     /// hash when it is empty).
-    fn lock_chain(&self, tx: &mut Transaction<'_>) -> Result<(u64, String), Failure<StoreError>> {
+    fn lock_chain(&self, tx: &mut Tx<'_>) -> Result<(u64, String), Failure<StoreError>> {
         tx.execute(
             "INSERT INTO ledger_heads (host, seq, hash) VALUES ($1, 0, $2)
              ON CONFLICT (host) DO NOTHING",
@@ -242,12 +242,7 @@ impl PgLedger {
         })
     }
 
-    fn move_head(
-        &self,
-        tx: &mut Transaction<'_>,
-        seq: u64,
-        hash: &str,
-    ) -> Result<(), Failure<StoreError>> {
+    fn move_head(&self, tx: &mut Tx<'_>, seq: u64, hash: &str) -> Result<(), Failure<StoreError>> {
         tx.execute(
             "UPDATE ledger_heads SET seq = $2, hash = $3 WHERE host = $1 AND seq <= $2",
             &[&self.host, &big(seq), &hash],
@@ -312,7 +307,7 @@ fn text(bytes: &[u8]) -> &str {
 }
 
 fn insert(
-    tx: &mut Transaction<'_>,
+    tx: &mut Tx<'_>,
     host: &str,
     f: &StoredFields<'_>,
     hash: &str,

@@ -15,10 +15,10 @@ use nightwatch_store::{
 use nightwatch_tasks::machine::{
     self, Change, Input, LastRun, Lifecycle, OfferDecision, Outcome, Policy, Refusal, Status,
 };
+use postgres::Row;
 use postgres::types::{ToSql, Type};
-use postgres::{Row, Transaction};
 
-use crate::db::{Db, Failure, Schema, count_u32};
+use crate::db::{Db, Failure, Schema, Tx, count_u32};
 use crate::text::{decode, decoded, encode, encode_opt};
 
 type Fail = Failure<TaskError>;
@@ -206,12 +206,7 @@ impl PgTaskQueue {
     }
 
     /// An offer inside the caller's transaction (see [`TaskQueue::apply`]).
-    fn offer_in(
-        &self,
-        tx: &mut Transaction<'_>,
-        offer: &Offer<'_>,
-        now: i64,
-    ) -> Result<Offered, Fail> {
+    fn offer_in(&self, tx: &mut Tx<'_>, offer: &Offer<'_>, now: i64) -> Result<Offered, Fail> {
         // Offered again for an arrival whose first answer a crash cut short: the same answer,
         // nothing changed twice.
         if let Some(arrival) = offer.arrival.filter(|_| offer.again) {
@@ -286,11 +281,7 @@ impl PgTaskQueue {
     /// locking several never wait on each other in a circle) and, read after those locks, its
     /// last finished run: had a lock waited for another host finishing that task, this read
     /// sees the finished run.
-    fn look(
-        &self,
-        tx: &mut Transaction<'_>,
-        identities: &[&str],
-    ) -> Result<HashMap<String, Looked>, Fail> {
+    fn look(&self, tx: &mut Tx<'_>, identities: &[&str]) -> Result<HashMap<String, Looked>, Fail> {
         let mut looked: HashMap<String, Looked> = HashMap::new();
         let identities: Vec<Cow<'_, str>> = identities.iter().map(|i| encode(i)).collect();
         for row in tx.query_typed(
@@ -340,13 +331,7 @@ impl PgTaskQueue {
     }
 
     /// A repeat counted on live task `id`.
-    fn attach_in(
-        &self,
-        tx: &mut Transaction<'_>,
-        id: i64,
-        offer: &Offer<'_>,
-        now: i64,
-    ) -> Result<(), Fail> {
+    fn attach_in(&self, tx: &mut Tx<'_>, id: i64, offer: &Offer<'_>, now: i64) -> Result<(), Fail> {
         tx.execute_typed(
             "UPDATE tasks SET repeats = repeats + 1, last_seen_ms = $2,
                  last_arrival = coalesce($3, last_arrival),
@@ -370,7 +355,7 @@ impl PgTaskQueue {
     /// missing from the answer.
     fn create(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         offers: &[&Offer<'_>],
         now: i64,
     ) -> Result<HashMap<String, i64>, Fail> {
@@ -432,7 +417,7 @@ impl PgTaskQueue {
     /// one whose identity another host took meanwhile is offered again on its own.
     fn create_waiting(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         ops: &[QueueOp<'_>],
         waiting: &mut Vec<usize>,
         answers: &mut [Option<Answer>],
@@ -459,12 +444,7 @@ impl PgTaskQueue {
     }
 
     /// A resolve inside the caller's transaction (see [`TaskQueue::apply`]).
-    fn resolve_in(
-        &self,
-        tx: &mut Transaction<'_>,
-        identity: &str,
-        now: i64,
-    ) -> Result<Resolved, Fail> {
+    fn resolve_in(&self, tx: &mut Tx<'_>, identity: &str, now: i64) -> Result<Resolved, Fail> {
         let task = tx
             .query_typed_opt(
                 &format!(
@@ -492,7 +472,7 @@ impl PgTaskQueue {
 
     fn write_step(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         task_id: i64,
         now: i64,
         step: &machine::Step,
@@ -506,7 +486,7 @@ impl PgTaskQueue {
     /// ready (PostgreSQL folds a transaction's identical notifications into one).
     fn write_step_and(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         task_id: i64,
         now: i64,
         step: &machine::Step,
@@ -557,7 +537,7 @@ impl PgTaskQueue {
 
     fn insert_event(
         &self,
-        tx: &mut Transaction<'_>,
+        tx: &mut Tx<'_>,
         task_id: i64,
         now: i64,
         from: Option<Status>,
@@ -986,6 +966,7 @@ impl TaskQueue for PgTaskQueue {
     fn ready_signal(&self) -> Result<Option<Box<dyn ReadySignal>>, TaskError> {
         let mut client = self.db.client::<StoreError>()?;
         client
+            .client
             .batch_execute(&format!("LISTEN {TASKS_CHANNEL}"))
             .map_err(|e| crate::db::backend(store_name::TASKS, e))?;
         Ok(Some(Box::new(Listening { client })))
@@ -1001,7 +982,7 @@ impl ReadySignal for Listening {
     fn wait(&mut self, timeout: std::time::Duration) -> Result<bool, StoreError> {
         use postgres::fallible_iterator::FallibleIterator;
         let fail = |e| crate::db::backend(store_name::TASKS, e);
-        let mut notifications = self.client.notifications();
+        let mut notifications = self.client.client.notifications();
         let came = notifications.timeout_iter(timeout).next().map_err(fail)?;
         if came.is_none() {
             return Ok(false);
@@ -1016,7 +997,7 @@ impl ReadySignal for Listening {
 impl Drop for Listening {
     fn drop(&mut self) {
         // The connection goes back to the pool: it must stop listening first.
-        let _ = self.client.batch_execute("UNLISTEN *");
+        let _ = self.client.client.batch_execute("UNLISTEN *");
     }
 }
 
@@ -1040,7 +1021,7 @@ impl PgTaskQueue {
     }
 }
 
-fn load_task(tx: &mut Transaction<'_>, task_id: i64) -> Result<Task, Fail> {
+fn load_task(tx: &mut Tx<'_>, task_id: i64) -> Result<Task, Fail> {
     tx.query_typed_opt(
         &format!("SELECT {TASK_COLUMNS} FROM tasks WHERE id = $1 FOR UPDATE"),
         &[(&task_id, Type::INT8)],

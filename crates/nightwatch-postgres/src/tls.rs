@@ -36,8 +36,8 @@ pub struct TlsWish {
 /// given to the driver with its mode set to `require`) or kept as written when it is not.
 /// Works on both forms, `postgres://...?sslmode=...` and `key=value` pairs.
 pub fn split(url: &str) -> Result<(String, TlsWish), String> {
-    let trimmed = url.trim_start();
-    if trimmed.starts_with("postgres://") || trimmed.starts_with("postgresql://") {
+    // As the driver tells the two forms apart.
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
         split_url(url)
     } else {
         split_pairs(url)
@@ -97,75 +97,74 @@ fn split_url(url: &str) -> Result<(String, TlsWish), String> {
     Ok((rest, wish))
 }
 
-/// `key=value` pairs as libpq writes them: spaces between pairs and around `=`, a value
-/// either quoted (`'...'`, with `\'` and `\\`) or running to the next space (with `\`
-/// escapes). Pairs the driver should see are copied as written.
+/// `key=value` pairs as libpq writes them, read as the driver reads them: whitespace (any
+/// Unicode whitespace) between pairs and around `=`, a value either quoted (`'...'`, with `\'`
+/// and `\\`) or running to the next whitespace (with `\` escapes). What the driver should see
+/// is left as written: only the pairs taken out go.
 fn split_pairs(text: &str) -> Result<(String, TlsWish), String> {
     let mut wish = TlsWish::default();
     let mut kept = String::new();
-    let bytes = text.as_bytes();
-    let mut i = 0;
-    let skip_spaces = |mut i: usize| {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        i
+    // Where the text not yet copied to `kept` begins.
+    let mut copied = 0;
+    let mut chars = text.char_indices().peekable();
+    let at = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        chars.peek().map_or(text.len(), |&(i, _)| i)
+    };
+    let skip_spaces = |chars: &mut std::iter::Peekable<std::str::CharIndices<'_>>| {
+        while chars.next_if(|&(_, c)| c.is_whitespace()).is_some() {}
     };
     loop {
-        i = skip_spaces(i);
-        if i >= bytes.len() {
+        skip_spaces(&mut chars);
+        let start = at(&mut chars);
+        if start == text.len() {
             break;
         }
-        let start = i;
-        while i < bytes.len() && bytes[i] != b'=' && !bytes[i].is_ascii_whitespace() {
-            i += 1;
+        while chars
+            .next_if(|&(_, c)| c != '=' && !c.is_whitespace())
+            .is_some()
+        {}
+        let key = &text[start..at(&mut chars)];
+        if key.is_empty() {
+            return Err("a pair in the connection string has no name before its `=`".into());
         }
-        let key = &text[start..i];
-        i = skip_spaces(i);
-        if bytes.get(i) != Some(&b'=') {
+        skip_spaces(&mut chars);
+        if chars.next_if(|&(_, c)| c == '=').is_none() {
             return Err(format!("{key:?} in the connection string has no `=`"));
         }
-        i = skip_spaces(i + 1);
+        skip_spaces(&mut chars);
         let mut value = String::new();
-        if bytes.get(i) == Some(&b'\'') {
-            i += 1;
+        if chars.next_if(|&(_, c)| c == '\'').is_some() {
             loop {
-                match bytes.get(i) {
+                match chars.next() {
                     None => return Err(format!("{key:?}'s quoted value is never closed")),
-                    Some(b'\'') => {
-                        i += 1;
-                        break;
-                    }
-                    Some(b'\\') if i + 1 < bytes.len() => {
-                        let c = text[i + 1..].chars().next().unwrap_or_default();
-                        value.push(c);
-                        i += 1 + c.len_utf8();
-                    }
-                    Some(_) => {
-                        let c = text[i..].chars().next().unwrap_or_default();
-                        value.push(c);
-                        i += c.len_utf8();
-                    }
+                    Some((_, '\'')) => break,
+                    Some((_, '\\')) => match chars.next() {
+                        Some((_, c)) => value.push(c),
+                        None => return Err(format!("{key:?}'s quoted value is never closed")),
+                    },
+                    Some((_, c)) => value.push(c),
                 }
             }
         } else {
-            while i < bytes.len() && !bytes[i].is_ascii_whitespace() {
-                if bytes[i] == b'\\' && i + 1 < bytes.len() {
-                    i += 1;
+            while let Some((_, c)) = chars.next_if(|&(_, c)| !c.is_whitespace()) {
+                match c {
+                    '\\' => {
+                        if let Some((_, escaped)) = chars.next() {
+                            value.push(escaped);
+                        }
+                    }
+                    c => value.push(c),
                 }
-                let c = text[i..].chars().next().unwrap_or_default();
-                value.push(c);
-                i += c.len_utf8();
             }
         }
-        if note(&mut wish, key, &value)? {
-            if !kept.is_empty() {
-                kept.push(' ');
-            }
-            kept.push_str(&text[start..i]);
+        let end = at(&mut chars);
+        if !note(&mut wish, key, &value)? {
+            kept.push_str(&text[copied..start]);
+            copied = end;
         }
     }
-    Ok((kept, wish))
+    kept.push_str(&text[copied..]);
+    Ok((kept.trim().to_owned(), wish))
 }
 
 /// The connector for `wish`: the public authorities, or `sslrootcert`'s only.
@@ -239,7 +238,7 @@ mod tests {
             "host=db.internal  dbname = fleet sslmode=verify-ca sslrootcert='/etc/my ca/it\\'s.pem' password='a b'",
         )
         .unwrap();
-        assert_eq!(rest, "host=db.internal dbname = fleet password='a b'");
+        assert_eq!(rest, "host=db.internal  dbname = fleet   password='a b'");
         assert_eq!(w, wish(true, Some("/etc/my ca/it's.pem")));
         let (rest, w) = split("host=db sslrootcert=/ca\\ x.pem").unwrap();
         assert_eq!(
@@ -257,11 +256,33 @@ mod tests {
             ("postgres://db/f?sslrootcert=", "sslrootcert"),
             ("host=db password='open", "never closed"),
             ("host db", "no `=`"),
+            ("='x' host=db", "no name"),
             ("postgres://db/f?sslrootcert=%FF", "UTF-8"),
         ] {
             let why = split(bad).unwrap_err();
             assert!(why.contains(says), "{bad}: {why}");
         }
+    }
+
+    /// Strings the fuzzer found (`fuzz_targets/pg_url.rs`): whatever is kept is never longer
+    /// than what was given, and holds no TLS option any more, read as the driver reads it.
+    #[test]
+    fn what_the_fuzzer_found_stays_fixed() {
+        for text in [
+            "='.\u{FFFD}=='.\u{FFFD}=}}",
+            "\u{b}sslrootcert=&sslmod",
+            "a='x'sslmode=require b=c",
+            "\u{2003}sslmode=require\u{85}host=db",
+        ] {
+            if let Ok((rest, _)) = split(text) {
+                assert!(rest.len() <= text.len(), "{text:?} -> {rest:?}");
+                if let Ok((_, again)) = split(&rest) {
+                    assert_eq!(again, TlsWish::default(), "{text:?} -> {rest:?}");
+                }
+            }
+        }
+        let (rest, w) = split("\u{2003}sslmode=require\u{85}host=db").unwrap();
+        assert_eq!((rest.as_str(), w.required), ("host=db", true));
     }
 
     #[test]

@@ -265,7 +265,10 @@ fn main() {
 fn start(home: &Path, yaml: &str, url: &str, host: &str) -> (Child, String, PathBuf) {
     std::fs::create_dir_all(home).unwrap();
     std::fs::write(home.join("serve.yaml"), yaml).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nightwatch"))
+    // `BENCH_SERVE_BINARY=PATH` measures another build's daemons (an earlier commit's) the same way.
+    let binary = std::env::var_os("BENCH_SERVE_BINARY")
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_nightwatch").into());
+    let mut child = Command::new(binary)
         .args(["serve", "--listen", "127.0.0.1:0"])
         .env("NIGHTWATCH_HOME", home)
         .env("NIGHTWATCH_DATABASE_URL", url)
