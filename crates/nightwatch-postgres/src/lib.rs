@@ -47,10 +47,11 @@
 //! so hosts opening one database at once migrate it exactly once; a database from a newer
 //! nightwatch is refused with `StoreError::SchemaTooNew`.
 //!
-//! The driver is the synchronous `postgres` crate behind an `r2d2` pool. It runs its own
+//! The driver is the synchronous `postgres` crate behind an `r2d2` pool whose connections
+//! keep the stores' typed statements prepared (`db::Conn`, `db::Tx`). It runs its own
 //! small runtime per connection, so the traits must be called from blocking threads (as
 //! every caller of the store traits does), never directly on an async worker. Connections
-//! are plain (no TLS yet): use a Unix socket, loopback, or a tunnel.
+//! use TLS when the connection string asks for it, always verifying the server (`tls`).
 //!
 //! Invariant: this is the only crate that names PostgreSQL's driver; no error leaving it
 //! carries the driver's types (they become `StoreError`).
