@@ -164,7 +164,8 @@ fn split_pairs(text: &str) -> Result<(String, TlsWish), String> {
         }
     }
     kept.push_str(&text[copied..]);
-    Ok((kept.trim().to_owned(), wish))
+    // Only the end: whitespace before a `postgres://` would make it another form.
+    Ok((kept.trim_end().to_owned(), wish))
 }
 
 /// The connector for `wish`: the public authorities, or `sslrootcert`'s only.
@@ -273,6 +274,7 @@ mod tests {
             "\u{b}sslrootcert=&sslmod",
             "a='x'sslmode=require b=c",
             "\u{2003}sslmode=require\u{85}host=db",
+            "\npostgres://\u{ffff}?#&sslrootcert==\u{c}&ss=\t\tgres://{=?&e",
         ] {
             if let Ok((rest, _)) = split(text) {
                 assert!(rest.len() <= text.len(), "{text:?} -> {rest:?}");
@@ -282,7 +284,7 @@ mod tests {
             }
         }
         let (rest, w) = split("\u{2003}sslmode=require\u{85}host=db").unwrap();
-        assert_eq!((rest.as_str(), w.required), ("host=db", true));
+        assert_eq!((rest.trim_start(), w.required), ("host=db", true));
     }
 
     #[test]
