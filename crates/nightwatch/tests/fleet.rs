@@ -493,6 +493,67 @@ fn a_host_whose_clock_runs_an_hour_ahead_takes_no_task_before_its_lease_runs_out
     drop(honest);
 }
 
+/// Hosts reach the fleet's database across a network (seed 004's boxes): with
+/// `sslmode=verify-full` and the database's certificate authority, the daemon and the fleet
+/// commands talk to it over TLS only; without the authority the server cannot be verified and
+/// nothing is sent, the refusal naming why.
+#[test]
+fn the_fleet_database_is_reached_over_verified_tls_when_the_url_asks_for_it() {
+    let pg = Cluster::start("tls");
+    let ca = pg.with_tls();
+    let tls_url = format!(
+        "{}&sslmode=verify-full&sslrootcert={}",
+        pg.url(),
+        ca.display()
+    );
+    // The server takes TLS once its configuration is reloaded.
+    let home = scratch("fleet", "tls-home");
+    let vars = env(&home, &tls_url, "web-1");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = nightwatch(&["fleet", "status", "--json"], b"", &vars);
+        if status.status.success() {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fleet status over TLS: {}",
+            String::from_utf8_lossy(&status.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    let daemon = host_daemon(
+        "tls",
+        "web-1",
+        &tls_url,
+        "queue: { resolve_delay: 1h }\nroutes:\n  - id: disk\n    run: [\"true\"]\n",
+    );
+    let reply = daemon.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &group("DiskFull", &["tls-1".to_owned()]),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(pg.query("SELECT count(*) FROM tasks"), "1");
+    // Every connection of the daemon's to the database is encrypted.
+    let (tls, plain) = (
+        pg.query("SELECT count(*) FROM pg_stat_activity JOIN pg_stat_ssl USING (pid) WHERE application_name = 'nightwatch' AND ssl"),
+        pg.query("SELECT count(*) FROM pg_stat_activity JOIN pg_stat_ssl USING (pid) WHERE application_name = 'nightwatch' AND NOT ssl"),
+    );
+    assert!(tls.parse::<u32>().unwrap() > 0, "{tls} over TLS");
+    assert_eq!(plain, "0", "connections in the clear");
+    drop(daemon);
+
+    // Without the authority, the server's certificate cannot be verified: refused, saying so.
+    let unverifiable = format!("{}&sslmode=require", pg.url());
+    let vars = env(&home, &unverifiable, "web-1");
+    let status = nightwatch(&["fleet", "status"], b"", &vars);
+    assert!(!status.status.success());
+    let said = String::from_utf8_lossy(&status.stderr);
+    assert!(said.contains("certificate"), "{said}");
+}
+
 /// Seed 001's "jobs that must run in one place", for runbooks: a route pinned to `db-*` hosts
 /// has its tasks run there only, whichever host the alerts reached.
 #[test]

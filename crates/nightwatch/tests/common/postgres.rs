@@ -139,6 +139,89 @@ impl Cluster {
             .output();
     }
 
+    /// Switches TLS on, with a certificate for 127.0.0.1 signed by a certificate authority
+    /// made here with `openssl`; returns that authority's certificate (PEM).
+    pub fn with_tls(&self) -> PathBuf {
+        let openssl = |args: &[&str]| {
+            let out = self
+                .command("openssl")
+                .args(args)
+                .output()
+                .expect("openssl runs (Debian's `openssl` package)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        openssl(&[
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "ca.key",
+            "-out",
+            "ca.pem",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=nightwatch test fleet CA",
+        ]);
+        openssl(&[
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            "server.key",
+            "-out",
+            "server.csr",
+            "-subj",
+            "/CN=127.0.0.1",
+        ]);
+        std::fs::write(self.dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
+        openssl(&[
+            "x509",
+            "-req",
+            "-in",
+            "server.csr",
+            "-CA",
+            "ca.pem",
+            "-CAkey",
+            "ca.key",
+            "-CAcreateserial",
+            "-out",
+            "server.pem",
+            "-days",
+            "2",
+            "-extfile",
+            "san.ext",
+        ]);
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(
+            self.dir.join("server.key"),
+            std::fs::Permissions::from_mode(0o600),
+        )
+        .unwrap();
+        for setting in [
+            format!(
+                "ALTER SYSTEM SET ssl_cert_file = '{}'",
+                self.dir.join("server.pem").display()
+            ),
+            format!(
+                "ALTER SYSTEM SET ssl_key_file = '{}'",
+                self.dir.join("server.key").display()
+            ),
+            "ALTER SYSTEM SET ssl = on".to_owned(),
+            "SELECT pg_reload_conf()".to_owned(),
+        ] {
+            self.query(&setting);
+        }
+        self.dir.join("ca.pem")
+    }
+
     /// Runs one query with `psql` and returns its unaligned output.
     pub fn query(&self, sql: &str) -> String {
         let out = self
@@ -165,6 +248,7 @@ impl Cluster {
     fn command(&self, program: &str) -> Command {
         let path = match program {
             "psql" | "createdb" if !self.bindir.join(program).exists() => PathBuf::from(program),
+            "openssl" => PathBuf::from(program),
             _ => self.bindir.join(program),
         };
         let mut command = Command::new(path);
