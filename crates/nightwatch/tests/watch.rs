@@ -31,7 +31,7 @@ fn slots_run(runs: &Path) -> Vec<String> {
         .collect()
 }
 
-fn wait_until(secs: u64, what: &str, done: impl Fn() -> bool) {
+fn wait_until(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !done() {
         assert!(Instant::now() < deadline, "timed out waiting for {what}");
@@ -487,5 +487,58 @@ watch:
             .is_some_and(|t| t.starts_with("robots:"))),
         "{dispatch:#?}"
     );
+    daemon.stop();
+}
+
+/// "nightwatch itself must be watched": a watcher that cannot get its run done on time (here,
+/// sixteen slow test restores, each cut off at its 5 s timeout, queued on the daemon's four
+/// watcher threads) is itself a finding: shown as late by `/api/watch`, recorded, and raised as
+/// an alert into the routes like any other.
+#[test]
+fn a_watcher_that_cannot_run_on_time_is_reported_late_and_raised() {
+    let dir = scratch("watch", "late");
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let restore = script(&dir, "slow-restore.sh", "sleep 60");
+    let mut config = String::from("watch:\n  watchers:\n");
+    for n in 0..16 {
+        config.push_str(&format!(
+            "    restore-{n}:\n      every: 1s\n      timeout: 5s\n      command: {{ argv: [\"{restore}\"] }}\n"
+        ));
+    }
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+
+    let mut late = Vec::new();
+    wait_until(60, "a watcher shown late", || {
+        late = daemon.json("/api/watch")["late"]
+            .as_array()
+            .unwrap()
+            .clone();
+        !late.is_empty()
+    });
+    assert!(
+        late.iter().all(|l| l["watcher"]
+            .as_str()
+            .is_some_and(|w| w.starts_with("restore-"))
+            && l["late_ms"].as_i64().is_some_and(|ms| ms > 0)),
+        "{late:?}"
+    );
+
+    // On the record, naming what is late and why, and raised into the dispatcher.
+    wait_until(30, "the lateness recorded and raised", || {
+        let said_late = records(&daemon, "event=watch&limit=5000").iter().any(|r| {
+            r["reasons"][0]
+                .as_str()
+                .is_some_and(|s| s.contains("is late"))
+        });
+        let raised = records(&daemon, "event=dispatch&limit=5000")
+            .iter()
+            .any(|r| {
+                r["inputs"]["title"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("restore-") && t.contains("is late"))
+            });
+        said_late && raised
+    });
     daemon.stop();
 }
