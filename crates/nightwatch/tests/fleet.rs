@@ -554,6 +554,85 @@ fn the_fleet_database_is_reached_over_verified_tls_when_the_url_asks_for_it() {
     assert!(said.contains("certificate"), "{said}");
 }
 
+/// Seed 001's thirty scheduled jobs on a fleet: a `singleton` job's slot runs once across all
+/// the hosts, whichever fired it and whichever claimed it; a job of every host (each sweeping
+/// its own Docker) runs each slot once on each host.
+#[test]
+fn a_singleton_job_runs_each_slot_once_in_the_fleet_and_a_per_host_job_once_per_host() {
+    let pg = Cluster::start("jobs");
+    let url = pg.url();
+    let work = scratch("fleet", "jobs-work");
+    // Each run appends its host and the alert it read (the slot is its `slot` label) as one
+    // line in one write, as runs on several hosts' workers append at once.
+    let (runbook, runs) = runbook(
+        &work,
+        "line=\"$1 $(tr -d '\\n')\"\nprintf '%s\\n' \"$line\" >> {runs}",
+    );
+    let hosts = ["host-a", "host-b", "host-c"];
+    let daemons: Vec<Daemon> = hosts
+        .iter()
+        .map(|host| {
+            let yaml = format!(
+                "queue: {{ workers: 2 }}\nwatch:\n  jobs:\n    report:\n      every: 1s\n      singleton: true\n      run: [\"{r}\", \"{host}\"]\n    own-sweep:\n      every: 1s\n      run: [\"{r}\", \"{host}\"]\n",
+                r = runbook.display()
+            );
+            host_daemon("jobs", host, &url, &yaml)
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    drop(daemons);
+
+    // (job, host that ran it, slot) of every run.
+    let lines = std::fs::read_to_string(&runs).unwrap_or_default();
+    let ran: Vec<(String, String, String)> = lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let (host, alert) = line.split_once(' ').unwrap();
+            let alert: serde_json::Value =
+                serde_json::from_str(alert).unwrap_or_else(|e| panic!("{e}: {line}"));
+            let label = |k: &str| alert["labels"][k].as_str().unwrap_or_default().to_owned();
+            (label("job"), host.to_owned(), label("slot"))
+        })
+        .collect();
+    let mut report: Vec<&str> = ran
+        .iter()
+        .filter(|(job, _, _)| job == "report")
+        .map(|(_, _, slot)| slot.as_str())
+        .collect();
+    assert!(
+        report.len() >= 5,
+        "the singleton ran through the seconds: {ran:#?}"
+    );
+    report.sort_unstable();
+    let before = report.len();
+    report.dedup();
+    assert_eq!(report.len(), before, "a singleton slot ran twice: {ran:#?}");
+    for host in hosts {
+        let mut own: Vec<&str> = ran
+            .iter()
+            .filter(|(job, h, _)| job == "own-sweep" && h == host)
+            .map(|(_, _, slot)| slot.as_str())
+            .collect();
+        assert!(own.len() >= 5, "{host} ran its own job: {ran:#?}");
+        own.sort_unstable();
+        let before = own.len();
+        own.dedup();
+        assert_eq!(
+            own.len(),
+            before,
+            "{host} ran a slot of its own job twice: {ran:#?}"
+        );
+    }
+    assert_eq!(
+        ran.iter()
+            .filter(|(job, _, _)| job != "report" && job != "own-sweep")
+            .count(),
+        0,
+        "every run names its job: {ran:#?}"
+    );
+}
+
 /// Seed 001's "jobs that must run in one place", for runbooks: a route pinned to `db-*` hosts
 /// has its tasks run there only, whichever host the alerts reached.
 #[test]
