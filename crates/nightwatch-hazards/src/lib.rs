@@ -128,13 +128,14 @@ impl FromStr for Hazard {
     }
 }
 
-/// What a check made of its subject.
+/// What a look made of its subject: a hazard check's here, and every watcher's probe
+/// (`nightwatch-watch` says it in these words too).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Seen {
-    /// Looked, and the hazard is not there.
+    /// Looked, and all is as it should be: the hazard is not there.
     Ok,
-    /// The hazard is there.
+    /// Something is wrong: the hazard is there.
     Found,
     /// Could not tell (a file unreadable, a command missing or failing); `what` says why.
     /// Not a pass.

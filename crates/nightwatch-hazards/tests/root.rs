@@ -385,16 +385,26 @@ fn mounts_under_a_temp_root_are_measured_there() {
 
 // ---- timedatectl, as a real program ----
 
-/// A program that prints a fixture for `show`, as timedatectl would.
+/// A program that prints a fixture for `show`, as timedatectl would. Written by `cp` into
+/// place, never opened for writing by this process: a child another test thread forked
+/// meanwhile would hold that descriptor and make running the program fail "text file busy".
 fn fake_timedatectl(dir: &Path, show: &str, exit: i32) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("timedatectl");
+    let draft = dir.join("timedatectl.draft");
     let body = format!(
         "#!/bin/sh\nif [ \"$1\" = show ]; then cat '{}'; exit {exit}; fi\nexit 1\n",
         fixture(show).display()
     );
-    fs::write(&path, body).unwrap();
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    fs::write(&draft, body).unwrap();
+    fs::set_permissions(&draft, fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.join("timedatectl");
+    let copied = std::process::Command::new("cp")
+        .arg("-p")
+        .arg(&draft)
+        .arg(&path)
+        .status()
+        .unwrap();
+    assert!(copied.success());
     path
 }
 

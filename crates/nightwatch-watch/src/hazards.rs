@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use nightwatch_hazards::{Hazard, Options};
 use serde::{Deserialize, Deserializer};
 
-use crate::{Env, Observation, Seen};
+use crate::{Env, Observation};
 
 /// A `hazards:` watcher as written in serve.yaml.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -107,18 +107,17 @@ impl HazardSpec {
         checks
             .into_iter()
             .map(|check| {
-                let seen = match check.seen {
-                    nightwatch_hazards::Seen::Ok => Seen::Ok,
-                    nightwatch_hazards::Seen::Found => Seen::Found,
-                    nightwatch_hazards::Seen::Unknown => Seen::Unknown,
-                };
                 let summary = if check.fix.is_empty() {
                     check.what.clone()
                 } else {
                     format!("{} — fix: {}", check.what, check.fix)
                 };
-                Observation::new(format!("{}: {}", check.id(), check.subject), seen, summary)
-                    .with_details(check.evidence)
+                Observation::new(
+                    format!("{}: {}", check.id(), check.subject),
+                    check.seen,
+                    summary,
+                )
+                .with_details(check.evidence)
             })
             .collect()
     }
@@ -127,6 +126,7 @@ impl HazardSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Seen;
 
     struct NoDatabases;
 

@@ -93,28 +93,10 @@ impl spec::WatcherKind {
     }
 }
 
-/// What a watcher's run made of one subject.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Seen {
-    /// As declared: fresh, in place, answering.
-    Ok,
-    /// Something is wrong: drifted, stale, silent, far above its baseline.
-    Found,
-    /// The probe could not tell (a file unreadable, a command that hung). Raised like a
-    /// finding: a watcher that cannot look is not a pass.
-    Unknown,
-}
-
-impl Seen {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Seen::Ok => "ok",
-            Seen::Found => "found",
-            Seen::Unknown => "unknown",
-        }
-    }
-}
+/// What a watcher's run made of one subject, in the hazards' words: `Ok` as declared (fresh,
+/// in place, answering), `Found` something wrong (drifted, stale, silent, far above its
+/// baseline), `Unknown` the probe could not tell, which is raised like a finding.
+pub use nightwatch_hazards::Seen;
 
 /// What one run of a watcher saw about one subject.
 #[derive(Clone, Debug, PartialEq, Serialize)]
