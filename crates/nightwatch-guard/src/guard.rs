@@ -70,7 +70,9 @@ pub struct Killed {
     pub processes: usize,
     /// Bytes charged to the job just before.
     pub usage_before: Option<u64>,
-    /// The kernel's own OOM kills in the job's cgroup so far (0: the guard was first).
+    /// The kernel's own OOM kills in the job's cgroup when the guard stepped in (0: the guard
+    /// was first). Read before the kill: once the job is gone, its runner may remove the
+    /// cgroup, and the counter with it.
     pub oom_kills: Option<u64>,
 }
 
@@ -363,11 +365,12 @@ impl Guard {
             watched.cgroup.clone()
         };
         let usage_before = cgroup.usage().ok();
+        let oom_kills = cgroup.oom_kills();
         let processes = cgroup.kill_all(KILL_WITHIN)?;
         Ok(Killed {
             processes,
             usage_before,
-            oom_kills: cgroup.oom_kills(),
+            oom_kills,
         })
     }
 
