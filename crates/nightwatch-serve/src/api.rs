@@ -263,6 +263,11 @@ pub fn host_param(text: &str) -> Result<String, String> {
     Ok(host.to_owned())
 }
 
+/// The `host=` a request gave, if any, read by [`host_param`]; a refusal is a 400.
+fn host_filter(given: Option<&str>) -> Result<Option<String>, ApiError> {
+    given.map(host_param).transpose().map_err(ApiError::bad)
+}
+
 /// A place in the records' order as a link carries it: `<timestamp_ms>.<seq>.<host>` (see
 /// [`record_cursor`]).
 pub fn cursor_text(cursor: &FleetCursor) -> String {
@@ -480,13 +485,7 @@ pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<FleetRecord>, Se
         // Every host's as the fleet holds them, and this host's own as written: what it has not
         // shipped yet shows at once.
         records.extend(fleet.ledger.records(None, &filter, None)?);
-        records.sort_by(|a, b| {
-            (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
-                b.record.timestamp_ms,
-                &b.host,
-                b.record.seq,
-            ))
-        });
+        records.sort_by_key(FleetCursor::of);
         records.dedup_by(|a, b| a.host == b.host && a.record.seq == b.record.seq);
         let keep_from = records.len().saturating_sub(MAX_LIMIT);
         records.drain(..keep_from);
@@ -536,12 +535,7 @@ async fn records(
     let Query(window) = window?;
     let Query(f) = filters?;
     let Query(cursor) = cursor?;
-    let host = f
-        .host
-        .as_deref()
-        .map(host_param)
-        .transpose()
-        .map_err(ApiError::bad)?;
+    let host = host_filter(f.host.as_deref())?;
     let before = cursor
         .before
         .as_deref()
@@ -633,12 +627,7 @@ async fn record(
     place: Result<Query<RecordHost>, QueryRejection>,
 ) -> Reply<ApiRecord> {
     let Query(place) = place?;
-    let host = place
-        .host
-        .as_deref()
-        .map(host_param)
-        .transpose()
-        .map_err(ApiError::bad)?;
+    let host = host_filter(place.host.as_deref())?;
     blocking(move || {
         let own = d.edges.host().unwrap_or_default();
         let found = match (&d.fleet, host) {
@@ -809,12 +798,7 @@ async fn tasks(
         None => None,
     };
     let limit = limit_param(q.limit.as_deref(), TASK_PAGE, MAX_TASK_PAGE)?;
-    let host = q
-        .host
-        .as_deref()
-        .map(host_param)
-        .transpose()
-        .map_err(ApiError::bad)?;
+    let host = host_filter(q.host.as_deref())?;
     blocking(move || {
         let list = d
             .tasks
@@ -949,12 +933,7 @@ async fn alerts(
 ) -> Reply<AlertsPage> {
     let Query(window) = window?;
     let Query(query) = query?;
-    let host = query
-        .host
-        .as_deref()
-        .map(host_param)
-        .transpose()
-        .map_err(ApiError::bad)?;
+    let host = host_filter(query.host.as_deref())?;
     let after = query
         .after
         .as_deref()

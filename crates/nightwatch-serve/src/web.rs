@@ -1565,13 +1565,7 @@ fn session_outcome(records: &[&Record], refused: usize) -> SessionOutcome {
 /// order.
 pub fn session_page(session_id: &str, held: &[FleetRecord], now_ms: i64) -> String {
     let mut held: Vec<&FleetRecord> = held.iter().collect();
-    held.sort_by(|a, b| {
-        (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
-            b.record.timestamp_ms,
-            &b.host,
-            b.record.seq,
-        ))
-    });
+    held.sort_by_key(|f| FleetCursor::of(f));
     let records: Vec<&Record> = held.iter().map(|f| &f.record).collect();
     // The hosts whose ledgers hold the session (in a fleet, any of them).
     let mut holders: Vec<&str> = held
@@ -1806,13 +1800,7 @@ pub fn alert_page(
     let latest = arrivals.last();
     let title = latest.map(|a| a.title.as_str()).unwrap_or("");
     let mut held_records: Vec<&FleetRecord> = held_records.iter().collect();
-    held_records.sort_by(|a, b| {
-        (a.record.timestamp_ms, &a.host, a.record.seq).cmp(&(
-            b.record.timestamp_ms,
-            &b.host,
-            b.record.seq,
-        ))
-    });
+    held_records.sort_by_key(|f| FleetCursor::of(f));
     let records: Vec<&Record> = held_records.iter().map(|f| &f.record).collect();
     let labels: Vec<(&str, &String, String)> = latest
         .map(|a| {
