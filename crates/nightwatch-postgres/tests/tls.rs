@@ -6,38 +6,8 @@
 mod support;
 
 use nightwatch_postgres::{PgStores, query_returns_row};
-use std::path::Path;
-use std::process::Command;
+use nightwatch_test_postgres::{certificate_authority, issue_test_certificates};
 use std::time::{Duration, Instant};
-
-fn openssl(dir: &Path, args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("openssl runs (Debian's `openssl` package)");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// A certificate authority `name` (`name.pem`, `name.key`) in `dir`.
-fn authority(dir: &Path, name: &str) {
-    let (key, pem, subject) = (
-        format!("{name}.key"),
-        format!("{name}.pem"),
-        format!("/CN=nightwatch test {name}"),
-    );
-    openssl(
-        dir,
-        &[
-            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", &key, "-out", &pem,
-            "-days", "2", "-subj", &subject,
-        ],
-    );
-}
 
 /// The error of opening the stores at `url`, which must fail.
 fn refused(url: &str) -> String {
@@ -64,68 +34,24 @@ fn tls_is_used_and_verified_when_asked_for_and_refused_when_it_cannot_be() {
     // Switch TLS on, with a certificate for 127.0.0.1 signed by the test's authority.
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    authority(d, "ca");
-    authority(d, "other-ca");
-    openssl(
-        d,
-        &[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ],
-    );
-    std::fs::write(d.join("ext"), "subjectAltName=IP:127.0.0.1,DNS:localhost\n").unwrap();
-    openssl(
-        d,
-        &[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "ext",
-        ],
-    );
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::set_permissions(d.join("server.key"), std::fs::Permissions::from_mode(0o600)).unwrap();
-    if let Some((uid, gid)) = support::cluster_owner() {
-        for file in ["server.key", "server.pem"] {
-            std::os::unix::fs::chown(d.join(file), Some(uid), Some(gid)).unwrap();
-        }
-    }
+    let certificates = issue_test_certificates(d, support::cluster_owner());
+    let other_ca = certificate_authority(d, "other-ca");
     let mut admin = server.client(&db);
     for setting in [
         format!(
             "ALTER SYSTEM SET ssl_cert_file = '{}'",
-            d.join("server.pem").display()
+            certificates.server_certificate.display()
         ),
         format!(
             "ALTER SYSTEM SET ssl_key_file = '{}'",
-            d.join("server.key").display()
+            certificates.server_key.display()
         ),
         "ALTER SYSTEM SET ssl = on".to_owned(),
         "SELECT pg_reload_conf()".to_owned(),
     ] {
         admin.batch_execute(&setting).unwrap();
     }
-    let ca = d.join("ca.pem");
+    let ca = &certificates.ca;
     let verified = format!("{url}?sslmode=verify-full&sslrootcert={}", ca.display());
     let deadline = Instant::now() + Duration::from_secs(20);
     while query_returns_row(&verified, "SELECT 1", wait).is_err() {
@@ -153,10 +79,7 @@ fn tls_is_used_and_verified_when_asked_for_and_refused_when_it_cannot_be() {
     assert!(query_returns_row(&pairs, is_tls, wait).unwrap(), "{pairs}");
 
     // Another authority's server, or the public authorities only: refused, naming why.
-    let other = format!(
-        "{url}?sslmode=require&sslrootcert={}",
-        d.join("other-ca.pem").display()
-    );
+    let other = format!("{url}?sslmode=require&sslrootcert={}", other_ca.display());
     let why = refused(&other);
     assert!(why.to_lowercase().contains("certificate"), "{why}");
     let why = refused(&format!("{url}?sslmode=require"));

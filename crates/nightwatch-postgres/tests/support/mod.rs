@@ -16,10 +16,15 @@
 //! `NIGHTWATCH_TEST_DATABASE_URL` names an existing server to use instead: each test then
 //! creates (and drops) a database of its own there. Missing binaries fail the tests, saying
 //! how to get them; nothing is skipped.
+//!
+//! Finding the binaries, the owner, the port and TLS certificates is `nightwatch-test-postgres`'s,
+//! shared with the fleet tests' cluster.
 
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use nightwatch_test_postgres::{SERVER_BINARIES_MISSING, find_bindir};
+pub use nightwatch_test_postgres::{cluster_owner, free_port};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -70,16 +75,6 @@ pub fn own_server() -> &'static Server {
         "this test changes the server's settings: it runs on its own cluster only"
     );
     server
-}
-
-/// Who the throwaway cluster runs as: Debian's `postgres` user when the tests run as root
-/// (`initdb` refuses root), else the tests' own user (`None`).
-pub fn cluster_owner() -> Option<(u32, u32)> {
-    if unsafe { libc::geteuid() } == 0 {
-        postgres_user()
-    } else {
-        None
-    }
 }
 
 /// A new, empty database for one test.
@@ -173,22 +168,11 @@ rm -rf "$2"
 fn start_throwaway_cluster() -> String {
     let bindir = find_bindir().unwrap_or_else(|| {
         panic!(
-            "PostgreSQL's server binaries were not found (looked at `pg_config --bindir` and \
-             /usr/lib/postgresql/*/bin/initdb): install Debian's `postgresql` package \
-             (scripts/test does), or set {URL_VARIABLE} to a server the tests may create \
+            "{SERVER_BINARIES_MISSING}, or set {URL_VARIABLE} to a server the tests may create \
              databases on"
         )
     });
-    let owner = if unsafe { libc::geteuid() } == 0 {
-        Some(postgres_user().unwrap_or_else(|| {
-            panic!(
-                "running as root, the test cluster must run as Debian's `postgres` user, which \
-                 does not exist: install the `postgresql` package, or run as another user"
-            )
-        }))
-    } else {
-        None
-    };
+    let owner = cluster_owner();
     let dir = tempfile::Builder::new()
         .prefix("nightwatch-pg-")
         .tempdir()
@@ -246,47 +230,4 @@ fn start_throwaway_cluster() -> String {
             Err(_) => std::thread::sleep(Duration::from_millis(50)),
         }
     }
-}
-
-/// Debian's binaries: `pg_config --bindir`, else the newest `/usr/lib/postgresql/*/bin`.
-fn find_bindir() -> Option<PathBuf> {
-    let has_initdb = |dir: &Path| dir.join("initdb").is_file() && dir.join("postgres").is_file();
-    if let Ok(out) = Command::new("pg_config").arg("--bindir").output()
-        && out.status.success()
-    {
-        let dir = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
-        if has_initdb(&dir) {
-            return Some(dir);
-        }
-    }
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let version = e.file_name().to_str()?.parse().ok()?;
-            Some((version, e.path().join("bin")))
-        })
-        .filter(|(_, bin)| has_initdb(bin))
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin)
-}
-
-/// The `postgres` user's uid and gid, from `/etc/passwd`.
-fn postgres_user() -> Option<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"postgres") && fields.len() > 3)
-            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
-            .flatten()
-    })
-}
-
-/// A port nothing listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
 }

@@ -2,10 +2,14 @@
 //! binaries, `initdb` into a scratch directory, the server on 127.0.0.1 only (a free port, its
 //! socket in that directory), run as Debian's `postgres` user when the tests run as root
 //! (`initdb` refuses root). Stopped (immediately) and removed when dropped. Missing binaries
-//! fail the test, saying what to install.
+//! fail the test, saying what to install. Finding the binaries, the owner, the port and TLS
+//! certificates is `nightwatch-test-postgres`'s, shared with `nightwatch-postgres`'s tests.
 
+use nightwatch_test_postgres::{
+    SERVER_BINARIES_MISSING, cluster_owner, find_bindir, free_port, issue_test_certificates,
+};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -26,26 +30,13 @@ impl Cluster {
 
     /// As [`Cluster::start`]; `durable` keeps PostgreSQL's own `fsync` on (for benchmarks).
     pub fn start_with(name: &str, durable: bool) -> Cluster {
-        let bindir = bindir().expect(
-            "PostgreSQL's server binaries were not found (/usr/lib/postgresql/*/bin): install \
-             Debian's `postgresql` package (scripts/test does)",
-        );
-        let owner = if unsafe { libc::geteuid() } == 0 {
-            Some(postgres_user().expect(
-                "running as root, the cluster must run as Debian's `postgres` user, which does \
-                 not exist: install the `postgresql` package",
-            ))
-        } else {
-            None
-        };
+        let bindir = find_bindir().expect(SERVER_BINARIES_MISSING);
+        let owner = cluster_owner();
         let dir = super::scratch("pg", name);
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(&dir, Some(uid), Some(gid)).unwrap();
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
+        let port = free_port();
         let cluster = Cluster {
             bindir,
             dir,
@@ -142,84 +133,22 @@ impl Cluster {
     /// Switches TLS on, with a certificate for 127.0.0.1 signed by a certificate authority
     /// made here with `openssl`; returns that authority's certificate (PEM).
     pub fn with_tls(&self) -> PathBuf {
-        let openssl = |args: &[&str]| {
-            let out = self
-                .command("openssl")
-                .args(args)
-                .output()
-                .expect("openssl runs (Debian's `openssl` package)");
-            assert!(
-                out.status.success(),
-                "openssl {args:?}: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        openssl(&[
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "ca.key",
-            "-out",
-            "ca.pem",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=nightwatch test fleet CA",
-        ]);
-        openssl(&[
-            "req",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            "server.key",
-            "-out",
-            "server.csr",
-            "-subj",
-            "/CN=127.0.0.1",
-        ]);
-        std::fs::write(self.dir.join("san.ext"), "subjectAltName=IP:127.0.0.1\n").unwrap();
-        openssl(&[
-            "x509",
-            "-req",
-            "-in",
-            "server.csr",
-            "-CA",
-            "ca.pem",
-            "-CAkey",
-            "ca.key",
-            "-CAcreateserial",
-            "-out",
-            "server.pem",
-            "-days",
-            "2",
-            "-extfile",
-            "san.ext",
-        ]);
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            self.dir.join("server.key"),
-            std::fs::Permissions::from_mode(0o600),
-        )
-        .unwrap();
+        let certificates = issue_test_certificates(&self.dir, self.owner);
         for setting in [
             format!(
                 "ALTER SYSTEM SET ssl_cert_file = '{}'",
-                self.dir.join("server.pem").display()
+                certificates.server_certificate.display()
             ),
             format!(
                 "ALTER SYSTEM SET ssl_key_file = '{}'",
-                self.dir.join("server.key").display()
+                certificates.server_key.display()
             ),
             "ALTER SYSTEM SET ssl = on".to_owned(),
             "SELECT pg_reload_conf()".to_owned(),
         ] {
             self.query(&setting);
         }
-        self.dir.join("ca.pem")
+        certificates.ca
     }
 
     /// Runs one query with `psql` and returns its unaligned output.
@@ -248,7 +177,6 @@ impl Cluster {
     fn command(&self, program: &str) -> Command {
         let path = match program {
             "psql" | "createdb" if !self.bindir.join(program).exists() => PathBuf::from(program),
-            "openssl" => PathBuf::from(program),
             _ => self.bindir.join(program),
         };
         let mut command = Command::new(path);
@@ -265,25 +193,4 @@ impl Drop for Cluster {
         self.down();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn bindir() -> Option<PathBuf> {
-    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
-        .ok()?
-        .flatten()
-        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
-        .filter(|(_, bin): &(u32, PathBuf)| Path::new(bin).join("initdb").is_file())
-        .collect();
-    versions.sort();
-    versions.pop().map(|(_, bin)| bin)
-}
-
-fn postgres_user() -> Option<(u32, u32)> {
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split(':').collect();
-        (fields.first() == Some(&"postgres") && fields.len() > 3)
-            .then(|| Some((fields[2].parse().ok()?, fields[3].parse().ok()?)))
-            .flatten()
-    })
 }
