@@ -83,24 +83,10 @@ fn hook_calls_are_decided_with_the_fleet_database_down_and_reach_it_after() {
     let pg = Cluster::start("outage");
     let url = pg.url();
     let hosts = ["web-1", "web-2", "db-1"];
-    let homes: Vec<_> = hosts
-        .iter()
-        .map(|host| scratch("fleet", &format!("outage-{host}")))
-        .collect();
-    let daemons: Vec<Daemon> = hosts
-        .iter()
-        .zip(&homes)
-        .map(|(host, home)| {
-            Daemon::start(
-                home,
-                Some("queue: { resolve_delay: 10m }\n"),
-                &[
-                    ("NIGHTWATCH_DATABASE_URL", url.as_str()),
-                    ("NIGHTWATCH_HOST", host),
-                ],
-            )
-        })
-        .collect();
+    let daemons = host_daemons("outage", &hosts, &url, |_| {
+        "queue: { resolve_delay: 10m }\n".to_owned()
+    });
+    let homes: Vec<_> = daemons.iter().map(|daemon| daemon.home.clone()).collect();
     // Each host's calls, from a thread of its own: 20, the database stops, 40 more.
     let url_ref = url.as_str();
     let calls = |range: std::ops::Range<usize>| {
@@ -204,6 +190,20 @@ fn host_daemon(test: &str, host: &str, url: &str, serve_yaml: &str) -> Daemon {
     )
 }
 
+/// A daemon as each of `hosts` of the fleet at `url`, in that order, each with its own data
+/// directory and the `serve.yaml` that `serve_yaml` writes for its host.
+fn host_daemons(
+    test: &str,
+    hosts: &[&str],
+    url: &str,
+    serve_yaml: impl Fn(&str) -> String,
+) -> Vec<Daemon> {
+    hosts
+        .iter()
+        .map(|host| host_daemon(test, host, url, &serve_yaml(host)))
+        .collect()
+}
+
 /// An Alertmanager notification of `alerts` (fingerprints), firing.
 fn group(name: &str, fingerprints: &[String]) -> Vec<u8> {
     let alerts: Vec<_> = fingerprints
@@ -249,16 +249,12 @@ fn three_daemons_on_one_database_make_one_task_per_alert_and_run_each_runbook_on
         "printf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {runs}",
     );
     let hosts = ["host-a", "host-b", "host-c"];
-    let daemons: Vec<Daemon> = hosts
-        .iter()
-        .map(|host| {
-            let yaml = format!(
-                "queue: {{ workers: 4, lease: 30s }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
-                runbook.display()
-            );
-            host_daemon("three", host, &url, &yaml)
-        })
-        .collect();
+    let daemons = host_daemons("three", &hosts, &url, |host| {
+        format!(
+            "queue: {{ workers: 4, lease: 30s }}\nroutes:\n  - id: disk\n    run: [\"{}\", \"{host}\"]\n",
+            runbook.display()
+        )
+    });
 
     let duplicate: Vec<String> = (0..5).map(|i| format!("dup-{i}")).collect();
     let all = &daemons;
@@ -569,16 +565,12 @@ fn a_singleton_job_runs_each_slot_once_in_the_fleet_and_a_per_host_job_once_per_
         "line=\"$1 $(tr -d '\\n')\"\nprintf '%s\\n' \"$line\" >> {runs}",
     );
     let hosts = ["host-a", "host-b", "host-c"];
-    let daemons: Vec<Daemon> = hosts
-        .iter()
-        .map(|host| {
-            let yaml = format!(
-                "queue: {{ workers: 2 }}\nwatch:\n  jobs:\n    report:\n      every: 1s\n      singleton: true\n      run: [\"{r}\", \"{host}\"]\n    own-sweep:\n      every: 1s\n      run: [\"{r}\", \"{host}\"]\n",
-                r = runbook.display()
-            );
-            host_daemon("jobs", host, &url, &yaml)
-        })
-        .collect();
+    let daemons = host_daemons("jobs", &hosts, &url, |host| {
+        format!(
+            "queue: {{ workers: 2 }}\nwatch:\n  jobs:\n    report:\n      every: 1s\n      singleton: true\n      run: [\"{r}\", \"{host}\"]\n    own-sweep:\n      every: 1s\n      run: [\"{r}\", \"{host}\"]\n",
+            r = runbook.display()
+        )
+    });
     std::thread::sleep(Duration::from_secs(10));
     drop(daemons);
 
@@ -644,16 +636,12 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
         &work,
         "printf '%s %s\\n' \"$NIGHTWATCH_TASK\" \"$1\" >> {runs}",
     );
-    let daemons: Vec<Daemon> = ["web-1", "db-1"]
-        .iter()
-        .map(|host| {
-            let yaml = format!(
-                "queue: {{ workers: 2 }}\nroutes:\n  - id: backup\n    hosts: [\"db-*\"]\n    run: [\"{}\", \"{host}\"]\n",
-                runbook.display()
-            );
-            host_daemon("pinned", host, &url, &yaml)
-        })
-        .collect();
+    let daemons = host_daemons("pinned", &["web-1", "db-1"], &url, |host| {
+        format!(
+            "queue: {{ workers: 2 }}\nroutes:\n  - id: backup\n    hosts: [\"db-*\"]\n    run: [\"{}\", \"{host}\"]\n",
+            runbook.display()
+        )
+    });
     let fps: Vec<String> = (0..20).map(|i| format!("backup-{i}")).collect();
     let reply = daemons[0].post(
         "/hooks/alertmanager",
@@ -708,19 +696,14 @@ fn a_route_pinned_to_some_hosts_runs_only_there() {
 fn a_singleton_sweep_runs_on_one_host_at_a_time_across_the_fleet() {
     let pg = Cluster::start("singleton");
     let url = pg.url();
-    let homes: Vec<_> = ["host-a", "host-b", "host-c"]
+    let hosts = ["host-a", "host-b", "host-c"];
+    let daemons = host_daemons("singleton", &hosts, &url, |_| {
+        "janitor: { every: 1s, singleton: true }\n".to_owned()
+    });
+    let homes: Vec<_> = hosts
         .iter()
-        .map(|host| (*host, scratch("fleet", &format!("singleton-{host}"))))
-        .collect();
-    let daemons: Vec<Daemon> = homes
-        .iter()
-        .map(|(host, home)| {
-            Daemon::start(
-                home,
-                Some("janitor: { every: 1s, singleton: true }\n"),
-                &[("NIGHTWATCH_DATABASE_URL", &url), ("NIGHTWATCH_HOST", host)],
-            )
-        })
+        .zip(&daemons)
+        .map(|(host, daemon)| (*host, daemon.home.clone()))
         .collect();
     std::thread::sleep(Duration::from_secs(12));
     drop(daemons);
@@ -832,10 +815,9 @@ fn any_daemon_shows_every_hosts_records_by_host_and_pages_them_once() {
     let pg = Cluster::start("view");
     let url = pg.url();
     let hosts = ["h1", "h2", "h3"];
-    let daemons: Vec<Daemon> = hosts
-        .iter()
-        .map(|host| host_daemon("view", host, &url, "queue: { workers: 1 }\n"))
-        .collect();
+    let daemons = host_daemons("view", &hosts, &url, |_| {
+        "queue: { workers: 1 }\n".to_owned()
+    });
     for (i, (host, daemon)) in hosts.iter().zip(&daemons).enumerate() {
         let vars = env(&daemon.home, &url, host);
         for n in 0..4 + i {
@@ -1051,10 +1033,9 @@ fn any_daemon_shows_every_hosts_arrivals_by_host_and_pages_them_once() {
     let pg = Cluster::start("arrivals");
     let url = pg.url();
     let hosts = ["a1", "a2", "a3"];
-    let daemons: Vec<Daemon> = hosts
-        .iter()
-        .map(|host| host_daemon("arrivals", host, &url, "queue: { workers: 1 }\n"))
-        .collect();
+    let daemons = host_daemons("arrivals", &hosts, &url, |_| {
+        "queue: { workers: 1 }\n".to_owned()
+    });
     // Each host receives its own alerts, 3, 4 and 5 of them, in one delivery each.
     for (i, daemon) in daemons.iter().enumerate() {
         let fps: Vec<String> = (0..3 + i).map(|k| format!("fp{i}-{k}")).collect();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use common::daemon::Daemon;
@@ -31,6 +31,23 @@ fn slots_run(runs: &Path) -> Vec<String> {
         .collect()
 }
 
+/// A test of a job `tick`, in a directory of its own: the daemon's data directory, the file the
+/// job's runs append to, and the job's runbook, which appends each alert it reads on stdin
+/// there as one line.
+fn tick_job(name: &str) -> (PathBuf, PathBuf, String) {
+    let dir = scratch("watch", name);
+    let runs = dir.join("runs.jsonl");
+    let runbook = script(
+        &dir,
+        "tick.sh",
+        &format!(
+            "tr -d '\\n' >> {runs}; echo >> {runs}",
+            runs = runs.display()
+        ),
+    );
+    (dir.join("home"), runs, runbook)
+}
+
 fn wait_until(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
     while !done() {
@@ -48,17 +65,7 @@ fn records(daemon: &Daemon, query: &str) -> Vec<Value> {
 
 #[test]
 fn a_new_job_waits_for_its_first_slot_even_across_a_restart() {
-    let dir = scratch("watch", "job-new");
-    let home = dir.join("home");
-    let runs = dir.join("runs.jsonl");
-    let runbook = script(
-        &dir,
-        "tick.sh",
-        &format!(
-            "tr -d '\\n' >> {runs}; echo >> {runs}",
-            runs = runs.display()
-        ),
-    );
+    let (home, runs, runbook) = tick_job("job-new");
     let config =
         format!("watch:\n  jobs:\n    tick:\n      every: 1h\n      run: [\"{runbook}\"]\n");
     let daemon = Daemon::start(&home, Some(&config), &[]);
@@ -82,17 +89,7 @@ fn a_new_job_waits_for_its_first_slot_even_across_a_restart() {
 
 #[test]
 fn a_slot_missed_while_the_daemon_was_down_runs_once_when_it_starts() {
-    let dir = scratch("watch", "job-missed");
-    let home = dir.join("home");
-    let runs = dir.join("runs.jsonl");
-    let runbook = script(
-        &dir,
-        "tick.sh",
-        &format!(
-            "tr -d '\\n' >> {runs}; echo >> {runs}",
-            runs = runs.display()
-        ),
-    );
+    let (home, runs, runbook) = tick_job("job-missed");
     let config =
         format!("watch:\n  jobs:\n    tick:\n      every: 3s\n      run: [\"{runbook}\"]\n");
     let daemon = Daemon::start(&home, Some(&config), &[]);
@@ -131,17 +128,7 @@ fn a_slot_missed_while_the_daemon_was_down_runs_once_when_it_starts() {
 
 #[test]
 fn a_short_period_job_never_runs_a_slot_twice_across_a_crash() {
-    let dir = scratch("watch", "job-crash");
-    let home = dir.join("home");
-    let runs = dir.join("runs.jsonl");
-    let runbook = script(
-        &dir,
-        "tick.sh",
-        &format!(
-            "tr -d '\\n' >> {runs}; echo >> {runs}",
-            runs = runs.display()
-        ),
-    );
+    let (home, runs, runbook) = tick_job("job-crash");
     let config = format!(
         "queue: {{ workers: 2 }}\nwatch:\n  jobs:\n    tick:\n      cron: \"*/2 * * * * *\"\n      run: [\"{runbook}\"]\n"
     );
