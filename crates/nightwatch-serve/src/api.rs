@@ -482,15 +482,22 @@ pub fn session_records(daemon: &Daemon, id: &str) -> Result<Vec<FleetRecord>, Se
         })
         .collect();
     if let Some(fleet) = &daemon.fleet {
-        // Every host's as the fleet holds them, and this host's own as written: what it has not
-        // shipped yet shows at once.
-        records.extend(fleet.ledger.records(None, &filter, None)?);
-        records.sort_by_key(FleetCursor::of);
-        records.dedup_by(|a, b| a.host == b.host && a.record.seq == b.record.seq);
-        let keep_from = records.len().saturating_sub(MAX_LIMIT);
-        records.drain(..keep_from);
+        records = with_unshipped(fleet.ledger.records(None, &filter, None)?, records);
     }
     Ok(records)
+}
+
+/// A session's records as the fleet holds them, with this host's own as written: what it has
+/// not shipped yet shows at once, what it has shipped shows once. In the fleet's order, the
+/// newest [`MAX_LIMIT`] of them.
+fn with_unshipped(fleet: Vec<FleetRecord>, own: Vec<FleetRecord>) -> Vec<FleetRecord> {
+    let mut records = fleet;
+    records.extend(own);
+    records.sort_by_key(FleetCursor::of);
+    records.dedup_by(|a, b| a.host == b.host && a.record.seq == b.record.seq);
+    let keep_from = records.len().saturating_sub(MAX_LIMIT);
+    records.drain(..keep_from);
+    records
 }
 
 /// This document.
@@ -1135,6 +1142,61 @@ mod tests {
         );
         shown.as_object_mut().unwrap().remove("host");
         assert_eq!(shown, serde_json::to_value(&bare).unwrap());
+    }
+
+    /// A session's page in a fleet: this host's records that have not reached the fleet store
+    /// yet show beside every host's shipped ones, each record once, in the fleet's order, the
+    /// newest `MAX_LIMIT` kept.
+    #[test]
+    fn a_session_shows_this_hosts_unshipped_records_and_each_record_once() {
+        let at = |host: &str, seq: u64, ms: i64| FleetRecord {
+            host: host.into(),
+            record: Record {
+                id: format!("{host}-{seq}"),
+                seq,
+                event: "decision".into(),
+                timestamp_ms: ms,
+                session_id: Some("s".into()),
+                actor: nightwatch_ledger::RecordActor::default(),
+                tool: "exec".into(),
+                inputs: json!({}),
+                outputs: None,
+                context: nightwatch_ledger::RecordContext::default(),
+                duration_ms: None,
+                verdict: None,
+                rule: None,
+                reasons: vec![],
+                call_id: None,
+                redacted: vec![],
+                cwd: None,
+                safeguards: None,
+                prev_hash: String::new(),
+                hash: String::new(),
+            },
+        };
+        let places = |records: &[FleetRecord]| -> Vec<String> {
+            records.iter().map(|r| r.record.id.clone()).collect()
+        };
+        // The fleet holds web-1's first two and db-1's one; web-1 has written four.
+        let fleet = vec![at("web-1", 1, 100), at("db-1", 7, 150), at("web-1", 2, 200)];
+        let own = (1..=4)
+            .map(|seq| at("web-1", seq, seq as i64 * 100))
+            .collect();
+        let merged = with_unshipped(fleet, own);
+        assert_eq!(
+            places(&merged),
+            ["web-1-1", "db-1-7", "web-1-2", "web-1-3", "web-1-4"]
+        );
+        // A host's record with the same sequence number as another host's is a different one.
+        let merged = with_unshipped(vec![at("db-1", 3, 300)], vec![at("web-1", 3, 300)]);
+        assert_eq!(places(&merged), ["db-1-3", "web-1-3"]);
+        // Past the page's size, the oldest go.
+        let own = (1..=MAX_LIMIT as u64 + 5)
+            .map(|seq| at("web-1", seq, seq as i64))
+            .collect();
+        let merged = with_unshipped(Vec::new(), own);
+        assert_eq!(merged.len(), MAX_LIMIT);
+        assert_eq!(merged[0].record.seq, 6);
     }
 
     /// `host=` comes from whoever asks: empty, overlong or odd text is a 400 that says why,
