@@ -25,9 +25,15 @@ const SCHEMA_2: &str = r#"
 CREATE INDEX ledger_records_fleet_order ON ledger_records (timestamp_ms, (host COLLATE "C"), seq);
 "#;
 
+/// Each host's clock as it last measured it against the fleet database's; a host may note it
+/// before it has shipped anything.
+const SCHEMA_3: &str = "
+ALTER TABLE fleet_hosts ADD COLUMN clock_ahead_ms BIGINT, ALTER COLUMN reported_ms DROP NOT NULL;
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::FLEET,
-    migrations: &[SCHEMA_1, SCHEMA_2],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3],
 };
 
 /// The fleet's order as SQL, the [`FleetCursor`]'s fields in turn.
@@ -92,13 +98,24 @@ impl FleetLedger for PgFleet {
         Ok(new)
     }
 
+    fn note_clock(&self, host: &str, ahead_ms: i64) -> Result<(), StoreError> {
+        self.db.write(|tx| {
+            tx.execute(
+                "INSERT INTO fleet_hosts (host, clock_ahead_ms) VALUES ($1, $2)
+                 ON CONFLICT (host) DO UPDATE SET clock_ahead_ms = excluded.clock_ahead_ms",
+                &[&host, &ahead_ms],
+            )?;
+            Ok::<_, Failure<StoreError>>(())
+        })
+    }
+
     fn hosts(&self) -> Result<Vec<FleetHost>, StoreError> {
         self.db.run(|client| {
             let rows = client.query(
                 "SELECT coalesce(h.host, f.host), h.seq, h.hash,
                         (SELECT r.timestamp_ms FROM ledger_records r
                           WHERE r.host = h.host AND r.seq = h.seq),
-                        f.local_seq, f.local_hash, f.reported_ms
+                        f.local_seq, f.local_hash, f.reported_ms, f.clock_ahead_ms
                    FROM (SELECT host, seq, hash FROM ledger_heads WHERE seq > 0) h
                    FULL JOIN fleet_hosts f ON f.host = h.host
                   ORDER BY 1",
@@ -112,6 +129,7 @@ impl FleetLedger for PgFleet {
                         shipped_record_ms: r.get(3),
                         local_head: pair(r.get(4), r.get(5)),
                         reported_ms: r.get(6),
+                        clock_ahead_ms: r.get(7),
                     })
                     .collect(),
             )

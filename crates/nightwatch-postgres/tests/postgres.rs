@@ -97,9 +97,10 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     let applied: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
     // Each store's migrations, once each, in order.
     let want: Vec<(String, i64)> = [
-        // The fleet's order across hosts came with a second step (each store's own).
+        // The fleet's order across hosts came with a second step (each store's own); each
+        // host's clock against the fleet's with the fleet ledger's third.
         ("alert inbox", 2),
-        ("fleet ledger", 2),
+        ("fleet ledger", 3),
         ("janitor state", 1),
         ("leases", 1),
         ("ledger", 1),
@@ -514,6 +515,16 @@ fn the_fleets_records_page_newest_first_across_hosts_each_once() {
     let db = support::database();
     let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
     nightwatch_store_conformance::fleet::the_fleets_records_page_newest_first_across_hosts_each_once(
+        &*fleet,
+    );
+}
+
+/// Each host's clock as it last noted it: the shared case, on PostgreSQL.
+#[test]
+fn a_hosts_clock_is_kept_as_last_noted_even_before_it_ships() {
+    let db = support::database();
+    let fleet = PgStores::connect(&db.url, "collector").unwrap().fleet();
+    nightwatch_store_conformance::fleet::a_hosts_clock_is_kept_as_last_noted_even_before_it_ships(
         &*fleet,
     );
 }

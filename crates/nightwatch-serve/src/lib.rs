@@ -279,10 +279,16 @@ impl Daemon {
             return;
         }
         let first = self.fleet_clock.now_ms().is_none();
-        match self
+        let read = self
             .fleet_clock
-            .read(fleet.ledger.as_ref(), || self.host_now_ms())
+            .read(fleet.ledger.as_ref(), || self.host_now_ms());
+        // The fleet keeps each host's offset, for `fleet status` to show beside its records.
+        if let Ok(Some(skew_ms)) = read
+            && let Err(e) = fleet.ledger.note_clock(&fleet.host, skew_ms)
         {
+            tracing::debug!("cannot note this host's clock in the fleet: {e}");
+        }
+        match read {
             Ok(Some(skew_ms)) if first => tracing::info!(
                 host = %fleet.host,
                 "leases and schedules go by the fleet database's clock (this host's is {skew_ms} ms off it)"

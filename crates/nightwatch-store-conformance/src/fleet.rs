@@ -331,6 +331,39 @@ pub fn the_fleets_arrivals_page_across_hosts_each_once(
     );
 }
 
+/// A host's clock as it last measured it against the fleet's: kept per host, the latest
+/// noting wins, a host that has shipped nothing yet is listed with it, and shipping neither
+/// needs nor clears it.
+pub fn a_hosts_clock_is_kept_as_last_noted_even_before_it_ships(fleet: &dyn FleetLedger) {
+    fleet.note_clock("db-1", 3_600_000).unwrap();
+    fleet.note_clock("web-1", 40).unwrap();
+    fleet.note_clock("web-1", -1_250).unwrap();
+    let clock = |host: &str| {
+        let hosts = fleet.hosts().unwrap();
+        let found = hosts.iter().find(|h| h.host == host);
+        found.map(|h| (h.clock_ahead_ms, h.shipped.is_some()))
+    };
+    assert_eq!(clock("db-1"), Some((Some(3_600_000), false)));
+    assert_eq!(clock("web-1"), Some((Some(-1_250), false)));
+
+    let own = MemoryLedger::new();
+    own.append(decision(0, "web-1", "df -h", "allow")).unwrap();
+    ship(&own, fleet, "web-1", 100, T0).unwrap();
+    assert_eq!(clock("web-1"), Some((Some(-1_250), true)));
+    let other = MemoryLedger::new();
+    other
+        .append(decision(0, "batch-1", "df -h", "allow"))
+        .unwrap();
+    ship(&other, fleet, "batch-1", 100, T0).unwrap();
+    assert_eq!(clock("batch-1"), Some((None, true)), "never noted");
+    let names: Vec<String> = fleet.hosts().unwrap().into_iter().map(|h| h.host).collect();
+    assert_eq!(
+        names,
+        ["batch-1", "db-1", "web-1"],
+        "each host once, by name"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use nightwatch_store::AlertInbox;
@@ -349,5 +382,10 @@ mod tests {
     #[test]
     fn the_fleets_records_page_newest_first_across_hosts_each_once() {
         super::the_fleets_records_page_newest_first_across_hosts_each_once(&MemoryFleet::new());
+    }
+
+    #[test]
+    fn a_hosts_clock_is_kept_as_last_noted_even_before_it_ships() {
+        super::a_hosts_clock_is_kept_as_last_noted_even_before_it_ships(&MemoryFleet::new());
     }
 }

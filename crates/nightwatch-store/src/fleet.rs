@@ -23,8 +23,12 @@ pub struct FleetHost {
     /// The host's own ledger head as it last reported it while shipping: the fleet holds all
     /// of the host's chain when this equals `shipped`.
     pub local_head: Option<(u64, String)>,
-    /// When the host last reported (unix ms, the host's clock).
+    /// When the host last shipped (unix ms, the fleet's clock as the host read it).
     pub reported_ms: Option<i64>,
+    /// How far the host's own clock was off the fleet database's when it last read that
+    /// clock (ms, positive: ahead). Its records carry its own clock's times, so a host whose
+    /// clock is wrong shows here why its records sit out of place in the fleet's order.
+    pub clock_ahead_ms: Option<i64>,
 }
 
 impl FleetHost {
@@ -60,6 +64,10 @@ pub trait FleetLedger: Send + Sync {
     fn clock_ms(&self) -> Result<Option<i64>, StoreError> {
         Ok(None)
     }
+
+    /// Notes how far `host`'s own clock is off the fleet's ([`FleetHost::clock_ahead_ms`]),
+    /// as the host last measured it; the fleet need hold none of its records yet.
+    fn note_clock(&self, host: &str, ahead_ms: i64) -> Result<(), StoreError>;
 
     /// Every host the fleet holds records of or heard from, by name.
     fn hosts(&self) -> Result<Vec<FleetHost>, StoreError>;

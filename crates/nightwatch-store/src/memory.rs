@@ -183,6 +183,8 @@ impl LedgerReader for HeldChain {
 #[derive(Default)]
 pub struct MemoryFleet {
     hosts: Mutex<std::collections::BTreeMap<String, (HeldChain, Option<i64>)>>,
+    /// Each host's clock as it last noted it (ms ahead of the fleet's).
+    clocks: Mutex<std::collections::BTreeMap<String, i64>>,
 }
 
 impl MemoryFleet {
@@ -256,16 +258,32 @@ impl FleetLedger for MemoryFleet {
         Ok(count)
     }
 
+    fn note_clock(&self, host: &str, ahead_ms: i64) -> Result<(), StoreError> {
+        let mut clocks = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+        clocks.insert(host.to_owned(), ahead_ms);
+        Ok(())
+    }
+
     fn hosts(&self) -> Result<Vec<FleetHost>, StoreError> {
         let hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(hosts
-            .iter()
-            .map(|(host, (chain, reported_ms))| FleetHost {
-                host: host.clone(),
-                shipped: chain.records.last().map(|r| (r.seq, r.hash.clone())),
-                shipped_record_ms: chain.records.last().map(|r| r.timestamp_ms),
-                local_head: chain.reported_head.clone(),
-                reported_ms: *reported_ms,
+        let clocks = self.clocks.lock().unwrap_or_else(|p| p.into_inner());
+        let names: std::collections::BTreeSet<&String> =
+            hosts.keys().chain(clocks.keys()).collect();
+        Ok(names
+            .into_iter()
+            .map(|host| {
+                let held = hosts.get(host);
+                let chain = held.map(|(chain, _)| chain);
+                FleetHost {
+                    host: host.clone(),
+                    shipped: chain
+                        .and_then(|c| c.records.last())
+                        .map(|r| (r.seq, r.hash.clone())),
+                    shipped_record_ms: chain.and_then(|c| c.records.last()).map(|r| r.timestamp_ms),
+                    local_head: chain.and_then(|c| c.reported_head.clone()),
+                    reported_ms: held.and_then(|(_, reported)| *reported),
+                    clock_ahead_ms: clocks.get(host).copied(),
+                }
             })
             .collect())
     }

@@ -438,15 +438,15 @@ fn a_host_whose_clock_runs_an_hour_ahead_takes_no_task_before_its_lease_runs_out
     }
 
     let skewed_env = clock_off_by("+1h");
-    let mut env: Vec<(&str, &str)> = skewed_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    env.extend([
+    let mut skewed: Vec<(&str, &str)> = skewed_env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    skewed.extend([
         ("NIGHTWATCH_DATABASE_URL", url.as_str()),
         ("NIGHTWATCH_HOST", "host-b"),
     ]);
     let ahead = Daemon::start(
         &scratch("fleet", "skew-host-b"),
         Some(&yaml("host-b")),
-        &env,
+        &skewed,
     );
     // The daemon saw its own clock an hour off the fleet's: the skew is real, and noticed.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -485,6 +485,33 @@ fn a_host_whose_clock_runs_an_hour_ahead_takes_no_task_before_its_lease_runs_out
     );
     let worker = pg.query("SELECT worker FROM tasks");
     assert!(worker.starts_with("host-a"), "{worker}");
+
+    // `fleet status` shows each host's clock against the fleet's, and warns of host-b's:
+    // its records carry its own clock's times, an hour out of place.
+    let reader = scratch("fleet", "skew-reader");
+    let vars = env(&reader, &url, "reader");
+    let status = nightwatch(&["fleet", "status", "--json"], b"", &vars);
+    assert!(status.status.success(), "{status:?}");
+    let shown: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let clock = |host: &str| {
+        shown["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|h| h["host"] == host)
+            .and_then(|h| h["clock_ahead_ms"].as_i64())
+            .unwrap_or_else(|| panic!("{host}'s clock in {shown}"))
+    };
+    assert!((3_590_000..3_610_000).contains(&clock("host-b")), "{shown}");
+    assert!(clock("host-a").abs() < 5_000, "{shown}");
+    let status = nightwatch(&["fleet", "status"], b"", &vars);
+    let said = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        said.contains("warning: host-b's clock is 36")
+            && said.contains("s ahead of the fleet database's")
+            && !said.contains("warning: host-a"),
+        "{said}"
+    );
     drop(ahead);
     drop(honest);
 }

@@ -32,6 +32,15 @@ fn own_head() -> anyhow::Result<u64> {
     Ok(last.first().map_or(0, |r| r.seq))
 }
 
+/// A host clock this far off the fleet's is worth a warning: records a second apart on two
+/// hosts may then show in the wrong order.
+const CLOCK_TOLERANCE_MS: i64 = 1_000;
+
+/// `ms` as seconds with a sign: `+3600.0 s`.
+fn clock_offset(ms: i64) -> String {
+    format!("{:+.1} s", ms as f64 / 1000.0)
+}
+
 fn held(host: &FleetHost) -> u64 {
     host.shipped.as_ref().map_or(0, |(seq, _)| *seq)
 }
@@ -49,6 +58,7 @@ pub fn verify() -> anyhow::Result<u8> {
             shipped_record_ms: None,
             local_head: None,
             reported_ms: None,
+            clock_ahead_ms: None,
         });
     }
     let (mut tampered, mut incomplete) = (0, 0);
@@ -121,6 +131,7 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
                     "reported_head": h.local_head.as_ref().map(|(seq, _)| seq),
                     "behind": h.lag(),
                     "reported": h.reported_ms.map(nightwatch_time::rfc3339),
+                    "clock_ahead_ms": h.clock_ahead_ms,
                 })
             })
             .collect();
@@ -147,19 +158,32 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
     }
     println!("fleet: {} host(s); this host is {me}", hosts.len());
     println!(
-        "{:<24} {:>10} {:>8} {:<25} {:<25}",
-        "HOST", "HELD", "BEHIND", "LAST RECORD", "LAST SHIPPED"
+        "{:<24} {:>10} {:>8} {:<25} {:<25} {:>10}",
+        "HOST", "HELD", "BEHIND", "LAST RECORD", "LAST SHIPPED", "CLOCK"
     );
     for h in &hosts {
         let time = |ms: Option<i64>| ms.map_or("-".to_owned(), nightwatch_time::rfc3339);
         println!(
-            "{:<24} {:>10} {:>8} {:<25} {:<25}",
+            "{:<24} {:>10} {:>8} {:<25} {:<25} {:>10}",
             h.host,
             held(h),
             h.lag(),
             time(h.shipped_record_ms),
-            time(h.reported_ms)
+            time(h.reported_ms),
+            h.clock_ahead_ms.map_or("-".to_owned(), clock_offset)
         );
+    }
+    // Records carry their host's own clock's times: a host whose clock is off shows its
+    // records out of place in the fleet's order, and the operator should know why.
+    for h in &hosts {
+        if let Some(ahead) = h.clock_ahead_ms.filter(|ms| ms.abs() >= CLOCK_TOLERANCE_MS) {
+            println!(
+                "warning: {}'s clock is {} {} the fleet database's; its records' times are its own clock's",
+                h.host,
+                clock_offset(ahead.abs()).trim_start_matches('+'),
+                if ahead > 0 { "ahead of" } else { "behind" }
+            );
+        }
     }
     let queue: Vec<String> = counts
         .iter()
