@@ -51,9 +51,26 @@ DROP INDEX alert_events_alert;
 CREATE INDEX alert_events_alert ON alert_events (alert_id, host, id);
 "#;
 
+/// Settling an arrival (its disposition, reason, route, task and record) changes no indexed
+/// column, so PostgreSQL can rewrite the row in its page (a HOT update, room kept by the fill
+/// factor) instead of adding an entry to every index of the table: which arrivals are still
+/// unsettled is kept in a table of its own rather than in an index on `record IS NULL`. Under
+/// the fleet's intake that update was two fifths of PostgreSQL's time.
+const SCHEMA_3: &str = "
+CREATE TABLE alert_events_unsettled (
+    host TEXT NOT NULL,
+    id   BIGINT NOT NULL,
+    PRIMARY KEY (host, id)
+);
+INSERT INTO alert_events_unsettled (host, id)
+    SELECT host, id FROM alert_events WHERE record IS NULL;
+DROP INDEX alert_events_unrecorded;
+ALTER TABLE alert_events SET (fillfactor = 70);
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::INBOX,
-    migrations: &[SCHEMA_1, SCHEMA_2],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3],
 };
 
 /// The fleet's order as SQL, the [`ArrivalCursor`]'s fields in turn.
@@ -134,6 +151,10 @@ impl AlertInbox for PgInbox {
                              $7::text[], $8::text[], $9::text[])
                              WITH ORDINALITY AS a (received_ms, source, alert_id, status, title,
                                  alert_host, alert_json, n)
+                     ), unsettled AS (
+                         INSERT INTO alert_events_unsettled (host, id)
+                         SELECT $1, counter.last_id - $2 + n
+                         FROM counter, generate_series(1::bigint, $2) AS n
                      )
                      SELECT last_id FROM counter",
                     &[
@@ -168,7 +189,11 @@ impl AlertInbox for PgInbox {
             // The whole batch in one statement. An arrival settled twice in one batch takes
             // its last settlement, as when each was its own UPDATE.
             tx.execute_typed(
-                "UPDATE alert_events AS e
+                "WITH settled AS (
+                     DELETE FROM alert_events_unsettled
+                     WHERE host = $1 AND id = ANY($2::bigint[])
+                 )
+                 UPDATE alert_events AS e
                      SET disposition = s.disposition, reason = s.reason, route = s.route,
                          task_id = s.task_id, record = s.record
                  FROM (SELECT DISTINCT ON (id) * FROM unnest($2::bigint[], $3::text[],
@@ -192,7 +217,11 @@ impl AlertInbox for PgInbox {
 
     fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.select("AND record IS NULL ORDER BY id LIMIT $2", &[&limit])
+        self.select(
+            "AND id IN (SELECT id FROM alert_events_unsettled WHERE host = $1 ORDER BY id \
+             LIMIT $2) ORDER BY id",
+            &[&limit],
+        )
     }
 
     fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {

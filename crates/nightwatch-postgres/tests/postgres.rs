@@ -98,8 +98,9 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     // Each store's migrations, once each, in order.
     let want: Vec<(String, i64)> = [
         // The fleet's order across hosts came with a second step (each store's own); each
-        // host's clock against the fleet's with the fleet ledger's third.
-        ("alert inbox", 2),
+        // host's clock against the fleet's with the fleet ledger's third; the unsettled
+        // arrivals in a table of their own with the inbox's third.
+        ("alert inbox", 3),
         ("fleet ledger", 3),
         ("janitor state", 1),
         ("leases", 1),
@@ -455,6 +456,91 @@ fn hosts_keep_their_own_arrivals_and_janitor_state() {
         b.janitor().load().unwrap(),
         nightwatch_janitor::JanitorState::new()
     );
+}
+
+/// An inbox from before the unsettled arrivals had a table of their own: upgrading keeps
+/// every unsettled arrival (of every host) unsettled and no settled one, and from then on a
+/// settlement rewrites the arrival's row in place (HOT), adding nothing to its indexes.
+#[test]
+fn upgrading_the_inbox_keeps_its_unsettled_arrivals_and_settles_in_place() {
+    use nightwatch_store::{Disposition, Settlement};
+    let db = support::database();
+    let arrival = |alert_id| Arrival {
+        received_ms: 10,
+        source: "alertmanager",
+        alert_id,
+        status: "firing",
+        title: "DiskFull",
+        host: None,
+        alert_json: "{}",
+    };
+    let settled = |arrival| Settlement {
+        arrival,
+        disposition: Disposition::Routed,
+        reason: "route disk",
+        route: Some("disk"),
+        task_id: Some(arrival),
+        record: "rec",
+    };
+    {
+        let web = PgStores::connect(&db.url, "web-1").unwrap().inbox();
+        let ids = web
+            .receive(&[arrival("a"), arrival("b"), arrival("c")])
+            .unwrap();
+        web.settle(&[settled(ids[1])]).unwrap();
+        let other = PgStores::connect(&db.url, "web-2").unwrap().inbox();
+        other.receive(&[arrival("d")]).unwrap();
+    }
+    // Back to the schema before: the unsettled found by an index on `record IS NULL`.
+    let mut client = support::server().client(&db);
+    client
+        .batch_execute(
+            "DROP TABLE alert_events_unsettled;
+             CREATE INDEX alert_events_unrecorded ON alert_events (host, id) WHERE record IS NULL;
+             ALTER TABLE alert_events RESET (fillfactor);
+             DELETE FROM schema_migrations WHERE store = 'alert inbox' AND version = 3;",
+        )
+        .unwrap();
+
+    let web = PgStores::connect(&db.url, "web-1").unwrap().inbox();
+    let left: Vec<i64> = web.unrecorded(10).unwrap().iter().map(|a| a.id).collect();
+    assert_eq!(left, [1, 3], "the unsettled ones, not the settled one");
+    let other = PgStores::connect(&db.url, "web-2").unwrap().inbox();
+    assert_eq!(other.unrecorded(10).unwrap().len(), 1, "another host's too");
+
+    // New arrivals settle in place. The server's statistics count every update and those
+    // done in place; a connection reports its own at most about ten seconds after going idle,
+    // so each count is waited for: first the settlement before the upgrade, then the eight.
+    let updates_reach = |client: &mut postgres::Client, at_least: i64| -> (i64, i64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let row = client
+                .query_one(
+                    "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
+                     WHERE relname = 'alert_events'",
+                    &[],
+                )
+                .unwrap();
+            let (updated, in_place): (i64, i64) = (row.get(0), row.get(1));
+            if updated >= at_least || std::time::Instant::now() > deadline {
+                return (updated, in_place);
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let before = updates_reach(&mut client, 1);
+    assert_eq!(before.0, 1, "the settlement before the upgrade, counted");
+    let ids = web
+        .receive(&(0..8).map(|_| arrival("e")).collect::<Vec<_>>())
+        .unwrap();
+    web.settle(&ids.iter().map(|id| settled(*id)).collect::<Vec<_>>())
+        .unwrap();
+    let after = updates_reach(&mut client, before.0 + 8);
+    let (updated, in_place) = (after.0 - before.0, after.1 - before.1);
+    assert_eq!(updated, 8, "the eight settlements, counted");
+    assert_eq!(in_place, 8, "every settlement rewrote its row in place");
+    let left: Vec<i64> = web.unrecorded(100).unwrap().iter().map(|a| a.id).collect();
+    assert_eq!(left, [1, 3]);
 }
 
 /// The fleet's view: each host's records shipped from its own ledger, in batches; the hosts

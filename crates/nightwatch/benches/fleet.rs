@@ -66,6 +66,8 @@ fn main() {
         .iter()
         .map(|host| start(&work.join(host), waiting, &url, host))
         .collect();
+    let postmaster = support::cpu::postmaster(port_of(&url));
+    let cpu_before = CpuSplit::now(&daemons, postmaster);
     let started = Instant::now();
     let loads: Vec<Child> = daemons
         .iter()
@@ -111,6 +113,7 @@ fn main() {
     }
     println!("  fleet: {total:.0} events/s");
     let loaded = started.elapsed();
+    CpuSplit::now(&daemons, postmaster).report_since(&cpu_before, total * loaded.as_secs_f64());
     let heads: Vec<i64> = daemons
         .iter()
         .map(|(_, _, home)| local_head(home))
@@ -260,6 +263,74 @@ fn main() {
         stop(gate);
     }
     let _ = std::fs::remove_dir_all(&work);
+}
+
+/// Where the machine's CPU went during the intake: the three daemons, PostgreSQL (postmaster
+/// and backends), the `wrk`s (reaped by then), and whatever else ran.
+struct CpuSplit {
+    daemons: Vec<Duration>,
+    postgres: Duration,
+    wrk: Duration,
+    busy: Duration,
+    capacity: Duration,
+}
+
+impl CpuSplit {
+    fn now(daemons: &[(Child, String, PathBuf)], postmaster: Option<u32>) -> CpuSplit {
+        let (busy, capacity) = support::cpu::machine();
+        CpuSplit {
+            daemons: daemons
+                .iter()
+                .map(|(child, _, _)| support::cpu::process(child.id()))
+                .collect(),
+            postgres: postmaster.map_or(Duration::ZERO, support::cpu::process_and_children),
+            wrk: support::cpu::reaped_children(),
+            busy,
+            capacity,
+        }
+    }
+
+    /// Prints each part's share of the machine (its CPU time over all cores' time) and its
+    /// CPU time per event stored.
+    fn report_since(&self, before: &CpuSplit, events: f64) {
+        let capacity = (self.capacity - before.capacity).as_secs_f64();
+        let daemons: Duration = self
+            .daemons
+            .iter()
+            .zip(&before.daemons)
+            .map(|(now, then)| now.saturating_sub(*then))
+            .sum();
+        let postgres = self.postgres.saturating_sub(before.postgres);
+        let wrk = self.wrk.saturating_sub(before.wrk);
+        let busy = self.busy.saturating_sub(before.busy);
+        let other = busy.saturating_sub(daemons + postgres + wrk);
+        let share = |d: Duration| 100.0 * d.as_secs_f64() / capacity;
+        let per_event = |d: Duration| 1000.0 * d.as_secs_f64() / events.max(1.0);
+        println!(
+            "  CPU during the intake, shares of the machine: daemons {:.0}%, PostgreSQL {:.0}%, wrk {:.0}%, the rest {:.0}%, idle {:.0}%",
+            share(daemons),
+            share(postgres),
+            share(wrk),
+            share(other),
+            100.0 - share(busy)
+        );
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        println!(
+            "  CPU per event stored: daemon {:.3} ms, PostgreSQL {:.3} ms, wrk {:.3} ms, all {:.3} ms (at that cost the machine's {cores} cores allow {:.0} events/s)",
+            per_event(daemons),
+            per_event(postgres),
+            per_event(wrk),
+            per_event(busy),
+            cores as f64 * 1000.0 / per_event(busy).max(1e-9)
+        );
+    }
+}
+
+/// The port of a `postgres://` URL.
+fn port_of(url: &str) -> u16 {
+    url.rsplit_once(':')
+        .and_then(|(_, tail)| tail.split(['/', '?']).next()?.parse().ok())
+        .expect("the cluster's URL names a port")
 }
 
 fn start(home: &Path, yaml: &str, url: &str, host: &str) -> (Child, String, PathBuf) {

@@ -92,7 +92,7 @@ fn main() {
         "webhook intake, {seconds} s per row, durable SQLite stores, 1 distinct alert per request"
     );
     println!(
-        "{:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6} {:>8}",
+        "{:>9} {:>11} {:>10} {:>9} {:>9} {:>9} {:>9} {:>7} {:>7} {:>6} {:>8} {:>10}",
         "alerts",
         "connections",
         "events/s",
@@ -103,13 +103,15 @@ fn main() {
         "non-2xx",
         "routed",
         "dedup",
-        "unrouted"
+        "unrouted",
+        "cpu ms/ev"
     );
     let mut replies = 0u64;
     for (kind, alertname) in [("routed", "DiskFull"), ("unrouted", "NoRouteForThis")] {
         for connections in CONNECTIONS {
             let before = last_arrival(&dir);
             let row = format!("r{run}-{kind}-{connections}");
+            let cpu_before = support::cpu::process(child.id());
             let out = Command::new("wrk")
                 .args([
                     "-t",
@@ -128,12 +130,18 @@ fn main() {
                 .expect("wrk runs");
             let text = String::from_utf8_lossy(&out.stdout);
             let w = Wrk::parse(&text);
+            // The daemon's own CPU time per reply, read before the pause below.
+            let cpu_per_event = 1000.0
+                * support::cpu::process(child.id())
+                    .saturating_sub(cpu_before)
+                    .as_secs_f64()
+                / w.requests.max(1) as f64;
             replies += w.requests;
             std::thread::sleep(Duration::from_millis(500));
             let became = dispositions_after(&dir, before);
             let count = |d: &str| became.iter().find(|(k, _)| k == d).map_or(0, |(_, n)| *n);
             println!(
-                "{kind:>9} {connections:>11} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>6} {:>8}",
+                "{kind:>9} {connections:>11} {:>10.0} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>7} {:>7} {:>6} {:>8} {cpu_per_event:>10.3}",
                 w.rate,
                 w.p50,
                 w.p90,

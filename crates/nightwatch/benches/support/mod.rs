@@ -1,6 +1,7 @@
 //! What the daemon benchmarks share: the disk's own commit rate, and wrk's script of distinct
 //! alerts.
 
+pub mod cpu;
 pub mod wrk;
 
 use std::path::Path;
