@@ -67,6 +67,9 @@ fn main() {
         .map(|host| start(&work.join(host), waiting, &url, host))
         .collect();
     let postmaster = support::cpu::postmaster(port_of(&url));
+    if postmaster.is_none() {
+        println!("(PostgreSQL's postmaster was not found: its CPU is counted in the rest)");
+    }
     let cpu_before = CpuSplit::now(&daemons, postmaster);
     let started = Instant::now();
     let loads: Vec<Child> = daemons
