@@ -37,18 +37,7 @@ fn tls_is_used_and_verified_when_asked_for_and_refused_when_it_cannot_be() {
     let certificates = issue_test_certificates(d, support::cluster_owner());
     let other_ca = certificate_authority(d, "other-ca");
     let mut admin = server.client(&db);
-    for setting in [
-        format!(
-            "ALTER SYSTEM SET ssl_cert_file = '{}'",
-            certificates.server_certificate.display()
-        ),
-        format!(
-            "ALTER SYSTEM SET ssl_key_file = '{}'",
-            certificates.server_key.display()
-        ),
-        "ALTER SYSTEM SET ssl = on".to_owned(),
-        "SELECT pg_reload_conf()".to_owned(),
-    ] {
+    for setting in certificates.server_settings() {
         admin.batch_execute(&setting).unwrap();
     }
     let ca = &certificates.ca;

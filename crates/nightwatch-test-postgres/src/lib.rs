@@ -87,6 +87,24 @@ pub struct TestCertificates {
     pub server_key: PathBuf,
 }
 
+impl TestCertificates {
+    /// The statements that switch a running server's TLS on with these files (superuser).
+    pub fn server_settings(&self) -> [String; 4] {
+        [
+            format!(
+                "ALTER SYSTEM SET ssl_cert_file = '{}'",
+                self.server_certificate.display()
+            ),
+            format!(
+                "ALTER SYSTEM SET ssl_key_file = '{}'",
+                self.server_key.display()
+            ),
+            "ALTER SYSTEM SET ssl = on".to_owned(),
+            "SELECT pg_reload_conf()".to_owned(),
+        ]
+    }
+}
+
 /// A test certificate authority and a server certificate it signed for 127.0.0.1 (subject
 /// alternative names IP:127.0.0.1 and DNS:localhost), made in `dir` with `openssl` and valid
 /// for two days: `ca.pem` and `ca.key`, `server.pem` and `server.key`. `dir` and the server's

@@ -134,18 +134,7 @@ impl Cluster {
     /// made here with `openssl`; returns that authority's certificate (PEM).
     pub fn with_tls(&self) -> PathBuf {
         let certificates = issue_test_certificates(&self.dir, self.owner);
-        for setting in [
-            format!(
-                "ALTER SYSTEM SET ssl_cert_file = '{}'",
-                certificates.server_certificate.display()
-            ),
-            format!(
-                "ALTER SYSTEM SET ssl_key_file = '{}'",
-                certificates.server_key.display()
-            ),
-            "ALTER SYSTEM SET ssl = on".to_owned(),
-            "SELECT pg_reload_conf()".to_owned(),
-        ] {
+        for setting in certificates.server_settings() {
             self.query(&setting);
         }
         certificates.ca
