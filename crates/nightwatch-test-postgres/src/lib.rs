@@ -5,7 +5,8 @@
 //! certificate for TLS.
 //!
 //! Each harness starts its cluster and talks to it itself: this crate names no PostgreSQL
-//! driver (only `nightwatch-postgres` may) and runs no program but `pg_config` and `openssl`.
+//! driver (only `nightwatch-postgres` may) and runs no program but `pg_config`, `initdb` and
+//! `openssl`.
 //! Missing programs fail the tests, saying what to install; nothing is skipped.
 
 use std::path::{Path, PathBuf};
@@ -192,6 +193,33 @@ pub fn certificate_authority(dir: &Path, name: &str) -> PathBuf {
         ],
     );
     dir.join(pem)
+}
+
+/// A new cluster's data directory `data`, made by `bindir`'s `initdb` as `owner` (see
+/// [`cluster_owner`]): superuser `postgres`, trusted on every connection (the server listens
+/// on 127.0.0.1 only), UTF-8 with the C locale, not synced (a test's cluster need not survive
+/// a power cut).
+pub fn init_cluster(bindir: &Path, data: &Path, owner: Option<(u32, u32)>) {
+    let mut initdb = Command::new(bindir.join("initdb"));
+    if let Some((uid, gid)) = owner {
+        use std::os::unix::process::CommandExt;
+        initdb.uid(uid).gid(gid);
+    }
+    if let Some(parent) = data.parent() {
+        initdb.current_dir(parent);
+    }
+    let out = initdb
+        .arg("-D")
+        .arg(data)
+        .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"])
+        .args(["--no-sync", "--no-instructions"])
+        .output()
+        .expect("initdb runs");
+    assert!(
+        out.status.success(),
+        "initdb failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn openssl(dir: &Path, args: &[&str]) {

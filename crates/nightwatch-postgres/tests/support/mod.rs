@@ -22,7 +22,7 @@
 
 #![allow(dead_code)]
 
-use nightwatch_test_postgres::{SERVER_BINARIES_MISSING, find_bindir};
+use nightwatch_test_postgres::{SERVER_BINARIES_MISSING, find_bindir, init_cluster};
 pub use nightwatch_test_postgres::{cluster_owner, free_port};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -190,18 +190,7 @@ fn start_throwaway_cluster() -> String {
         }
         command
     };
-    let initdb = as_owner(&bindir.join("initdb"))
-        .arg("-D")
-        .arg(dir.join("data"))
-        .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"])
-        .args(["--no-sync", "--no-instructions"])
-        .output()
-        .expect("initdb runs");
-    assert!(
-        initdb.status.success(),
-        "initdb failed: {}",
-        String::from_utf8_lossy(&initdb.stderr)
-    );
+    init_cluster(&bindir, &dir.join("data"), owner);
     let port = free_port();
     let mut shell = as_owner(Path::new("/bin/sh"))
         .args(["-c", SHELL, "sh"])

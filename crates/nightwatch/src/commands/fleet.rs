@@ -178,9 +178,9 @@ pub fn status(args: FleetStatusArgs) -> anyhow::Result<u8> {
     for h in &hosts {
         if let Some(ahead) = h.clock_ahead_ms.filter(|ms| ms.abs() >= CLOCK_TOLERANCE_MS) {
             println!(
-                "warning: {}'s clock is {} {} the fleet database's; its records' times are its own clock's",
+                "warning: {}'s clock is {:.1} s {} the fleet database's; its records' times are its own clock's",
                 h.host,
-                clock_offset(ahead.abs()).trim_start_matches('+'),
+                ahead.abs() as f64 / 1000.0,
                 if ahead > 0 { "ahead of" } else { "behind" }
             );
         }

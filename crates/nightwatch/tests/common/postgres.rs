@@ -6,7 +6,8 @@
 //! certificates is `nightwatch-test-postgres`'s, shared with `nightwatch-postgres`'s tests.
 
 use nightwatch_test_postgres::{
-    SERVER_BINARIES_MISSING, cluster_owner, find_bindir, free_port, issue_test_certificates,
+    SERVER_BINARIES_MISSING, cluster_owner, find_bindir, free_port, init_cluster,
+    issue_test_certificates,
 };
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -44,19 +45,7 @@ impl Cluster {
             owner,
             durable,
         };
-        let init = cluster
-            .command("initdb")
-            .arg("-D")
-            .arg(cluster.dir.join("data"))
-            .args(["-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C"])
-            .args(["--no-sync", "--no-instructions"])
-            .output()
-            .expect("initdb runs");
-        assert!(
-            init.status.success(),
-            "initdb: {}",
-            String::from_utf8_lossy(&init.stderr)
-        );
+        init_cluster(&cluster.bindir, &cluster.dir.join("data"), owner);
         cluster.up();
         let made = cluster
             .command("createdb")
