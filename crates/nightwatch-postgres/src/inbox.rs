@@ -1,6 +1,8 @@
 //! The alert inbox in PostgreSQL: each host's arrivals in `alert_events`, keyed by `(host,
 //! id)`. Ids count 1, 2, 3, ... per host from a counter row that each `receive` locks, so a
-//! host's arrivals commit in id order and a cursor over ids reads each exactly once.
+//! host's arrivals commit in id order and a cursor over ids reads each exactly once. An
+//! arrival's row is written once; what was decided about it is a row of `alert_settlements`,
+//! and the arrivals not yet settled are listed in `alert_events_unsettled`.
 //! [`PgFleetInbox`] reads every host's arrivals together, in the fleet's order.
 
 use std::borrow::Cow;
@@ -68,16 +70,44 @@ DROP INDEX alert_events_unrecorded;
 ALTER TABLE alert_events SET (fillfactor = 70);
 ";
 
+/// Settlements in a table of their own: an arrival's row is written once and never updated.
+/// Settling is an insert of a narrow row with one index entry, where rewriting the arrival
+/// copied the whole row, often into another page with an entry in each of its four indexes,
+/// and left a dead row for vacuum; and a prepared update joined to the batch's arrays could be
+/// planned, on a table still small, as a walk through all of a host's arrivals.
+const SCHEMA_4: &str = "
+CREATE TABLE alert_settlements (
+    host        TEXT NOT NULL,
+    id          BIGINT NOT NULL,
+    disposition TEXT,
+    reason      TEXT,
+    route       TEXT,
+    task_id     BIGINT,
+    record      TEXT,
+    PRIMARY KEY (host, id)
+);
+INSERT INTO alert_settlements (host, id, disposition, reason, route, task_id, record)
+    SELECT host, id, disposition, reason, route, task_id, record
+    FROM alert_events WHERE record IS NOT NULL;
+ALTER TABLE alert_events DROP COLUMN disposition, DROP COLUMN reason, DROP COLUMN route,
+    DROP COLUMN task_id, DROP COLUMN record;
+ALTER TABLE alert_events RESET (fillfactor);
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::INBOX,
-    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4],
 };
 
-/// The fleet's order as SQL, the [`ArrivalCursor`]'s fields in turn.
-const FLEET_ORDER: &str = r#"(received_ms, host COLLATE "C", id)"#;
+/// Arrivals (`e`) with their settlements (`s`) when they have one.
+const ARRIVALS: &str =
+    "alert_events e LEFT JOIN alert_settlements s ON s.host = e.host AND s.id = e.id";
 
-const COLUMNS: &str = "id, received_ms, source, alert_id, status, title, alert_host, alert_json, \
-     disposition, reason, route, task_id, record";
+/// The fleet's order as SQL, the [`ArrivalCursor`]'s fields in turn.
+const FLEET_ORDER: &str = r#"(e.received_ms, e.host COLLATE "C", e.id)"#;
+
+const COLUMNS: &str = "e.id, e.received_ms, e.source, e.alert_id, e.status, e.title, e.alert_host, \
+     e.alert_json, s.disposition, s.reason, s.route, s.task_id, s.record";
 
 /// One host's arrivals in the fleet's database.
 pub struct PgInbox {
@@ -108,7 +138,7 @@ impl PgInbox {
             all.extend_from_slice(params);
             client
                 .query(
-                    &format!("SELECT {COLUMNS} FROM alert_events WHERE host = $1 {clause}"),
+                    &format!("SELECT {COLUMNS} FROM {ARRIVALS} WHERE e.host = $1 {clause}"),
                     &all,
                 )?
                 .iter()
@@ -187,20 +217,23 @@ impl AlertInbox for PgInbox {
         let records: Vec<Cow<'_, str>> = settlements.iter().map(|s| encode(s.record)).collect();
         self.db.write_relaxed(|tx| {
             // The whole batch in one statement. An arrival settled twice in one batch takes
-            // its last settlement, as when each was its own UPDATE.
+            // its last settlement, as one settled again later does.
             tx.execute_typed(
                 "WITH settled AS (
                      DELETE FROM alert_events_unsettled
                      WHERE host = $1 AND id = ANY($2::bigint[])
                  )
-                 UPDATE alert_events AS e
-                     SET disposition = s.disposition, reason = s.reason, route = s.route,
-                         task_id = s.task_id, record = s.record
-                 FROM (SELECT DISTINCT ON (id) * FROM unnest($2::bigint[], $3::text[],
-                         $4::text[], $5::text[], $6::bigint[], $7::text[])
-                         WITH ORDINALITY AS u (id, disposition, reason, route, task_id, record, n)
-                       ORDER BY id, n DESC) AS s
-                 WHERE e.host = $1 AND e.id = s.id",
+                 INSERT INTO alert_settlements AS s
+                     (host, id, disposition, reason, route, task_id, record)
+                 SELECT DISTINCT ON (id) $1, id, disposition, reason, route, task_id, record
+                 FROM unnest($2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[],
+                         $7::text[])
+                     WITH ORDINALITY AS u (id, disposition, reason, route, task_id, record, n)
+                 ORDER BY id, n DESC
+                 ON CONFLICT (host, id) DO UPDATE
+                     SET disposition = excluded.disposition, reason = excluded.reason,
+                         route = excluded.route, task_id = excluded.task_id,
+                         record = excluded.record",
                 &[
                     (&self.host, Type::TEXT),
                     (&ids, Type::INT8_ARRAY),
@@ -218,23 +251,23 @@ impl AlertInbox for PgInbox {
     fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.select(
-            "AND id IN (SELECT id FROM alert_events_unsettled WHERE host = $1 ORDER BY id \
-             LIMIT $2) ORDER BY id",
+            "AND e.id IN (SELECT id FROM alert_events_unsettled WHERE host = $1 ORDER BY id \
+             LIMIT $2) ORDER BY e.id",
             &[&limit],
         )
     }
 
     fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {
-        Ok(self.select("AND id = $2", &[&id])?.into_iter().next())
+        Ok(self.select("AND e.id = $2", &[&id])?.into_iter().next())
     }
 
     fn for_alert(&self, alert_id: &str) -> Result<Vec<AlertEvent>, StoreError> {
-        self.select("AND alert_id = $2 ORDER BY id", &[&encode(alert_id)])
+        self.select("AND e.alert_id = $2 ORDER BY e.id", &[&encode(alert_id)])
     }
 
     fn after(&self, after_id: i64, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.select("AND id > $2 ORDER BY id LIMIT $3", &[&after_id, &limit])
+        self.select("AND e.id > $2 ORDER BY e.id LIMIT $3", &[&after_id, &limit])
     }
 
     fn between(
@@ -247,7 +280,8 @@ impl AlertInbox for PgInbox {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let before = before.unwrap_or(i64::MAX);
         let mut rows = self.select(
-            "AND received_ms >= $2 AND received_ms < $3 AND id < $5 ORDER BY id DESC LIMIT $4",
+            "AND e.received_ms >= $2 AND e.received_ms < $3 AND e.id < $5 \
+             ORDER BY e.id DESC LIMIT $4",
             &[&since_ms, &until_ms, &limit, &before],
         )?;
         rows.reverse();
@@ -287,7 +321,7 @@ impl PgFleetInbox {
         self.db.run(|client| {
             client
                 .query(
-                    &format!("SELECT {COLUMNS}, host FROM alert_events WHERE {clause}"),
+                    &format!("SELECT {COLUMNS}, e.host FROM {ARRIVALS} WHERE {clause}"),
                     params,
                 )?
                 .iter()
@@ -320,9 +354,9 @@ impl FleetInbox for PgFleetInbox {
         });
         let mut rows = self.select(
             &format!(
-                "received_ms >= $1 AND received_ms < $2 AND ($3::text IS NULL OR host = $3)
+                "e.received_ms >= $1 AND e.received_ms < $2 AND ($3::text IS NULL OR e.host = $3)
                    AND {FLEET_ORDER} < ($4, $5 COLLATE \"C\", $6)
-                 ORDER BY received_ms DESC, host COLLATE \"C\" DESC, id DESC LIMIT $7"
+                 ORDER BY e.received_ms DESC, e.host COLLATE \"C\" DESC, e.id DESC LIMIT $7"
             ),
             &[
                 &since_ms,
@@ -347,8 +381,8 @@ impl FleetInbox for PgFleetInbox {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.select(
             &format!(
-                "($1::text IS NULL OR host = $1) AND {FLEET_ORDER} > ($2, $3 COLLATE \"C\", $4)
-                 ORDER BY received_ms, host COLLATE \"C\", id LIMIT $5"
+                "($1::text IS NULL OR e.host = $1) AND {FLEET_ORDER} > ($2, $3 COLLATE \"C\", $4)
+                 ORDER BY e.received_ms, e.host COLLATE \"C\", e.id LIMIT $5"
             ),
             &[&host, &after.received_ms, &after.host, &after.id, &limit],
         )
@@ -356,7 +390,7 @@ impl FleetInbox for PgFleetInbox {
 
     fn for_alert(&self, alert_id: &str) -> Result<Vec<FleetArrival>, StoreError> {
         self.select(
-            "alert_id = $1 ORDER BY received_ms, host COLLATE \"C\", id",
+            "e.alert_id = $1 ORDER BY e.received_ms, e.host COLLATE \"C\", e.id",
             &[&encode(alert_id)],
         )
     }

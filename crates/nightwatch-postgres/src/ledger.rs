@@ -9,7 +9,8 @@ use nightwatch_ledger::{
 };
 use nightwatch_store::{Ledger, LedgerReader, StoreError, store_name};
 use postgres::Row;
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
+use std::borrow::Cow;
 
 const SCHEMA_1: &str = "
 CREATE OR REPLACE FUNCTION nightwatch_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -88,11 +89,19 @@ pub(crate) const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, acto
     inputs, outputs, triggered_by, alert_id, context_host, task, duration_ms, verdict, rule, \
     reasons, call_id, redacted, cwd, safeguards, prev_hash, hash";
 
-const INSERT: &str = "INSERT INTO ledger_records (host, seq, id, event, timestamp_ms, session_id, \
-    actor_kind, actor_id, tool, inputs, outputs, triggered_by, alert_id, context_host, task, \
-    duration_ms, verdict, rule, reasons, call_id, redacted, cwd, safeguards, prev_hash, hash) \
-    VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,$22,$23,\
-    $24,$25) ON CONFLICT (host, seq) DO NOTHING";
+/// Many records in one statement, each column an array: one round trip and one plan for a
+/// batch, where a statement per record cost a parse and a round trip each.
+const INSERT_ALL: &str = "INSERT INTO ledger_records (host, seq, id, event, timestamp_ms, \
+    session_id, actor_kind, actor_id, tool, inputs, outputs, triggered_by, alert_id, context_host, \
+    task, duration_ms, verdict, rule, reasons, call_id, redacted, cwd, safeguards, prev_hash, hash) \
+    SELECT $1, r.* FROM unnest($2::bigint[], $3::text[], $4::text[], $5::bigint[], $6::text[], \
+    $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], \
+    $14::text[], $15::text[], $16::bigint[], $17::text[], $18::text[], $19::text[], $20::text[], \
+    $21::text[], $22::text[], $23::text[], $24::text[], $25::text[]) AS r \
+    ON CONFLICT (host, seq) DO NOTHING";
+
+/// Records an [`INSERT_ALL`] statement carries at most, so one message stays a few megabytes.
+const INSERT_CHUNK: usize = 500;
 
 /// Rows a scan fetches at a time: memory stays bounded however long the chain is.
 const SCAN_BATCH: i32 = 500;
@@ -156,7 +165,7 @@ impl PgLedger {
         }
         self.db.write(|tx| {
             let (mut tail_seq, mut tail_hash) = self.lock_chain(tx)?;
-            let mut new = 0;
+            let mut new = Vec::new();
             for (record, s) in records.iter().zip(&stored) {
                 let f = s.fields();
                 if f.seq <= tail_seq {
@@ -196,20 +205,33 @@ impl PgLedger {
                         ),
                     }));
                 }
-                if insert(tx, &self.host, &f, &record.hash)? == 0 {
-                    // Only a row under the lock we hold could conflict: none can.
-                    return Err(Failure::Caller(self.corrupt(format!(
-                        "record {} of host {} appeared while its chain was locked",
-                        f.seq, self.host
-                    ))));
-                }
-                new += 1;
                 tail_seq = f.seq;
                 tail_hash.clone_from(&record.hash);
+                new.push((f, record.hash.as_str()));
             }
+            self.insert_locked(tx, &new)?;
             self.move_head(tx, tail_seq, &tail_hash)?;
-            Ok(new)
+            Ok(new.len())
         })
+    }
+
+    /// Inserts `rows` after the tail of the chain this transaction locked: every one is new.
+    fn insert_locked(
+        &self,
+        tx: &mut Tx<'_>,
+        rows: &[(StoredFields<'_>, &str)],
+    ) -> Result<(), Failure<StoreError>> {
+        let inserted = insert_all(tx, &self.host, rows)?;
+        if inserted == rows.len() {
+            return Ok(());
+        }
+        // Only a row under the lock we hold could conflict: none can.
+        Err(Failure::Caller(self.corrupt(format!(
+            "{} of {} records of host {} appeared while its chain was locked",
+            rows.len() - inserted,
+            rows.len(),
+            self.host
+        ))))
     }
 
     fn corrupt(&self, what: String) -> StoreError {
@@ -306,43 +328,111 @@ fn text(bytes: &[u8]) -> &str {
     std::str::from_utf8(bytes).unwrap_or_default()
 }
 
-fn insert(
+/// Inserts `rows` (each record's stored fields and hash), in order; returns how many were new.
+fn insert_all(
     tx: &mut Tx<'_>,
     host: &str,
-    f: &StoredFields<'_>,
-    hash: &str,
-) -> Result<u64, postgres::Error> {
-    let o = encode_opt;
-    tx.execute(
-        INSERT,
-        &[
-            &host,
-            &big(f.seq),
-            &encode(f.id),
-            &encode(f.event),
-            &f.timestamp_ms,
-            &o(f.session_id),
-            &encode(f.actor_kind),
-            &encode(f.actor_id),
-            &encode(f.tool),
-            &encode(text(f.inputs)),
-            &o(f.outputs.map(text)),
-            &o(f.triggered_by),
-            &o(f.alert_id),
-            &o(f.host),
-            &o(f.task),
-            &f.duration_ms,
-            &o(f.verdict),
-            &o(f.rule),
-            &encode(text(f.reasons)),
-            &o(f.call_id),
-            &encode(text(f.redacted)),
-            &o(f.cwd),
-            &o(f.safeguards.map(text)),
-            &encode(f.prev_hash),
-            &encode(hash),
-        ],
-    )
+    rows: &[(StoredFields<'_>, &str)],
+) -> Result<usize, postgres::Error> {
+    let mut inserted = 0;
+    for chunk in rows.chunks(INSERT_CHUNK) {
+        let c = Columns::of(chunk);
+        let n = tx.execute_typed(
+            INSERT_ALL,
+            &[
+                (&host, Type::TEXT),
+                (&c.seq, Type::INT8_ARRAY),
+                (&c.id, Type::TEXT_ARRAY),
+                (&c.event, Type::TEXT_ARRAY),
+                (&c.timestamp_ms, Type::INT8_ARRAY),
+                (&c.session_id, Type::TEXT_ARRAY),
+                (&c.actor_kind, Type::TEXT_ARRAY),
+                (&c.actor_id, Type::TEXT_ARRAY),
+                (&c.tool, Type::TEXT_ARRAY),
+                (&c.inputs, Type::TEXT_ARRAY),
+                (&c.outputs, Type::TEXT_ARRAY),
+                (&c.triggered_by, Type::TEXT_ARRAY),
+                (&c.alert_id, Type::TEXT_ARRAY),
+                (&c.host, Type::TEXT_ARRAY),
+                (&c.task, Type::TEXT_ARRAY),
+                (&c.duration_ms, Type::INT8_ARRAY),
+                (&c.verdict, Type::TEXT_ARRAY),
+                (&c.rule, Type::TEXT_ARRAY),
+                (&c.reasons, Type::TEXT_ARRAY),
+                (&c.call_id, Type::TEXT_ARRAY),
+                (&c.redacted, Type::TEXT_ARRAY),
+                (&c.cwd, Type::TEXT_ARRAY),
+                (&c.safeguards, Type::TEXT_ARRAY),
+                (&c.prev_hash, Type::TEXT_ARRAY),
+                (&c.hash, Type::TEXT_ARRAY),
+            ],
+        )?;
+        inserted += usize::try_from(n).unwrap_or(usize::MAX);
+    }
+    Ok(inserted)
+}
+
+/// Records' stored fields a column at a time, as [`INSERT_ALL`] takes them.
+#[derive(Default)]
+struct Columns<'a> {
+    seq: Vec<i64>,
+    id: Vec<Cow<'a, str>>,
+    event: Vec<Cow<'a, str>>,
+    timestamp_ms: Vec<i64>,
+    session_id: Vec<Option<Cow<'a, str>>>,
+    actor_kind: Vec<Cow<'a, str>>,
+    actor_id: Vec<Cow<'a, str>>,
+    tool: Vec<Cow<'a, str>>,
+    inputs: Vec<Cow<'a, str>>,
+    outputs: Vec<Option<Cow<'a, str>>>,
+    triggered_by: Vec<Option<Cow<'a, str>>>,
+    alert_id: Vec<Option<Cow<'a, str>>>,
+    host: Vec<Option<Cow<'a, str>>>,
+    task: Vec<Option<Cow<'a, str>>>,
+    duration_ms: Vec<Option<i64>>,
+    verdict: Vec<Option<Cow<'a, str>>>,
+    rule: Vec<Option<Cow<'a, str>>>,
+    reasons: Vec<Cow<'a, str>>,
+    call_id: Vec<Option<Cow<'a, str>>>,
+    redacted: Vec<Cow<'a, str>>,
+    cwd: Vec<Option<Cow<'a, str>>>,
+    safeguards: Vec<Option<Cow<'a, str>>>,
+    prev_hash: Vec<Cow<'a, str>>,
+    hash: Vec<Cow<'a, str>>,
+}
+
+impl<'a> Columns<'a> {
+    fn of(rows: &[(StoredFields<'a>, &'a str)]) -> Columns<'a> {
+        let mut c = Columns::default();
+        for (f, hash) in rows {
+            let o = encode_opt;
+            c.seq.push(big(f.seq));
+            c.id.push(encode(f.id));
+            c.event.push(encode(f.event));
+            c.timestamp_ms.push(f.timestamp_ms);
+            c.session_id.push(o(f.session_id));
+            c.actor_kind.push(encode(f.actor_kind));
+            c.actor_id.push(encode(f.actor_id));
+            c.tool.push(encode(f.tool));
+            c.inputs.push(encode(text(f.inputs)));
+            c.outputs.push(o(f.outputs.map(text)));
+            c.triggered_by.push(o(f.triggered_by));
+            c.alert_id.push(o(f.alert_id));
+            c.host.push(o(f.host));
+            c.task.push(o(f.task));
+            c.duration_ms.push(f.duration_ms);
+            c.verdict.push(o(f.verdict));
+            c.rule.push(o(f.rule));
+            c.reasons.push(encode(text(f.reasons)));
+            c.call_id.push(o(f.call_id));
+            c.redacted.push(encode(text(f.redacted)));
+            c.cwd.push(o(f.cwd));
+            c.safeguards.push(o(f.safeguards.map(text)));
+            c.prev_hash.push(encode(f.prev_hash));
+            c.hash.push(encode(hash));
+        }
+        c
+    }
 }
 
 /// Runs `visit` on the stored fields of one row (columns in [`COLUMNS`] order).
@@ -553,30 +643,24 @@ impl Ledger for PgLedger {
             .collect();
         let mut buf = Vec::with_capacity(1024);
         let chained = self.db.write(|tx| {
-            let (mut last_seq, mut prev_hash) = self.lock_chain(tx)?;
-            let mut chained = Vec::with_capacity(prepared.len());
-            for entry in &prepared {
-                let seq = last_seq + 1;
+            let (last_seq, mut prev_hash) = self.lock_chain(tx)?;
+            // Each record's (seq, id, prev_hash, hash), chained after the tail.
+            let mut links = Vec::with_capacity(prepared.len());
+            for (seq, entry) in (last_seq + 1..).zip(&prepared) {
                 let id = Record::id_for(seq);
-                let f = entry.fields(seq, &id, &prev_hash);
-                let hash = f.hash(&mut buf);
-                if insert(tx, &self.host, &f, &hash)? == 0 {
-                    return Err(Failure::Caller(self.corrupt(format!(
-                        "record {seq} of host {} appeared while its chain was locked",
-                        self.host
-                    ))));
-                }
-                let link = (
-                    seq,
-                    id,
-                    std::mem::replace(&mut prev_hash, hash.clone()),
-                    hash,
-                );
-                last_seq = seq;
-                chained.push(link);
+                let hash = entry.fields(seq, &id, &prev_hash).hash(&mut buf);
+                let prev = std::mem::replace(&mut prev_hash, hash.clone());
+                links.push((seq, id, prev, hash));
             }
-            self.move_head(tx, last_seq, &prev_hash)?;
-            Ok(chained)
+            let rows: Vec<(StoredFields<'_>, &str)> = prepared
+                .iter()
+                .zip(&links)
+                .map(|(entry, (seq, id, prev, hash))| (entry.fields(*seq, id, prev), hash.as_str()))
+                .collect();
+            self.insert_locked(tx, &rows)?;
+            let tail = links.last().map_or(last_seq, |link| link.0);
+            self.move_head(tx, tail, &prev_hash)?;
+            Ok(links)
         })?;
         Ok(prepared
             .into_iter()

@@ -99,13 +99,14 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     let want: Vec<(String, i64)> = [
         // The fleet's order across hosts came with a second step (each store's own); each
         // host's clock against the fleet's with the fleet ledger's third; the unsettled
-        // arrivals in a table of their own with the inbox's third.
-        ("alert inbox", 3),
+        // arrivals in a table of their own with the inbox's third, and its settlements with
+        // the fourth; new tasks counted per statement with the queue's third.
+        ("alert inbox", 4),
         ("fleet ledger", 3),
         ("janitor state", 1),
         ("leases", 1),
         ("ledger", 1),
-        ("task queue", 2),
+        ("task queue", 3),
     ]
     .into_iter()
     .flat_map(|(store, versions)| (1..=versions).map(move |v| (store.to_string(), v)))
@@ -200,6 +201,39 @@ fn shipping_a_hosts_records_is_idempotent_and_keeps_its_chain() {
     let own = PgStores::connect(&db.url, "web-1").unwrap().ledger();
     let next = own.append(entry(6, "s")).unwrap();
     assert_eq!((next.seq, &next.prev_hash), (7, &records[5].hash));
+}
+
+/// Batches larger than one insert statement carries (records go in as arrays, a few hundred
+/// at a time), shipped and appended, with text PostgreSQL cannot hold as it is: every record
+/// comes back the same, in one intact chain.
+#[test]
+fn batches_of_many_records_ship_and_append_whole() {
+    let db = support::database();
+    let local = MemoryLedger::new();
+    let records: Vec<_> = (0..1_203)
+        .map(|n| local.append(entry(n, &format!("s\0{n}"))).unwrap())
+        .collect();
+    let fleet = PgStores::connect(&db.url, "collector")
+        .unwrap()
+        .ledger_of("web-1");
+    assert_eq!(fleet.ship(&records[..2]).unwrap(), 2);
+    assert_eq!(fleet.ship(&records).unwrap(), 1_201, "all but the two held");
+    assert_eq!(fleet.query(&Filter::default()).unwrap(), records);
+
+    let own = PgStores::connect(&db.url, "web-2").unwrap().ledger();
+    let appended = own
+        .append_all((0..1_107).map(|n| entry(n, "t\u{FFFF}")).collect())
+        .unwrap();
+    assert_eq!(appended.len(), 1_107);
+    assert_eq!(
+        appended.iter().map(|r| r.seq).collect::<Vec<_>>(),
+        (1..=1_107).collect::<Vec<u64>>()
+    );
+    assert_eq!(own.query(&Filter::default()).unwrap(), appended);
+    for ledger in [&fleet, &own] {
+        let report = verify(&**ledger).unwrap();
+        assert!(report.is_intact(), "{report:?}");
+    }
 }
 
 #[test]
@@ -419,6 +453,66 @@ fn the_counts_fold_their_changes_and_stay_exact() {
     assert_eq!(queue.counts().unwrap(), want);
 }
 
+/// A queue from before new tasks were counted per statement: upgrading keeps its counts, and
+/// batches of new tasks (some of whose identities another host already holds) keep them exact.
+#[test]
+fn upgrading_the_queue_keeps_its_counts_exact() {
+    use nightwatch_store::{Offer, QueueOp};
+    let db = support::database();
+    let connect = || {
+        PgStores::connect(&db.url, "db1")
+            .unwrap()
+            .task_queue(Policy::default())
+    };
+    let queue = connect();
+    for n in 0..30 {
+        queue.offer(&format!("old/{n}"), "{}", "r", n).unwrap();
+    }
+    queue.resolve("old/0", 30).unwrap();
+    drop(queue);
+    // Back to the schema before: a trigger call per task, and the events' foreign key.
+    support::server()
+        .client(&db)
+        .batch_execute(
+            "DROP TRIGGER tasks_counts_inserted ON tasks;
+             DROP TRIGGER tasks_counts ON tasks;
+             CREATE TRIGGER tasks_counts AFTER INSERT OR UPDATE OF status OR DELETE ON tasks
+                 FOR EACH ROW EXECUTE FUNCTION nightwatch_task_counts();
+             ALTER TABLE task_events ADD CONSTRAINT task_events_task_id_fkey
+                 FOREIGN KEY (task_id) REFERENCES tasks (id);
+             DELETE FROM schema_migrations WHERE store = 'task queue' AND version = 3;",
+        )
+        .unwrap();
+    let queue = connect();
+    let offers: Vec<Offer<'_>> = ["old/1", "new/1", "new/2", "old/0", "new/3"]
+        .into_iter()
+        .map(|identity| Offer {
+            identity,
+            alert_json: "{}",
+            route: "r",
+            max_per_hour: None,
+            arrival: None,
+            again: false,
+        })
+        .collect();
+    let ops: Vec<QueueOp<'_>> = offers.iter().copied().map(QueueOp::Offer).collect();
+    queue.apply(&ops, 40).unwrap();
+    queue.resolve("new/2", 41).unwrap();
+    assert_eq!(
+        queue.counts().unwrap(),
+        vec![(Status::Cancelled, 2), (Status::Pending, 32)]
+    );
+    let in_place: i64 = support::server()
+        .client(&db)
+        .query_one(
+            "SELECT count(*) FROM pg_constraint WHERE conname = 'task_events_task_id_fkey'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(in_place, 0, "the foreign key is gone again");
+}
+
 /// Each host's inbox and janitor state are its own, in the one database: ids count from 1
 /// per host, and nothing of one host shows in another's.
 #[test]
@@ -458,11 +552,12 @@ fn hosts_keep_their_own_arrivals_and_janitor_state() {
     );
 }
 
-/// An inbox from before the unsettled arrivals had a table of their own: upgrading keeps
-/// every unsettled arrival (of every host) unsettled and no settled one, and from then on a
-/// settlement rewrites the arrival's row in place (HOT), adding nothing to its indexes.
+/// An inbox from before settlements had tables of their own (settled in the arrival's row,
+/// the unsettled found by an index on it): upgrading keeps every settlement and every
+/// unsettled arrival (of every host) unsettled; from then on an arrival's row is never
+/// rewritten, however often it is settled.
 #[test]
-fn upgrading_the_inbox_keeps_its_unsettled_arrivals_and_settles_in_place() {
+fn upgrading_the_inbox_keeps_its_settlements_and_never_rewrites_an_arrival() {
     use nightwatch_store::{Disposition, Settlement};
     let db = support::database();
     let arrival = |alert_id| Arrival {
@@ -474,73 +569,87 @@ fn upgrading_the_inbox_keeps_its_unsettled_arrivals_and_settles_in_place() {
         host: None,
         alert_json: "{}",
     };
-    let settled = |arrival| Settlement {
+    let settled = |arrival, record| Settlement {
         arrival,
         disposition: Disposition::Routed,
         reason: "route disk",
         route: Some("disk"),
         task_id: Some(arrival),
-        record: "rec",
+        record,
     };
     {
         let web = PgStores::connect(&db.url, "web-1").unwrap().inbox();
         let ids = web
             .receive(&[arrival("a"), arrival("b"), arrival("c")])
             .unwrap();
-        web.settle(&[settled(ids[1])]).unwrap();
+        web.settle(&[settled(ids[1], "rec-b")]).unwrap();
         let other = PgStores::connect(&db.url, "web-2").unwrap().inbox();
         other.receive(&[arrival("d")]).unwrap();
     }
-    // Back to the schema before: the unsettled found by an index on `record IS NULL`.
+    // Back to the schema of two versions before.
     let mut client = support::server().client(&db);
     client
         .batch_execute(
-            "DROP TABLE alert_events_unsettled;
+            "ALTER TABLE alert_events ADD COLUMN disposition TEXT, ADD COLUMN reason TEXT,
+                 ADD COLUMN route TEXT, ADD COLUMN task_id BIGINT, ADD COLUMN record TEXT;
+             UPDATE alert_events e SET disposition = s.disposition, reason = s.reason,
+                 route = s.route, task_id = s.task_id, record = s.record
+             FROM alert_settlements s WHERE s.host = e.host AND s.id = e.id;
+             DROP TABLE alert_settlements;
+             DROP TABLE alert_events_unsettled;
              CREATE INDEX alert_events_unrecorded ON alert_events (host, id) WHERE record IS NULL;
-             ALTER TABLE alert_events RESET (fillfactor);
-             DELETE FROM schema_migrations WHERE store = 'alert inbox' AND version = 3;",
+             DELETE FROM schema_migrations WHERE store = 'alert inbox' AND version >= 3;",
         )
         .unwrap();
 
     let web = PgStores::connect(&db.url, "web-1").unwrap().inbox();
     let left: Vec<i64> = web.unrecorded(10).unwrap().iter().map(|a| a.id).collect();
     assert_eq!(left, [1, 3], "the unsettled ones, not the settled one");
+    let kept = web.get(2).unwrap().unwrap();
+    assert_eq!(
+        (kept.disposition, kept.record.as_deref(), kept.task_id),
+        (Some(Disposition::Routed), Some("rec-b"), Some(2)),
+        "the settlement made before the upgrade"
+    );
     let other = PgStores::connect(&db.url, "web-2").unwrap().inbox();
     assert_eq!(other.unrecorded(10).unwrap().len(), 1, "another host's too");
 
-    // New arrivals settle in place. The server's statistics count every update and those
-    // done in place; a connection reports its own at most about ten seconds after going idle,
-    // so each count is waited for: first the settlement before the upgrade, then the eight.
-    let updates_reach = |client: &mut postgres::Client, at_least: i64| -> (i64, i64) {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let row = client
-                .query_one(
-                    "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables \
-                     WHERE relname = 'alert_events'",
-                    &[],
-                )
-                .unwrap();
-            let (updated, in_place): (i64, i64) = (row.get(0), row.get(1));
-            if updated >= at_least || std::time::Instant::now() > deadline {
-                return (updated, in_place);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
-    let before = updates_reach(&mut client, 1);
-    assert_eq!(before.0, 1, "the settlement before the upgrade, counted");
+    // Eight new arrivals settled, one of them twice, and an old one: no arrival's row is
+    // updated. The server's statistics count the table's updates; a connection reports its
+    // own at most about ten seconds after going idle, so the inserts are waited for.
     let ids = web
         .receive(&(0..8).map(|_| arrival("e")).collect::<Vec<_>>())
         .unwrap();
-    web.settle(&ids.iter().map(|id| settled(*id)).collect::<Vec<_>>())
-        .unwrap();
-    let after = updates_reach(&mut client, before.0 + 8);
-    let (updated, in_place) = (after.0 - before.0, after.1 - before.1);
-    assert_eq!(updated, 8, "the eight settlements, counted");
-    assert_eq!(in_place, 8, "every settlement rewrote its row in place");
+    let mut settlements: Vec<Settlement<'_>> = ids.iter().map(|id| settled(*id, "rec")).collect();
+    settlements.push(settled(1, "rec-a"));
+    web.settle(&settlements).unwrap();
+    web.settle(&[settled(ids[0], "rec-again")]).unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let (inserted, updated) = loop {
+        let row = client
+            .query_one(
+                "SELECT n_tup_ins, n_tup_upd FROM pg_stat_user_tables \
+                 WHERE relname = 'alert_events'",
+                &[],
+            )
+            .unwrap();
+        let (inserted, updated): (i64, i64) = (row.get(0), row.get(1));
+        if inserted >= 12 || std::time::Instant::now() > deadline {
+            break (inserted, updated);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(inserted, 12, "every arrival, counted");
+    // The only updates: the old schema's settlement moved back by the test itself.
+    let moved_back = 1;
+    assert_eq!(updated, moved_back, "no settlement rewrote an arrival");
+    assert_eq!(
+        web.get(ids[0]).unwrap().unwrap().record.as_deref(),
+        Some("rec-again"),
+        "the last settlement holds"
+    );
     let left: Vec<i64> = web.unrecorded(100).unwrap().iter().map(|a| a.id).collect();
-    assert_eq!(left, [1, 3]);
+    assert_eq!(left, [3]);
 }
 
 /// The fleet's view: each host's records shipped from its own ledger, in batches; the hosts

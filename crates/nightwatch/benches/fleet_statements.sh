@@ -52,6 +52,7 @@ sql -c "SELECT sum(calls) AS calls, round(sum(total_exec_time)) AS exec_ms FROM 
 sql -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
                rows, regexp_replace(left(query, 90), '\s+', ' ', 'g') AS statement
           FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12"
-# How many of the arrivals' updates (their settlements) rewrote the row in its page.
-sql -c "SELECT n_tup_ins AS inserted, n_tup_upd AS updated, n_tup_hot_upd AS updated_in_place
-          FROM pg_stat_user_tables WHERE relname = 'alert_events'"
+# What the intake wrote to its tables, and how many of the updates rewrote a row in its page.
+sql -c "SELECT relname AS table, n_tup_ins AS inserted, n_tup_upd AS updated,
+               n_tup_hot_upd AS updated_in_place, n_tup_del AS deleted
+          FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname"
