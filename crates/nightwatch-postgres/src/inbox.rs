@@ -1,8 +1,9 @@
 //! The alert inbox in PostgreSQL: each host's arrivals in `alert_events`, keyed by `(host,
 //! id)`. Ids count 1, 2, 3, ... per host from a counter row that each `receive` locks, so a
 //! host's arrivals commit in id order and a cursor over ids reads each exactly once. An
-//! arrival's row is written once; what was decided about it is a row of `alert_settlements`,
-//! and the arrivals not yet settled are listed in `alert_events_unsettled`.
+//! arrival's row is written once; what was decided about it is a row of `alert_settlements`.
+//! Unsettled arrivals are searched for after `alert_settled_through`, the id up to which a
+//! host's arrivals were last looked at, and listed in `alert_events_unsettled` until settled.
 //! [`PgFleetInbox`] reads every host's arrivals together, in the fleet's order.
 
 use std::borrow::Cow;
@@ -94,14 +95,33 @@ ALTER TABLE alert_events DROP COLUMN disposition, DROP COLUMN reason, DROP COLUM
 ALTER TABLE alert_events RESET (fillfactor);
 ";
 
+/// Arrivals are no longer listed as unsettled when written: `alert_settled_through` says up to
+/// which id a host's arrivals were looked at, and the search for unsettled ones (every few
+/// seconds) reads only those after it, lists what it finds unsettled (a crash's leftovers, or
+/// arrivals still being decided) in `alert_events_unsettled`, and moves the mark. Writing and
+/// settling an arrival then cost nothing beyond the arrival and its settlement; the list stays
+/// a handful of rows, where listing every arrival cost an insert and a delete each and left
+/// dead rows that a prepared delete came to walk.
+const SCHEMA_5: &str = "
+CREATE TABLE alert_settled_through (
+    host    TEXT PRIMARY KEY,
+    through BIGINT NOT NULL
+);
+INSERT INTO alert_settled_through (host, through) SELECT host, last_id FROM alert_event_ids;
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::INBOX,
-    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5],
 };
 
-/// Arrivals (`e`) with their settlements (`s`) when they have one.
-const ARRIVALS: &str =
-    "alert_events e LEFT JOIN alert_settlements s ON s.host = e.host AND s.id = e.id";
+/// Arrivals (`e`) with their settlements (`s`) when they have one: looked up arrival by
+/// arrival (a subquery with a limit is never turned into a join), so a page of arrivals never
+/// costs a walk through all of a host's settlements, whatever the planner believes of the
+/// tables' sizes.
+const ARRIVALS: &str = "alert_events e LEFT JOIN LATERAL (
+         SELECT disposition, reason, route, task_id, record FROM alert_settlements
+         WHERE host = e.host AND id = e.id LIMIT 1) s ON true";
 
 /// The fleet's order as SQL, the [`ArrivalCursor`]'s fields in turn.
 const FLEET_ORDER: &str = r#"(e.received_ms, e.host COLLATE "C", e.id)"#;
@@ -181,10 +201,6 @@ impl AlertInbox for PgInbox {
                              $7::text[], $8::text[], $9::text[])
                              WITH ORDINALITY AS a (received_ms, source, alert_id, status, title,
                                  alert_host, alert_json, n)
-                     ), unsettled AS (
-                         INSERT INTO alert_events_unsettled (host, id)
-                         SELECT $1, counter.last_id - $2 + n
-                         FROM counter, generate_series(1::bigint, $2) AS n
                      )
                      SELECT last_id FROM counter",
                     &[
@@ -250,11 +266,61 @@ impl AlertInbox for PgInbox {
 
     fn unrecorded(&self, limit: usize) -> Result<Vec<AlertEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.select(
-            "AND e.id IN (SELECT id FROM alert_events_unsettled WHERE host = $1 ORDER BY id \
-             LIMIT $2) ORDER BY e.id",
-            &[&limit],
-        )
+        self.db.write_relaxed(|tx| {
+            let through: i64 = tx
+                .query_opt(
+                    "SELECT through FROM alert_settled_through WHERE host = $1",
+                    &[&self.host],
+                )?
+                .map_or(0, |row| row.get(0));
+            // The last id given out, read before the arrivals: a receive commits its arrivals
+            // with the counter, so every arrival up to it is visible to the statements after.
+            let last: i64 = tx
+                .query_opt(
+                    "SELECT last_id FROM alert_event_ids WHERE host = $1",
+                    &[&self.host],
+                )?
+                .map_or(0, |row| row.get(0));
+            if last > through {
+                // The arrivals since the last look that have no settlement, listed. Each
+                // arrival's settlement is looked up by its key (a subquery with a limit is
+                // never made a join): a join planned from stale statistics compared every
+                // arrival of the range with every settlement of it.
+                tx.execute(
+                    "WITH found AS (
+                         INSERT INTO alert_events_unsettled (host, id)
+                         SELECT e.host, e.id FROM alert_events e
+                         WHERE e.host = $1 AND e.id > $2 AND e.id <= $3
+                           AND (SELECT true FROM alert_settlements s
+                                WHERE s.host = $1 AND s.id = e.id LIMIT 1) IS NULL
+                         ON CONFLICT DO NOTHING
+                     )
+                     INSERT INTO alert_settled_through AS t (host, through) VALUES ($1, $3)
+                     ON CONFLICT (host) DO UPDATE SET through = greatest(t.through, $3)",
+                    &[&self.host, &through, &last],
+                )?;
+            }
+            // One listed while its settlement committed is settled: off the list (its
+            // settlement looked up row by row, as a subquery with a limit always is).
+            tx.execute(
+                "DELETE FROM alert_events_unsettled u WHERE u.host = $1 AND (SELECT true
+                     FROM alert_settlements s WHERE s.host = $1 AND s.id = u.id LIMIT 1)",
+                &[&self.host],
+            )?;
+            tx.query(
+                &format!(
+                    "SELECT {COLUMNS} FROM {ARRIVALS}
+                     WHERE e.host = $1 AND e.id IN (SELECT id FROM alert_events_unsettled
+                         WHERE host = $1 ORDER BY id LIMIT $2)
+                       AND s.record IS NULL
+                     ORDER BY e.id"
+                ),
+                &[&self.host, &limit],
+            )?
+            .iter()
+            .map(read_row)
+            .collect::<Result<Vec<_>, _>>()
+        })
     }
 
     fn get(&self, id: i64) -> Result<Option<AlertEvent>, StoreError> {

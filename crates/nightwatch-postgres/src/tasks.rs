@@ -169,11 +169,15 @@ const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
 
 /// `$2`: the routes a claim may take, or NULL for any.
+/// The route is a filter on what the ready (or lease) index finds in order, never a search of
+/// its own (`route || ''` is no index's key): the route's index holds every task the route ever
+/// had, and a plan that read it to meet the few claimable tasks cost a walk through the
+/// route's history at every worker's look.
 const READY_PENDING: &str = "FROM tasks WHERE status = 'pending' AND ready_ms <= $1
-     AND ($2::text[] IS NULL OR route = ANY($2))
+     AND ($2::text[] IS NULL OR route || '' = ANY($2))
      ORDER BY ready_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
 const LEASE_EXPIRED: &str = "FROM tasks WHERE status = 'running' AND lease_until_ms <= $1
-     AND ($2::text[] IS NULL OR route = ANY($2))
+     AND ($2::text[] IS NULL OR route || '' = ANY($2))
      ORDER BY lease_until_ms, id LIMIT 1 FOR UPDATE SKIP LOCKED";
 
 /// The fleet's task queue. A handle is opened for one host: the tasks it creates and the
@@ -315,11 +319,18 @@ impl PgTaskQueue {
                 counted_at: row.get(3),
             });
         }
+        // Each identity's last run read on its own (a subquery with a limit, which the planner
+        // never makes a join): its newest entry in the identity index, whatever the plan
+        // cached while the table was small believed.
         for row in tx.query_typed(
-            "SELECT DISTINCT ON (identity) identity, id, status, finished_ms FROM tasks
-             WHERE identity = ANY($1) AND status IN ('done', 'gave_up')
-               AND finished_ms IS NOT NULL
-             ORDER BY identity, finished_ms DESC, id DESC",
+            "SELECT i.identity, t.id, t.status, t.finished_ms
+             FROM unnest($1::text[]) AS i (identity)
+             CROSS JOIN LATERAL (
+                 SELECT id, status, finished_ms FROM tasks
+                 WHERE identity = i.identity AND status IN ('done', 'gave_up')
+                   AND finished_ms IS NOT NULL
+                 ORDER BY finished_ms DESC, id DESC LIMIT 1
+             ) AS t",
             &[(&identities, Type::TEXT_ARRAY)],
         )? {
             let task_id: i64 = row.get(1);

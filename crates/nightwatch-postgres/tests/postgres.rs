@@ -99,9 +99,10 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
     let want: Vec<(String, i64)> = [
         // The fleet's order across hosts came with a second step (each store's own); each
         // host's clock against the fleet's with the fleet ledger's third; the unsettled
-        // arrivals in a table of their own with the inbox's third, and its settlements with
-        // the fourth; new tasks counted per statement with the queue's third.
-        ("alert inbox", 4),
+        // arrivals in a table of their own with the inbox's third, its settlements with the
+        // fourth, the mark the search for unsettled ones starts from with the fifth; new tasks
+        // counted per statement with the queue's third.
+        ("alert inbox", 5),
         ("fleet ledger", 3),
         ("janitor state", 1),
         ("leases", 1),
@@ -597,6 +598,7 @@ fn upgrading_the_inbox_keeps_its_settlements_and_never_rewrites_an_arrival() {
              FROM alert_settlements s WHERE s.host = e.host AND s.id = e.id;
              DROP TABLE alert_settlements;
              DROP TABLE alert_events_unsettled;
+             DROP TABLE alert_settled_through;
              CREATE INDEX alert_events_unrecorded ON alert_events (host, id) WHERE record IS NULL;
              DELETE FROM schema_migrations WHERE store = 'alert inbox' AND version >= 3;",
         )

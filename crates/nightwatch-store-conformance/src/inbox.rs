@@ -54,6 +54,51 @@ pub fn arrivals_are_stored_unsettled_then_settled_with_their_record(backend: &dy
     inbox.settle(&[]).unwrap();
 }
 
+/// Unsettled arrivals are found wherever they are: before, between and after settled ones,
+/// and after arrivals stored since the last look; each until it is settled, and never again.
+pub fn unsettled_arrivals_are_found_among_settled_ones_until_settled(backend: &dyn Backend) {
+    let place = backend.place();
+    let inbox = place.inbox();
+    let settle = |ids: &[i64]| {
+        let settlements: Vec<Settlement<'_>> = ids
+            .iter()
+            .map(|&arrival| Settlement {
+                arrival,
+                disposition: Disposition::NoRoute,
+                reason: "no route matches",
+                route: None,
+                task_id: None,
+                record: "r",
+            })
+            .collect();
+        inbox.settle(&settlements).unwrap();
+    };
+    let left = || -> Vec<i64> { inbox.unrecorded(10).unwrap().iter().map(|a| a.id).collect() };
+    let receive = |n: usize| -> Vec<i64> {
+        let alerts: Vec<Arrival<'_>> = (0..n).map(|i| arrival("a", i as i64)).collect();
+        inbox.receive(&alerts).unwrap()
+    };
+    let a = receive(5);
+    settle(&[a[1], a[2], a[4]]);
+    assert_eq!(left(), [a[0], a[3]]);
+    settle(&[a[0]]);
+    assert_eq!(left(), [a[3]], "settled since the last look");
+    let b = receive(2);
+    assert_eq!(left(), [a[3], b[0], b[1]], "stored since the last look");
+    settle(&[b[1]]);
+    assert_eq!(left(), [a[3], b[0]]);
+    settle(&[a[3], b[0]]);
+    assert!(left().is_empty());
+    assert!(left().is_empty(), "looking again finds nothing");
+    let c = receive(3);
+    settle(&[c[0]]);
+    assert_eq!(left(), [c[1], c[2]]);
+    settle(&[c[1], c[2], c[1]]);
+    assert!(left().is_empty());
+    let got = inbox.get(c[1]).unwrap().unwrap();
+    assert_eq!(got.record.as_deref(), Some("r"));
+}
+
 /// Hostile text in every field of an arrival and its settlement (a NUL, the escape a store may
 /// use for it) is kept exactly and found by it, and the arrivals beside it are not lost.
 pub fn hostile_text_in_an_arrival_is_kept_exactly(backend: &dyn Backend) {

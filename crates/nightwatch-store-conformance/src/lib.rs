@@ -108,6 +108,7 @@ macro_rules! conformance_tests {
             }
             inbox {
                 arrivals_are_stored_unsettled_then_settled_with_their_record,
+                unsettled_arrivals_are_found_among_settled_ones_until_settled,
                 hostile_text_in_an_arrival_is_kept_exactly,
                 arrivals_survive_reopening_and_are_found_by_alert_and_time,
                 the_after_cursor_reads_every_arrival_once_even_from_concurrent_receivers,

@@ -1,9 +1,11 @@
 #!/bin/sh
 # What PostgreSQL spends its time on under the fleet benchmark's intake: a throwaway cluster of
 # Debian's (fsync on) with pg_stat_statements, three daemons as hosts on it, three wrk loads of
-# distinct routed alerts (16 connections each, 5 s), then PostgreSQL's costliest statements.
+# distinct routed alerts (16 connections each, 5 s, or ROUNDS of them), then PostgreSQL's
+# costliest statements.
 #
 # Usage: sh crates/nightwatch/benches/fleet_statements.sh target/release/nightwatch
+#        ROUNDS=14 ROUND_SECONDS=10 sh crates/nightwatch/benches/fleet_statements.sh BINARY
 # Needs Debian's postgresql and wrk; as root the cluster runs as the postgres user. Everything
 # listens on 127.0.0.1 and lives in a temp directory removed at the end.
 set -eu
@@ -40,14 +42,21 @@ for host in a b c; do
     while ! grep -q 'listening on' "$work/home-$host/out"; do sleep 0.1; done
 done
 sql -qc "SELECT pg_stat_statements_reset()" >/dev/null
-loads=""
-for host in a b c; do
-    address=$(sed -n 's/nightwatch serve: listening on //p' "$work/home-$host/out")
-    wrk -t2 -c16 -d5s -s "$work/post.lua" "$address/hooks/alertmanager" -- "s$$-$host" DiskFull > "$work/wrk-$host" &
-    loads="$loads $!"
+# ROUNDS loads one after another (default 1), each ROUND_SECONDS long (default 5), on the
+# history the rounds before left: the rate per round shows whether intake holds as it grows.
+for round in $(seq 1 "${ROUNDS:-1}"); do
+    loads=""
+    for host in a b c; do
+        address=$(sed -n 's/nightwatch serve: listening on //p' "$work/home-$host/out")
+        wrk -t2 -c16 -d"${ROUND_SECONDS:-5}"s -s "$work/post.lua" "$address/hooks/alertmanager" \
+            -- "s$$-$round-$host" DiskFull > "$work/wrk-$host" &
+        loads="$loads $!"
+    done
+    wait $loads
+    printf 'round %s, events/s per host:' "$round"
+    for host in a b c; do printf ' %s' "$(awk '/Requests\/sec/ {print $2}' "$work/wrk-$host")"; done
+    printf ', arrivals held: %s\n' "$(sql -tAc 'SELECT count(*) FROM alert_events')"
 done
-wait $loads
-for host in a b c; do printf 'host-%s: %s\n' "$host" "$(grep Requests/sec "$work/wrk-$host")"; done
 sql -c "SELECT sum(calls) AS calls, round(sum(total_exec_time)) AS exec_ms FROM pg_stat_statements"
 sql -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
                rows, regexp_replace(left(query, 90), '\s+', ' ', 'g') AS statement

@@ -1,0 +1,67 @@
+#!/bin/sh
+# What PostgreSQL spends its time on under the fleet benchmark's intake: a throwaway cluster of
+# Debian's (fsync on) with pg_stat_statements, three daemons as hosts on it, three wrk loads of
+# distinct routed alerts (16 connections each, 5 s), then PostgreSQL's costliest statements.
+#
+# Usage: sh crates/nightwatch/benches/fleet_statements.sh target/release/nightwatch
+# Needs Debian's postgresql and wrk; as root the cluster runs as the postgres user. Everything
+# listens on 127.0.0.1 and lives in a temp directory removed at the end.
+set -eu
+binary=$(realpath "$1")
+bindir=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+as_owner() { if [ "$(id -u)" = 0 ]; then su postgres -s /bin/sh -c "$*"; else sh -c "$*"; fi; }
+[ "$(id -u)" = 0 ] && chown postgres "$work"
+daemons=""
+cleanup() {
+    [ -n "$daemons" ] && kill $daemons 2>/dev/null || true
+    as_owner "$bindir/pg_ctl -D $work/data -m fast -w stop" >/dev/null 2>&1 || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+as_owner "$bindir/initdb -D $work/data -U postgres -A trust -E UTF8 --locale=C --no-sync --no-instructions" >/dev/null
+as_owner "$bindir/pg_ctl -D $work/data -l $work/server.log -w start -o '-c listen_addresses=127.0.0.1 -p $port -k $work -c max_connections=200 -c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all'" >/dev/null
+sql() { psql -h 127.0.0.1 -p "$port" -U postgres -d fleet -X "$@"; }
+psql -h 127.0.0.1 -p "$port" -U postgres -Xqc "CREATE DATABASE fleet"
+sql -qc "CREATE EXTENSION pg_stat_statements"
+url="postgres://postgres@127.0.0.1:$port/fleet?connect_timeout=3"
+# The benchmark's wrk script (benches/support/mod.rs): every request a new alert.
+sed -n '/^pub const LUA: &str = r#"/,/^"#;/p' "$(dirname "$0")/support/mod.rs" | sed '1d;$d' > "$work/post.lua"
+for host in a b c; do
+    home="$work/home-$host"
+    mkdir -p "$home"
+    printf 'queue: { resolve_delay: 52w }\nroutes:\n  - id: disk\n    when: { labels: { alertname: DiskFull } }\n    run: ["true"]\n' > "$home/serve.yaml"
+    NIGHTWATCH_HOME="$home" NIGHTWATCH_DATABASE_URL="$url" NIGHTWATCH_HOST="host-$host" \
+        "$binary" serve --listen 127.0.0.1:0 > "$home/out" 2>/dev/null &
+    daemons="$daemons $!"
+done
+for host in a b c; do
+    while ! grep -q 'listening on' "$work/home-$host/out"; do sleep 0.1; done
+done
+sql -qc "SELECT pg_stat_statements_reset()" >/dev/null
+loads=""
+for host in a b c; do
+    address=$(sed -n 's/nightwatch serve: listening on //p' "$work/home-$host/out")
+    wrk -t2 -c16 -d5s -s "$work/post.lua" "$address/hooks/alertmanager" -- "s$$-$host" DiskFull > "$work/wrk-$host" &
+    loads="$loads $!"
+done
+wait $loads
+for host in a b c; do printf 'host-%s: %s\n' "$host" "$(grep Requests/sec "$work/wrk-$host")"; done
+sql <<'SQL'
+EXPLAIN (ANALYZE, BUFFERS) SELECT e.id FROM alert_events e LEFT JOIN alert_settlements s ON s.host = e.host AND s.id = e.id WHERE e.host = 'host-a' AND e.id IN (SELECT id FROM alert_events_unsettled WHERE host = 'host-a' ORDER BY id LIMIT 500) ORDER BY e.id;
+SET plan_cache_mode = force_generic_plan;
+PREPARE fin(text[]) AS SELECT DISTINCT ON (identity) identity, id, status, finished_ms FROM tasks
+             WHERE identity = ANY($1) AND status IN ('done', 'gave_up')
+               AND finished_ms IS NOT NULL
+             ORDER BY identity, finished_ms DESC, id DESC;
+EXPLAIN (ANALYZE, BUFFERS) EXECUTE fin('{a,b,c,d,e,f,g,h}');
+SQL
+sql -c "SELECT sum(calls) AS calls, round(sum(total_exec_time)) AS exec_ms FROM pg_stat_statements"
+sql -c "SELECT calls, round(total_exec_time) AS ms, round((total_exec_time / calls)::numeric, 3) AS ms_per_call,
+               rows, regexp_replace(left(query, 90), '\s+', ' ', 'g') AS statement
+          FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 12"
+# What the intake wrote to its tables, and how many of the updates rewrote a row in its page.
+sql -c "SELECT relname AS table, n_tup_ins AS inserted, n_tup_upd AS updated,
+               n_tup_hot_upd AS updated_in_place, n_tup_del AS deleted
+          FROM pg_stat_user_tables WHERE n_tup_ins + n_tup_upd + n_tup_del > 0 ORDER BY relname"
