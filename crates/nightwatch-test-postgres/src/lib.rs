@@ -70,12 +70,31 @@ pub fn cluster_owner() -> Option<(u32, u32)> {
     }))
 }
 
-/// A port nothing listens on right now.
+/// A port of 127.0.0.1 nothing listens on right now, for a server a test starts a moment later.
+/// Chosen below the kernel's ephemeral range: a port handed out for `bind(0)` was free for
+/// anyone's next `bind(0)` or outgoing connection too, and a test server lost its port that way
+/// (`Address already in use`). Below the range only an explicit bind can take it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port on 127.0.0.1")
+    use std::hash::{BuildHasher, RandomState};
+    let ephemeral_low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    const LOWEST: u16 = 10_000;
+    let span = ephemeral_low.saturating_sub(LOWEST);
+    if span < 1_000 {
+        // An unusual range: the kernel's choice, as before.
+        return std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port on 127.0.0.1");
+    }
+    // A random place to start, so tests running at once rarely try the same ports.
+    let start = RandomState::new().hash_one(std::process::id()) % u64::from(span);
+    (0..u64::from(span))
+        .map(|i| LOWEST + u16::try_from((start + i) % u64::from(span)).unwrap_or(0))
+        .find(|&port| std::net::TcpListener::bind(("127.0.0.1", port)).is_ok())
+        .expect("a free port on 127.0.0.1 below the ephemeral range")
 }
 
 /// What [`issue_test_certificates`] made.

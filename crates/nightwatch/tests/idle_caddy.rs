@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,14 +20,6 @@ impl Drop for Caddy {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[test]
@@ -49,7 +40,7 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
     let daemon = Daemon::start(&home, Some(&config), &[]);
     daemon.wait_for("/api/idle/shop", 20, "awake", |v| v["phase"] == "awake");
 
-    let port = free_port();
+    let port = common::free_port();
     let caddyfile = home.join("Caddyfile");
     std::fs::write(
         &caddyfile,

@@ -7,7 +7,6 @@
 
 mod common;
 
-use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -16,14 +15,6 @@ use common::docker::{Containers, httpd_app, sh, state};
 
 const KUMA: &str = "Uptime-Kuma/1.23.16";
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn run_id() -> String {
     format!(
@@ -70,7 +61,7 @@ fn an_uptime_monitor_cannot_keep_the_app_awake_and_a_person_wakes_it() {
     let containers = Containers(run.clone());
     let name = format!("nw-shop-{run}");
     let upstream = httpd_app(&containers, &name);
-    let port = free_port();
+    let port = common::free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(
         "idle:\n  apps:\n{}",
@@ -150,7 +141,7 @@ fn an_exec_session_keeps_it_awake_and_a_backup_lock_vetoes_the_suspend() {
     let containers = Containers(run.clone());
     let name = format!("nw-db-{run}");
     let upstream = httpd_app(&containers, &name);
-    let port = free_port();
+    let port = common::free_port();
     let home = common::scratch("idle", "veto");
     let lock = home.join("backup.lock");
     let policy = home.join("policy.yaml");
@@ -227,7 +218,7 @@ fn a_daemon_killed_mid_wake_finds_the_real_state_when_it_starts_again() {
     let containers = Containers(run.clone());
     let name = format!("nw-cart-{run}");
     let upstream = httpd_app(&containers, &name);
-    let port = free_port();
+    let port = common::free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(
         "idle:\n  apps:\n{}",
@@ -368,7 +359,7 @@ fn a_pause_the_engine_never_answers_is_undone_then_backed_off_then_quarantined_a
     let containers = Containers(run.clone());
     let name = format!("nw-stall-{run}");
     let upstream = httpd_app(&containers, &name);
-    let port = free_port();
+    let port = common::free_port();
     let home = common::scratch("idle", "stall");
     let (docker_host, swallowed) = stalling_engine(&home);
     let pager = common::Receiver::start(&[200]);
@@ -440,7 +431,7 @@ fn an_app_that_runs_but_fails_its_readiness_check_is_half_awake_never_awake() {
     let containers = Containers(run.clone());
     let name = format!("nw-half-{run}");
     let upstream = httpd_app(&containers, &name);
-    let port = free_port();
+    let port = common::free_port();
     let proxy = format!("127.0.0.1:{port}");
     let config = format!(
         "idle:\n  apps:\n    half:\n      container: {name}\n      listen: {proxy}\n      upstream: {upstream}\n      ready: {{ http: /missing }}\n      idle_after: 1h\n      wake_timeout: 2s\n"

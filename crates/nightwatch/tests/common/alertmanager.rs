@@ -125,7 +125,7 @@ impl Alertmanager {
     fn spawn(config: &str) -> Alertmanager {
         use std::sync::atomic::{AtomicUsize, Ordering};
         static COUNT: AtomicUsize = AtomicUsize::new(0);
-        let port = free_port();
+        let port = super::free_port();
         let dir = std::env::temp_dir().join(format!(
             "nightwatch-alertmanager-{}-{}-{port}",
             std::process::id(),
@@ -276,14 +276,6 @@ impl Drop for Alertmanager {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// A port of 127.0.0.1 that was free a moment ago.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free port on 127.0.0.1")
-        .port()
 }
 
 fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

@@ -9,6 +9,7 @@ pub mod openapi;
 pub mod postgres;
 pub mod sandbox;
 
+pub use nightwatch_test_postgres::free_port;
 use std::path::PathBuf;
 
 /// A fresh, empty directory for one test: its data directory or project.
