@@ -487,14 +487,7 @@ fn upgrading_the_queue_keeps_its_counts_exact() {
     let queue = connect();
     let offers: Vec<Offer<'_>> = ["old/1", "new/1", "new/2", "old/0", "new/3"]
         .into_iter()
-        .map(|identity| Offer {
-            identity,
-            alert_json: "{}",
-            route: "r",
-            max_per_hour: None,
-            arrival: None,
-            again: false,
-        })
+        .map(|identity| Offer::plain(identity, "{}", "r"))
         .collect();
     let ops: Vec<QueueOp<'_>> = offers.iter().copied().map(QueueOp::Offer).collect();
     queue.apply(&ops, 40).unwrap();

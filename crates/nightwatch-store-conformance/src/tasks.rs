@@ -882,16 +882,7 @@ pub fn a_reader_following_new_tasks_by_cursor_misses_none(backend: &dyn Backend)
                         (0..3).map(|i| format!("follow/{w}/{b}/{i}")).collect();
                     let ops: Vec<QueueOp<'_>> = identities
                         .iter()
-                        .map(|identity| {
-                            QueueOp::Offer(Offer {
-                                identity,
-                                alert_json: "{}",
-                                route: "r",
-                                max_per_hour: None,
-                                arrival: None,
-                                again: false,
-                            })
-                        })
+                        .map(|identity| QueueOp::Offer(Offer::plain(identity, "{}", "r")))
                         .collect();
                     store.apply(&ops, 0).unwrap();
                 }

@@ -59,6 +59,20 @@ pub struct Offer<'a> {
     pub again: bool,
 }
 
+impl<'a> Offer<'a> {
+    /// An offer with no hourly limit and no arrival behind it (a first offer, never a replay).
+    pub fn plain(identity: &'a str, alert_json: &'a str, route: &'a str) -> Offer<'a> {
+        Offer {
+            identity,
+            alert_json,
+            route,
+            max_per_hour: None,
+            arrival: None,
+            again: false,
+        }
+    }
+}
+
 /// One change asked of the queue.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueueOp<'a> {
@@ -167,14 +181,7 @@ pub trait TaskQueue: Send + Sync {
         route: &str,
         now: i64,
     ) -> Result<Offered, TaskError> {
-        let op = QueueOp::Offer(Offer {
-            identity,
-            alert_json,
-            route,
-            max_per_hour: None,
-            arrival: None,
-            again: false,
-        });
+        let op = QueueOp::Offer(Offer::plain(identity, alert_json, route));
         match self.apply(&[op], now)?.pop() {
             Some(Answer::Offered(offered)) => Ok(offered),
             other => Err(unanswered(other)),
