@@ -345,8 +345,11 @@ impl AlertInbox for PgInbox {
     ) -> Result<Vec<AlertEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let before = before.unwrap_or(i64::MAX);
+        // Newest first down the primary key from `before`, the time a filter (`+ 0` is no
+        // index's key): a page of a window that ends now reads about its own rows, where the
+        // time index would read the whole window to sort it by id.
         let mut rows = self.select(
-            "AND e.received_ms >= $2 AND e.received_ms < $3 AND e.id < $5 \
+            "AND e.received_ms + 0 >= $2 AND e.received_ms + 0 < $3 AND e.id < $5 \
              ORDER BY e.id DESC LIMIT $4",
             &[&since_ms, &until_ms, &limit, &before],
         )?;

@@ -80,6 +80,7 @@ use db::{Db, Pool};
 use nightwatch_store::{StoreError, store_name};
 use nightwatch_tasks::Policy;
 use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
 
 /// The four stores of one host in a PostgreSQL database: connected, migrated, and sharing
 /// one pool of connections.
@@ -88,6 +89,8 @@ pub struct PgStores {
     pool: Pool,
     host: String,
     options: PgOptions,
+    /// Queue writes through these stores (every handle), counted for folding the counts.
+    task_writes: Arc<AtomicU64>,
 }
 
 impl PgStores {
@@ -121,6 +124,7 @@ impl PgStores {
             pool: db::pool(config, &options),
             host: host.to_string(),
             options,
+            task_writes: Arc::default(),
         })
     }
 
@@ -158,6 +162,7 @@ impl PgStores {
             self.db(store_name::TASKS),
             &self.host,
             policy,
+            self.task_writes.clone(),
         ))
     }
 

@@ -7,6 +7,8 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use nightwatch_store::{
     Answer, Claim, Escalation, NotedRunbook, Offer, Offered, QueueOp, ReadySignal, Resolved,
@@ -164,6 +166,10 @@ const TASK_ID_LOCK: i32 = 0x6e77_0003;
 
 /// Delta rows in `task_counts` above which `counts` folds them.
 const FOLD_AFTER: i64 = 1_000;
+/// Writes through one [`crate::PgStores`] after which it folds the count deltas itself, so
+/// that what `counts` reads stays small whether or not anyone reads it (an unscraped `/metrics` would
+/// otherwise leave every change since the daemon started for the first scrape to sum).
+pub(crate) const FOLD_EVERY_WRITES: u64 = 200;
 
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
@@ -187,14 +193,17 @@ pub struct PgTaskQueue {
     db: Db,
     host: String,
     policy: Policy,
+    /// Writes through every queue handle of these stores, for folding the counts.
+    writes: Arc<AtomicU64>,
 }
 
 impl PgTaskQueue {
-    pub(crate) fn new(db: Db, host: &str, policy: Policy) -> PgTaskQueue {
+    pub(crate) fn new(db: Db, host: &str, policy: Policy, writes: Arc<AtomicU64>) -> PgTaskQueue {
         PgTaskQueue {
             db,
             host: host.to_string(),
             policy,
+            writes,
         }
     }
 
@@ -613,7 +622,7 @@ impl TaskQueue for PgTaskQueue {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        self.db.write(|tx| {
+        let applied = self.db.write(|tx| {
             // Plain offers (no replay after a crash, no hourly limit), each its identity's first
             // op in the batch, are looked at together and their tasks made together: a batch
             // of n new alerts costs a few round trips, not three per alert. Every other op goes
@@ -679,7 +688,8 @@ impl TaskQueue for PgTaskQueue {
                         message: "a batch of queue operations was left partly unanswered".into(),
                     }))
                 })
-        })
+        });
+        self.wrote(applied)
     }
 
     fn claim_for(
@@ -691,7 +701,7 @@ impl TaskQueue for PgTaskQueue {
     ) -> Result<Option<Claim>, TaskError> {
         let routes: Option<Vec<Cow<'_, str>>> =
             routes.map(|r| r.iter().map(|r| encode(r)).collect());
-        self.db.write(|tx| {
+        let claimed = self.db.write(|tx| {
             loop {
                 // The pending task ready longest and the running one whose lease ran out
                 // longest ago, each skipping rows another worker holds, both in one statement;
@@ -740,7 +750,8 @@ impl TaskQueue for PgTaskQueue {
                     }));
                 }
             }
-        })
+        });
+        self.wrote(claimed)
     }
 
     fn heartbeat(
@@ -761,7 +772,8 @@ impl TaskQueue for PgTaskQueue {
         outcome: &Outcome,
         now: i64,
     ) -> Result<Status, TaskError> {
-        self.change(task_id, now, &Input::Complete { attempt, outcome })
+        let changed = self.change(task_id, now, &Input::Complete { attempt, outcome });
+        self.wrote(changed)
     }
 
     fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
@@ -1032,6 +1044,19 @@ impl Drop for Listening {
 }
 
 impl PgTaskQueue {
+    /// Counts a committed write that may have added count deltas; every
+    /// [`FOLD_EVERY_WRITES`]th folds them. A fold that fails is left to the next one, or to
+    /// `counts`: the write itself succeeded.
+    fn wrote<T>(&self, result: Result<T, TaskError>) -> Result<T, TaskError> {
+        if result.is_ok()
+            && self.writes.fetch_add(1, Ordering::Relaxed) % FOLD_EVERY_WRITES
+                == FOLD_EVERY_WRITES - 1
+        {
+            let _ = self.fold_counts();
+        }
+        result
+    }
+
     /// Folds the count deltas into one row per status. One folder at a time (others skip);
     /// deltas committed meanwhile are not visible to the delete, so they stay and count.
     fn fold_counts(&self) -> Result<(), TaskError> {
