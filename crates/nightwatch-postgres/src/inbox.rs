@@ -110,9 +110,17 @@ CREATE TABLE alert_settled_through (
 INSERT INTO alert_settled_through (host, through) SELECT host, last_id FROM alert_event_ids;
 ";
 
+/// One host's arrivals in time order down one index, for the fleet's pages kept to one host
+/// (`?host=`): read through the fleet's order instead, a quiet host's page walked past every
+/// other host's arrivals of the window.
+const SCHEMA_6: &str = "
+DROP INDEX alert_events_time;
+CREATE INDEX alert_events_time ON alert_events (host, received_ms, id);
+";
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::INBOX,
-    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4, SCHEMA_5, SCHEMA_6],
 };
 
 /// Arrivals (`e`) with their settlements (`s`) when they have one: looked up arrival by
@@ -421,16 +429,26 @@ impl FleetInbox for PgFleetInbox {
             host: String::new(),
             id: 0,
         });
+        if let Some(host) = host {
+            let (received_ms, id) = in_host_order(host, &before);
+            let mut rows = self.select(
+                "e.host = $1 AND e.received_ms >= $2 AND e.received_ms < $3
+                   AND (e.received_ms, e.id) < ($4, $5)
+                 ORDER BY e.received_ms DESC, e.id DESC LIMIT $6",
+                &[&host, &since_ms, &until_ms, &received_ms, &id, &limit],
+            )?;
+            rows.reverse();
+            return Ok(rows);
+        }
         let mut rows = self.select(
             &format!(
-                "e.received_ms >= $1 AND e.received_ms < $2 AND ($3::text IS NULL OR e.host = $3)
-                   AND {FLEET_ORDER} < ($4, $5 COLLATE \"C\", $6)
-                 ORDER BY e.received_ms DESC, e.host COLLATE \"C\" DESC, e.id DESC LIMIT $7"
+                "e.received_ms >= $1 AND e.received_ms < $2
+                   AND {FLEET_ORDER} < ($3, $4 COLLATE \"C\", $5)
+                 ORDER BY e.received_ms DESC, e.host COLLATE \"C\" DESC, e.id DESC LIMIT $6"
             ),
             &[
                 &since_ms,
                 &until_ms,
-                &host,
                 &before.received_ms,
                 &before.host,
                 &before.id,
@@ -448,12 +466,20 @@ impl FleetInbox for PgFleetInbox {
         limit: usize,
     ) -> Result<Vec<FleetArrival>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        if let Some(host) = host {
+            let (received_ms, id) = in_host_order(host, after);
+            return self.select(
+                "e.host = $1 AND (e.received_ms, e.id) > ($2, $3)
+                 ORDER BY e.received_ms, e.id LIMIT $4",
+                &[&host, &received_ms, &id, &limit],
+            );
+        }
         self.select(
             &format!(
-                "($1::text IS NULL OR e.host = $1) AND {FLEET_ORDER} > ($2, $3 COLLATE \"C\", $4)
-                 ORDER BY e.received_ms, e.host COLLATE \"C\", e.id LIMIT $5"
+                "{FLEET_ORDER} > ($1, $2 COLLATE \"C\", $3)
+                 ORDER BY e.received_ms, e.host COLLATE \"C\", e.id LIMIT $4"
             ),
-            &[&host, &after.received_ms, &after.host, &after.id, &limit],
+            &[&after.received_ms, &after.host, &after.id, &limit],
         )
     }
 
@@ -463,6 +489,18 @@ impl FleetInbox for PgFleetInbox {
             &[&encode(alert_id)],
         )
     }
+}
+
+/// A cursor in the fleet's order (time, host compared byte by byte, id) as the same place
+/// among one host's arrivals, ordered by (time, id): another host's cursor sits after all of
+/// `host`'s arrivals of its millisecond when `host` sorts first, before them all otherwise.
+fn in_host_order(host: &str, cursor: &ArrivalCursor) -> (i64, i64) {
+    let id = match host.as_bytes().cmp(cursor.host.as_bytes()) {
+        std::cmp::Ordering::Equal => cursor.id,
+        std::cmp::Ordering::Less => i64::MAX,
+        std::cmp::Ordering::Greater => i64::MIN,
+    };
+    (cursor.received_ms, id)
 }
 
 fn read_row(r: &Row) -> Result<AlertEvent, Failure<StoreError>> {

@@ -126,9 +126,19 @@ CREATE TRIGGER tasks_counts_inserted AFTER INSERT ON tasks
 ALTER TABLE task_events DROP CONSTRAINT task_events_task_id_fkey;
 ";
 
+/// Schema 4: pages of tasks kept to a host or a finished status read only those. The tasks
+/// each worker took, by worker then id, for one host's page (`?host=`): its workers found and
+/// each one's tasks read in order, not the fleet's tasks walked for the few a quiet host took
+/// (a task no worker has taken has no entry). Finished tasks by status then id, for
+/// `?status=gave_up` (a new task has no entry: intake does not pay for it).
+const SCHEMA_4: &str = r#"
+CREATE INDEX tasks_worker ON tasks ((worker COLLATE "C"), id) WHERE worker IS NOT NULL;
+CREATE INDEX tasks_finished_status ON tasks (status, id) WHERE finished_ms IS NOT NULL;
+"#;
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::TASKS,
-    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4],
 };
 
 /// The channel a `NOTIFY` goes to when a task becomes claimable (created, or back to pending):
@@ -825,7 +835,6 @@ impl TaskQueue for PgTaskQueue {
     fn tasks(&self, filter: &TaskFilter) -> Result<Vec<Task>, TaskError> {
         let mut clauses = Vec::new();
         let mut params: Vec<&(dyn ToSql + Sync)> = Vec::new();
-        let status = filter.status.map(Status::as_str);
         let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
         let identity = filter.identity.as_deref().map(encode);
         let prefix = filter.worker_prefix.as_deref().map(encode);
@@ -837,29 +846,65 @@ impl TaskQueue for PgTaskQueue {
                 params.len()
             ));
         }
-        if let Some(status) = &status {
-            params.push(status);
-            clauses.push(format!("status = ${}", params.len()));
+        if let Some(status) = filter.status {
+            // Written out (a word of `Status`, never input), so that each status is a plan of
+            // its own that can take the partial index holding it: a live status the ready or
+            // lease index, a finished one `tasks_finished_status` in id order. A parameter
+            // made one plan for all, walking every task in id order for the few that failed.
+            let word = status.as_str();
+            clauses.push(if status.is_live() {
+                format!("status = '{word}'")
+            } else {
+                format!("status = '{word}' AND finished_ms IS NOT NULL")
+            });
         }
         if let Some(after) = &filter.after {
             params.push(after);
             clauses.push(format!("id > ${}", params.len()));
         }
-        if let Some(prefix) = &prefix {
-            params.push(prefix);
-            let n = params.len();
-            clauses.push(format!("left(worker, char_length(${n})) = ${n}"));
-        }
-        let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
-        if !clauses.is_empty() {
-            sql.push_str(" WHERE ");
-            sql.push_str(&clauses.join(" AND "));
-        }
-        sql.push_str(" ORDER BY id");
-        if let Some(limit) = &limit {
-            params.push(limit);
-            sql.push_str(&format!(" LIMIT ${}", params.len()));
-        }
+        let limit_clause = match &limit {
+            Some(limit) => {
+                params.push(limit);
+                format!(" LIMIT ${}", params.len())
+            }
+            None => String::new(),
+        };
+        let Some(prefix) = &prefix else {
+            let mut sql = format!("SELECT {TASK_COLUMNS} FROM tasks");
+            if !clauses.is_empty() {
+                sql.push_str(" WHERE ");
+                sql.push_str(&clauses.join(" AND "));
+            }
+            sql.push_str(" ORDER BY id");
+            sql.push_str(&limit_clause);
+            return self.select_tasks(&sql, &params);
+        };
+        // The tasks some workers took (a host's: their names share a prefix), oldest first.
+        // Walking every task in id order for the few a quiet host took would read the fleet's
+        // history; instead the workers with the prefix are found one index probe each (there
+        // are a handful per host), each one's first tasks read from the same index, and those
+        // merged: a page costs a few probes per worker whatever the history.
+        params.push(prefix);
+        let p = params.len();
+        clauses.push("worker COLLATE \"C\" = w.worker".to_string());
+        let sql = format!(
+            "WITH RECURSIVE workers AS (
+                 (SELECT worker COLLATE \"C\" AS worker FROM tasks
+                  WHERE worker COLLATE \"C\" >= ${p} AND worker IS NOT NULL
+                  ORDER BY worker COLLATE \"C\" LIMIT 1)
+                 UNION ALL
+                 SELECT (SELECT t.worker COLLATE \"C\" FROM tasks t
+                         WHERE t.worker COLLATE \"C\" > w.worker AND t.worker IS NOT NULL
+                         ORDER BY t.worker COLLATE \"C\" LIMIT 1)
+                 FROM workers w WHERE starts_with(w.worker, ${p})
+             )
+             SELECT t.* FROM workers w CROSS JOIN LATERAL (
+                 SELECT {TASK_COLUMNS} FROM tasks WHERE {clauses} ORDER BY id{limit_clause}
+             ) t
+             WHERE starts_with(w.worker, ${p})
+             ORDER BY t.id{limit_clause}",
+            clauses = clauses.join(" AND "),
+        );
         self.select_tasks(&sql, &params)
     }
 

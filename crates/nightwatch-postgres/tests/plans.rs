@@ -24,7 +24,7 @@ use nightwatch_store::{
     AlertInbox, Arrival, ArrivalCursor, Disposition, FleetInbox, FleetLedger, Leases, Ledger,
     LedgerReader, Offer, QueueOp, Settlement, TaskFilter, TaskQueue,
 };
-use nightwatch_tasks::{Outcome, Policy};
+use nightwatch_tasks::{Outcome, Policy, Status};
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -83,6 +83,8 @@ const HOSTS: [&str; 3] = ["web-1", "web-2", "web-3"];
 /// The host whose chain is appended in the fleet's database itself (not shipped).
 const OWN_CHAIN: &str = "web-own";
 const T0: i64 = 1_790_000_000_000;
+/// A host with a little history of its own in a busy fleet.
+const QUIET: &str = "db-1";
 
 fn entry(n: u64) -> Entry {
     let mut e = Entry::new(
@@ -271,6 +273,13 @@ fn probe(probe: &PgStores, admin: &mut postgres::Client, host: &mut Host, now: i
     fleet_inbox
         .after(Some("web-2"), &ArrivalCursor::end(), 50)
         .unwrap();
+    // One host's page in a busy fleet, the host itself quiet: "what happened on db-1?"
+    fleet_inbox
+        .between(Some(QUIET), now - 60_000, now + 1, None, 50)
+        .unwrap();
+    fleet_inbox
+        .after(Some(QUIET), &ArrivalCursor::end(), 50)
+        .unwrap();
     let fleet = probe.fleet();
     let newest = Filter {
         limit: Some(50),
@@ -278,6 +287,24 @@ fn probe(probe: &PgStores, admin: &mut postgres::Client, host: &mut Host, now: i
     };
     fleet.records(None, &newest, None).unwrap();
     fleet.records(Some("web-2"), &newest, None).unwrap();
+    fleet.records(Some(QUIET), &newest, None).unwrap();
+    for prefix in [format!("{QUIET}-"), "filler".to_string()] {
+        queue
+            .tasks(&TaskFilter {
+                worker_prefix: Some(prefix),
+                ..page.clone()
+            })
+            .unwrap();
+    }
+    // "What failed tonight?": a status few tasks have, and one most have.
+    for status in [Status::GaveUp, Status::Done, Status::Cancelled] {
+        queue
+            .tasks(&TaskFilter {
+                status: Some(status),
+                ..page.clone()
+            })
+            .unwrap();
+    }
     fleet.shipped(host.name).unwrap();
     let own = probe.ledger_of(OWN_CHAIN);
     own.append_all((0..8).map(entry).collect()).unwrap();
@@ -299,6 +326,19 @@ fn no_statement_on_a_daemons_path_costs_more_as_history_grows() {
         .collect();
     let mut hosts: Vec<Host> = HOSTS.iter().map(|h| Host::new(h)).collect();
     let mut now = T0;
+    let quiet = PgStores::connect(&db.url, QUIET).unwrap();
+    Host::new(QUIET).intake(&quiet, 8, now);
+    let queue = quiet.task_queue(Policy::default());
+    for n in 0..3 {
+        let claim = queue
+            .claim(&format!("{QUIET}-worker-{n}"), now, 60_000)
+            .unwrap()
+            .unwrap();
+        queue
+            .complete(claim.task_id, claim.attempt, &Outcome::Succeeded, now)
+            .unwrap();
+    }
+    now += 1_000;
 
     let mut admin = server.client(&db);
     fill(&stores, &mut admin, &mut hosts, 10, &mut now);

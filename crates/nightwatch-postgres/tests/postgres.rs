@@ -100,14 +100,15 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
         // The fleet's order across hosts came with a second step (each store's own); each
         // host's clock against the fleet's with the fleet ledger's third; the unsettled
         // arrivals in a table of their own with the inbox's third, its settlements with the
-        // fourth, the mark the search for unsettled ones starts from with the fifth; new tasks
-        // counted per statement with the queue's third.
-        ("alert inbox", 5),
+        // fourth, the mark the search for unsettled ones starts from with the fifth, one host's
+        // arrivals in time order with the sixth; new tasks counted per statement with the
+        // queue's third, a host's and a finished status's tasks indexed with its fourth.
+        ("alert inbox", 6),
         ("fleet ledger", 3),
         ("janitor state", 1),
         ("leases", 1),
         ("ledger", 1),
-        ("task queue", 3),
+        ("task queue", 4),
     ]
     .into_iter()
     .flat_map(|(store, versions)| (1..=versions).map(move |v| (store.to_string(), v)))
@@ -488,7 +489,9 @@ fn upgrading_the_queue_keeps_its_counts_exact() {
                  FOR EACH ROW EXECUTE FUNCTION nightwatch_task_counts();
              ALTER TABLE task_events ADD CONSTRAINT task_events_task_id_fkey
                  FOREIGN KEY (task_id) REFERENCES tasks (id);
-             DELETE FROM schema_migrations WHERE store = 'task queue' AND version = 3;",
+             DROP INDEX tasks_worker;
+             DROP INDEX tasks_finished_status;
+             DELETE FROM schema_migrations WHERE store = 'task queue' AND version >= 3;",
         )
         .unwrap();
     let queue = connect();

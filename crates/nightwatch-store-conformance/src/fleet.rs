@@ -300,6 +300,35 @@ pub fn the_fleets_arrivals_page_across_hosts_each_once(
         arrival_places(&db1)
     );
 
+    // One host's pages from any place in the fleet's order, another host's arrival as well
+    // as its own (db-1 sorts before db-10 and web-1, and they share a millisecond).
+    for host in ["web-1", "db-1", "db-10"] {
+        for place in all.iter().map(ArrivalCursor::of) {
+            let theirs = |keep: &dyn Fn(&ArrivalCursor) -> bool| -> Vec<(String, i64)> {
+                arrival_places(
+                    &all.iter()
+                        .filter(|a| a.host == host && keep(&ArrivalCursor::of(a)))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                )
+            };
+            let before = fleet
+                .between(Some(host), since, until, Some(&place), 100)
+                .unwrap();
+            assert_eq!(
+                arrival_places(&before),
+                theirs(&|a| *a < place),
+                "{host}'s arrivals before {place:?}"
+            );
+            let after = fleet.after(Some(host), &place, 100).unwrap();
+            assert_eq!(
+                arrival_places(&after),
+                theirs(&|a| *a > place),
+                "{host}'s arrivals after {place:?}"
+            );
+        }
+    }
+
     let shared = fleet.for_alert("shared").unwrap();
     assert_eq!(
         arrival_places(&shared),

@@ -99,6 +99,7 @@ macro_rules! conformance_tests {
                 the_kept_counts_equal_a_count_of_the_tasks_after_any_run,
                 a_windows_tasks_are_the_ones_active_in_it_newest_kept_under_the_limit,
                 tasks_page_by_cursor_and_filter,
+                a_hosts_tasks_page_oldest_first_across_its_workers,
                 a_reader_following_new_tasks_by_cursor_misses_none,
                 workers_with_their_own_handles_claim_each_task_exactly_once,
                 offers_of_one_identity_at_once_make_exactly_one_task,

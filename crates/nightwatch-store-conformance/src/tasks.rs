@@ -863,6 +863,102 @@ pub fn tasks_page_by_cursor_and_filter(backend: &dyn Backend) {
     assert_eq!(by("db-").len(), 2);
 }
 
+/// One host's tasks (those its workers took, named by a shared prefix) page oldest first
+/// across all of its workers, interleaved with other hosts' in id order, each once, alone or
+/// with a status; a prefix is text (`%`, `_` and a backslash are themselves), and a prefix between
+/// two hosts' names takes neither.
+pub fn a_hosts_tasks_page_oldest_first_across_its_workers(backend: &dyn Backend) {
+    let place = backend.place();
+    let store = place.queue(policy());
+    let hosts = ["db-1", "db-10", "db%1", "db_1", "d\\b", "dé-1"];
+    let mut took: Vec<(i64, String)> = Vec::new();
+    for n in 0..48 {
+        let identity = format!("host-page/{n}");
+        created(store.offer(&identity, "{}", "r", 0).unwrap());
+        // Hosts and their workers take turns, so each host's tasks are spread out by id.
+        let worker = format!(
+            "{}-worker-{}",
+            hosts[n % hosts.len()],
+            (n / hosts.len()) % 3
+        );
+        let claim = store.claim(&worker, 10, 60_000).unwrap().unwrap();
+        if n % 4 == 0 {
+            store
+                .complete(claim.task_id, claim.attempt, &Outcome::Succeeded, 11)
+                .unwrap();
+        }
+        took.push((claim.task_id, worker));
+    }
+    for host in hosts {
+        let prefix = format!("{host}-worker-");
+        let want: Vec<i64> = took
+            .iter()
+            .filter(|(_, w)| w.starts_with(&prefix))
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(want.len(), 8);
+        for size in [1, 3, 100] {
+            let mut seen = Vec::new();
+            let mut after = None;
+            loop {
+                let page = store
+                    .tasks(&TaskFilter {
+                        worker_prefix: Some(prefix.clone()),
+                        after,
+                        limit: Some(size),
+                        ..TaskFilter::default()
+                    })
+                    .unwrap();
+                assert!(page.len() <= size);
+                seen.extend(page.iter().map(|t| t.id));
+                match page.last() {
+                    Some(last) if page.len() == size => after = Some(last.id),
+                    _ => break,
+                }
+                assert!(
+                    seen.len() <= want.len(),
+                    "{host}: pages of {size} repeat tasks"
+                );
+            }
+            assert_eq!(seen, want, "{host}'s tasks in pages of {size}");
+        }
+        let succeeded: Vec<i64> = store
+            .tasks(&TaskFilter {
+                worker_prefix: Some(prefix.clone()),
+                status: Some(Status::Done),
+                ..TaskFilter::default()
+            })
+            .unwrap()
+            .iter()
+            .map(|t| t.id)
+            .collect();
+        let want_succeeded: Vec<i64> = took
+            .iter()
+            .enumerate()
+            .filter(|(n, (_, w))| n % 4 == 0 && w.starts_with(&prefix))
+            .map(|(_, (id, _))| *id)
+            .collect();
+        assert_eq!(succeeded, want_succeeded, "{host}'s finished tasks");
+    }
+    let by = |prefix: &str| {
+        store
+            .tasks(&TaskFilter {
+                worker_prefix: Some(prefix.into()),
+                ..TaskFilter::default()
+            })
+            .unwrap()
+            .len()
+    };
+    assert_eq!(by("db-1-worker-1"), 3, "a whole worker's name");
+    assert_eq!(by("db-1-worker-0"), 3);
+    assert_eq!(by("db-1-"), 8, "db-1's only, not db-10's");
+    assert_eq!(by("db-"), 16);
+    assert_eq!(by("db-0"), 0, "between two hosts' names");
+    assert_eq!(by("db"), 32);
+    assert_eq!(by("dé"), 8);
+    assert_eq!(by("e"), 0, "after every name");
+}
+
 /// A reader following new tasks by id (`after` the last it saw) while several handles create
 /// tasks at once (hosts, in a fleet) never passes a task that commits later: every task is read
 /// exactly once.
