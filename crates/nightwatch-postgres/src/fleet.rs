@@ -31,9 +31,25 @@ const SCHEMA_3: &str = "
 ALTER TABLE fleet_hosts ADD COLUMN clock_ahead_ms BIGINT, ALTER COLUMN reported_ms DROP NOT NULL;
 ";
 
+/// A session's, an alert's and a verdict's records across the fleet, newest first
+/// (`/api/sessions/{id}`, an alert's page, `?verdict=deny`): each found in the fleet's order
+/// under its own key, where the fleet's order alone walked every record newer than the last
+/// match, and the per-host indexes could not serve a search across hosts.
+const SCHEMA_4: &str = r#"
+CREATE INDEX ledger_records_fleet_session
+    ON ledger_records (session_id, timestamp_ms, (host COLLATE "C"), seq)
+    WHERE session_id IS NOT NULL;
+CREATE INDEX ledger_records_fleet_alert
+    ON ledger_records (alert_id, timestamp_ms, (host COLLATE "C"), seq)
+    WHERE alert_id IS NOT NULL;
+CREATE INDEX ledger_records_fleet_verdict
+    ON ledger_records (verdict, timestamp_ms, (host COLLATE "C"), seq)
+    WHERE verdict IS NOT NULL;
+"#;
+
 pub(crate) const SCHEMA: Schema = Schema {
     store: store_name::FLEET,
-    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3],
+    migrations: &[SCHEMA_1, SCHEMA_2, SCHEMA_3, SCHEMA_4],
 };
 
 /// The fleet's order as SQL, the [`FleetCursor`]'s fields in turn.

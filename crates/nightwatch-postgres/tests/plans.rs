@@ -86,17 +86,32 @@ const T0: i64 = 1_790_000_000_000;
 /// A host with a little history of its own in a busy fleet.
 const QUIET: &str = "db-1";
 
-fn entry(n: u64) -> Entry {
+/// A host's `n`th record: a dispatch of its `n`th alert, and (as the agents on a host make
+/// most records) two of every three an agent's allowed call in a session of thirty.
+fn entry(host: &str, n: u64) -> Entry {
+    let actor = |kind: &str, id: &str| RecordActor {
+        kind: kind.into(),
+        id: id.into(),
+    };
+    if n % 3 == 0 {
+        let mut e = Entry::new(
+            event::DISPATCH,
+            T0 + n as i64,
+            actor("daemon", "nightwatch"),
+            "dispatch",
+        );
+        e.context.alert_id = Some(format!("{host}/alert-{n}"));
+        return e;
+    }
     let mut e = Entry::new(
-        event::DISPATCH,
+        event::DECISION,
         T0 + n as i64,
-        RecordActor {
-            kind: "daemon".into(),
-            id: "nightwatch".into(),
-        },
-        "dispatch",
+        actor("agent", "claude-code"),
+        "exec",
     );
-    e.context.alert_id = Some(format!("alert-{n}"));
+    e.session_id = Some(format!("{host}/session-{}", n / 30));
+    e.verdict = Some("allow".into());
+    e.call_id = Some(format!("{host}/call-{n}"));
     e
 }
 
@@ -156,7 +171,7 @@ impl Host {
         let answers = queue.apply(&offers, now).unwrap();
         assert_eq!(answers.len(), n);
         let records: Vec<Record> = (first..self.alerts)
-            .map(|a| self.local.append(entry(a)).unwrap())
+            .map(|a| self.local.append(entry(self.name, a)).unwrap())
             .collect();
         self.ship(stores, now);
         let settlements: Vec<Settlement<'_>> = arrived
@@ -209,7 +224,7 @@ fn fill(
             host.intake(stores, 50, *now);
         }
         let own = stores[0].ledger_of(OWN_CHAIN);
-        own.append_all((0..50).map(|n| entry(n as u64)).collect())
+        own.append_all((0..50).map(|n| entry(OWN_CHAIN, n)).collect())
             .unwrap();
         let queue = stores[0].task_queue(Policy::default());
         for _ in 0..3 {
@@ -288,6 +303,24 @@ fn probe(probe: &PgStores, admin: &mut postgres::Client, host: &mut Host, now: i
     fleet.records(None, &newest, None).unwrap();
     fleet.records(Some("web-2"), &newest, None).unwrap();
     fleet.records(Some(QUIET), &newest, None).unwrap();
+    // A session's, an alert's and the denials' records across the fleet, and one host's.
+    for filter in [
+        Filter {
+            session: Some(format!("{}/session-3", host.name)),
+            ..newest.clone()
+        },
+        Filter {
+            alert: Some(format!("{}/alert-9", host.name)),
+            ..newest.clone()
+        },
+        Filter {
+            verdict: Some("deny".into()),
+            ..newest.clone()
+        },
+    ] {
+        fleet.records(None, &filter, None).unwrap();
+        fleet.records(Some(host.name), &filter, None).unwrap();
+    }
     for prefix in [format!("{QUIET}-"), "filler".to_string()] {
         queue
             .tasks(&TaskFilter {
@@ -307,7 +340,8 @@ fn probe(probe: &PgStores, admin: &mut postgres::Client, host: &mut Host, now: i
     }
     fleet.shipped(host.name).unwrap();
     let own = probe.ledger_of(OWN_CHAIN);
-    own.append_all((0..8).map(entry).collect()).unwrap();
+    own.append_all((0..8).map(|n| entry(OWN_CHAIN, n)).collect())
+        .unwrap();
     own.query(&newest).unwrap();
     let leases = probe.leases();
     leases.acquire("sweep", host.name, 60_000, now).unwrap();

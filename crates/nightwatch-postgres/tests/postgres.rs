@@ -102,9 +102,11 @@ fn hosts_opening_a_new_database_at_once_migrate_it_exactly_once() {
         // arrivals in a table of their own with the inbox's third, its settlements with the
         // fourth, the mark the search for unsettled ones starts from with the fifth, one host's
         // arrivals in time order with the sixth; new tasks counted per statement with the
-        // queue's third, a host's and a finished status's tasks indexed with its fourth.
+        // queue's third, a host's and a finished status's tasks indexed with its fourth; a
+        // session's, an alert's and a verdict's records across hosts with the fleet ledger's
+        // fourth.
         ("alert inbox", 6),
-        ("fleet ledger", 3),
+        ("fleet ledger", 4),
         ("janitor state", 1),
         ("leases", 1),
         ("ledger", 1),
