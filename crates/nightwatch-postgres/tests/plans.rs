@@ -93,7 +93,7 @@ fn entry(host: &str, n: u64) -> Entry {
         kind: kind.into(),
         id: id.into(),
     };
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         let mut e = Entry::new(
             event::DISPATCH,
             T0 + n as i64,
