@@ -213,6 +213,8 @@ fn install_systemd_writes_units_systemd_analyze_verifies_and_rates_safe() {
             "PrivateTmp=yes",
             "CapabilityBoundingSet=\n",
             "User=nightwatch",
+            "Restart=on-failure",
+            "StartLimitIntervalSec=0",
         ] {
             assert!(body.contains(setting), "{name} lacks {setting:?}");
         }

@@ -321,6 +321,9 @@ fn unit_text(description: &str, command: &str, user: &str) -> String {
 Description={description}
 After=network-online.target
 Wants=network-online.target
+# Restarted however often it fails: a fleet's daemon that starts before its database is up
+# exits, and must still be running once the database is.
+StartLimitIntervalSec=0
 
 [Service]
 Type=simple
@@ -332,7 +335,7 @@ StateDirectory=nightwatch
 StateDirectoryMode=0750
 UMask=0077
 Restart=on-failure
-RestartSec=2s
+RestartSec=5s
 
 NoNewPrivileges=yes
 ProtectSystem=strict
