@@ -18,7 +18,7 @@
 mod support;
 
 use nightwatch_ledger::{Entry, Filter, Record, RecordActor, event};
-use nightwatch_postgres::PgStores;
+use nightwatch_postgres::{PgOptions, PgStores};
 use nightwatch_store::memory::MemoryLedger;
 use nightwatch_store::{
     AlertInbox, Arrival, ArrivalCursor, Disposition, FleetInbox, FleetLedger, Leases, Ledger,
@@ -375,6 +375,12 @@ fn no_statement_on_a_daemons_path_costs_more_as_history_grows() {
     now += 1_000;
 
     let mut admin = server.client(&db);
+    // Stale means stale: no autovacuum analyzing the tables as they grow, which would make
+    // the cached plans new ones (this binary's cluster is this test's alone).
+    admin
+        .batch_execute("ALTER SYSTEM SET autovacuum = off")
+        .unwrap();
+    admin.batch_execute("SELECT pg_reload_conf()").unwrap();
     fill(&stores, &mut admin, &mut hosts, 10, &mut now);
     admin.batch_execute("ANALYZE").unwrap();
     admin
@@ -392,7 +398,12 @@ fn no_statement_on_a_daemons_path_costs_more_as_history_grows() {
         ))
         .unwrap();
 
-    let watched = PgStores::connect(&db.url, "web-1").unwrap();
+    // One connection, so that the second probe meets the plans the first one cached.
+    let one_connection = || PgOptions {
+        max_connections: 1,
+        ..PgOptions::default()
+    };
+    let watched = PgStores::connect_with(&db.url, "web-1", one_connection()).unwrap();
     let small = probe(&watched, &mut admin, &mut hosts[0], now);
     assert!(
         [
@@ -411,7 +422,7 @@ fn no_statement_on_a_daemons_path_costs_more_as_history_grows() {
     let stale = probe(&watched, &mut admin, &mut hosts[0], now);
     admin.batch_execute("ANALYZE").unwrap();
     let fresh = probe(
-        &PgStores::connect(&db.url, "web-1").unwrap(),
+        &PgStores::connect_with(&db.url, "web-1", one_connection()).unwrap(),
         &mut admin,
         &mut hosts[0],
         now,
