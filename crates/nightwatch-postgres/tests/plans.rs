@@ -339,6 +339,9 @@ fn probe(probe: &PgStores, admin: &mut postgres::Client, host: &mut Host, now: i
             .unwrap();
     }
     fleet.shipped(host.name).unwrap();
+    // `nightwatch fleet status`.
+    fleet.hosts().unwrap();
+    probe.leases().list().unwrap();
     let own = probe.ledger_of(OWN_CHAIN);
     own.append_all((0..8).map(|n| entry(OWN_CHAIN, n)).collect())
         .unwrap();
