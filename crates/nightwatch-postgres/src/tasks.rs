@@ -176,10 +176,11 @@ const TASK_ID_LOCK: i32 = 0x6e77_0003;
 
 /// Delta rows in `task_counts` above which `counts` folds them.
 const FOLD_AFTER: i64 = 1_000;
-/// Writes through one [`crate::PgStores`] after which it folds the count deltas itself, so
-/// that what `counts` reads stays small whether or not anyone reads it (an unscraped `/metrics` would
-/// otherwise leave every change since the daemon started for the first scrape to sum).
-pub(crate) const FOLD_EVERY_WRITES: u64 = 200;
+/// Writes through one [`crate::PgStores`] after which its housekeeping (the look for
+/// escalations) folds the count deltas, so that what `counts` reads stays small whether or not
+/// anyone reads it: an unscraped `/metrics` would otherwise leave every change since the daemon
+/// started for the first scrape to sum.
+const FOLD_EVERY_WRITES: u64 = 200;
 
 const TASK_COLUMNS: &str = "id, identity, alert_json, route, created_ms, repeats, last_seen_ms, \
      status, attempt, ready_ms, lease_until_ms, worker, last_error, finished_ms, deferrals";
@@ -787,6 +788,7 @@ impl TaskQueue for PgTaskQueue {
     }
 
     fn take_escalations(&self, now: i64) -> Result<Vec<Escalation>, TaskError> {
+        self.fold_if_due();
         self.db.write(|tx| {
             // Daemons on several hosts may ask at once: each task goes to one of them.
             let taken: Vec<Escalation> = tx
@@ -1089,17 +1091,23 @@ impl Drop for Listening {
 }
 
 impl PgTaskQueue {
-    /// Counts a committed write that may have added count deltas; every
-    /// [`FOLD_EVERY_WRITES`]th folds them. A fold that fails is left to the next one, or to
-    /// `counts`: the write itself succeeded.
+    /// Counts a committed write that may have added count deltas, for [`Self::fold_if_due`].
     fn wrote<T>(&self, result: Result<T, TaskError>) -> Result<T, TaskError> {
-        if result.is_ok()
-            && self.writes.fetch_add(1, Ordering::Relaxed) % FOLD_EVERY_WRITES
-                == FOLD_EVERY_WRITES - 1
+        if result.is_ok() {
+            self.writes.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    /// Folds the count deltas once [`FOLD_EVERY_WRITES`] writes have passed since the last
+    /// fold: from the housekeeping's look for escalations, off the intake's path. A fold that
+    /// fails is left to the next one, or to `counts`; the look goes on.
+    fn fold_if_due(&self) {
+        if self.writes.load(Ordering::Relaxed) >= FOLD_EVERY_WRITES
+            && self.writes.swap(0, Ordering::Relaxed) >= FOLD_EVERY_WRITES
         {
             let _ = self.fold_counts();
         }
-        result
     }
 
     /// Folds the count deltas into one row per status. One folder at a time (others skip);

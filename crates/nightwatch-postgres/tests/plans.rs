@@ -227,6 +227,13 @@ fn fill(
         own.append_all((0..50).map(|n| entry(OWN_CHAIN, n)).collect())
             .unwrap();
         let queue = stores[0].task_queue(Policy::default());
+        // Each daemon's housekeeping after its batches.
+        for stores in stores {
+            stores
+                .task_queue(Policy::default())
+                .take_escalations(*now)
+                .unwrap();
+        }
         for _ in 0..3 {
             if let Some(claim) = queue.claim("filler", *now, 60_000).unwrap() {
                 queue
