@@ -712,7 +712,9 @@ impl TaskQueue for PgTaskQueue {
     ) -> Result<Option<Claim>, TaskError> {
         let routes: Option<Vec<Cow<'_, str>>> =
             routes.map(|r| r.iter().map(|r| encode(r)).collect());
+        // Whether a step was written: an idle poll that finds nothing writes no count delta.
         let claimed = self.db.write(|tx| {
+            let mut stepped = false;
             loop {
                 // The pending task ready longest and the running one whose lease ran out
                 // longest ago, each skipping rows another worker holds, both in one statement;
@@ -742,27 +744,35 @@ impl TaskQueue for PgTaskQueue {
                     }
                 }
                 let task = task.map(|(_, t)| t);
-                let Some(task) = task else { return Ok(None) };
+                let Some(task) = task else {
+                    return Ok((None, stepped));
+                };
                 let input = Input::Claim { worker, lease_ms };
                 let step = match machine::apply(&task.lifecycle, &input, &self.policy, now, 0) {
                     Ok(step) => step,
                     // The query and the machine agree on readiness; if they ever did not,
                     // refusing to hand the task out is the safe side.
-                    Err(_) => return Ok(None),
+                    Err(_) => return Ok((None, stepped)),
                 };
                 // A new attempt: the last one's runbook note is the past.
                 self.write_step_and(tx, task.id, now, &step, true)?;
+                stepped = true;
                 if step.next.status == Status::Running {
-                    return Ok(Some(Claim {
+                    let claim = Claim {
                         task_id: task.id,
                         attempt: step.next.attempt,
                         alert_json: task.alert_json,
                         route: task.route,
-                    }));
+                    };
+                    return Ok((Some(claim), stepped));
                 }
             }
         });
-        self.wrote(claimed)
+        match claimed {
+            Ok((claim, true)) => self.wrote(Ok(claim)),
+            Ok((claim, false)) => Ok(claim),
+            Err(e) => Err(e),
+        }
     }
 
     fn heartbeat(
