@@ -768,11 +768,11 @@ impl TaskQueue for PgTaskQueue {
                 }
             }
         });
-        match claimed {
-            Ok((claim, true)) => self.wrote(Ok(claim)),
-            Ok((claim, false)) => Ok(claim),
-            Err(e) => Err(e),
+        let (claim, stepped) = claimed?;
+        if stepped {
+            return self.wrote(Ok(claim));
         }
+        Ok(claim)
     }
 
     fn heartbeat(
