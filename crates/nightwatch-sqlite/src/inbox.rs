@@ -7,9 +7,9 @@
 //! right by 16 bits), then its alert id: an alert id is a hash, and in one index over all
 //! arrivals each new entry would land on a leaf of its own, out of cache once the history is
 //! large (with a million arrivals stored, routed intake ran at 66-89% of an empty store's
-//! rate; BENCHMARKS.md). New entries
-//! only go into the current era, whose leaves stay few and cached however long the history
-//! grows; a look-up seeks once per era, a few microseconds each.
+//! rate; BENCHMARKS.md). New entries only go into the current era, whose leaves stay few and
+//! cached however long the history grows; a look-up seeks once per era, a few microseconds
+//! each.
 
 use std::path::Path;
 
