@@ -433,6 +433,18 @@ impl From<nightwatch_store::TaskError> for Failure<nightwatch_store::TaskError> 
     }
 }
 
+/// The steps of SQLite's plan for `sql` with one text parameter (tests assert which index a
+/// query searches).
+#[cfg(test)]
+pub(crate) fn query_plan(conn: &Connection, sql: &str, param: &str) -> Vec<String> {
+    conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .unwrap()
+        .query_map([param], |r| r.get::<_, String>(3))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

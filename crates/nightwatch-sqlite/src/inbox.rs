@@ -330,14 +330,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         drop(SqliteInbox::open(dir.path()).unwrap());
         let conn = raw(dir.path());
-        let mut plan = conn
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", for_alert_statement()))
-            .unwrap();
-        let steps: Vec<String> = plan
-            .query_map(["a"], |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let steps = crate::db::query_plan(&conn, &for_alert_statement(), "a");
         assert!(
             steps
                 .iter()

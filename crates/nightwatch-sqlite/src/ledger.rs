@@ -569,6 +569,7 @@ impl Ledger for SqliteLedger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::db::query_plan;
 
     /// The lookups by session, call and verdict go through their (partial) indexes.
     #[test]
@@ -581,15 +582,11 @@ mod tests {
             ("call_id = ?1 AND event = 'decision'", "records_call"),
             ("verdict = ?1", "records_verdict"),
         ] {
-            let plan: Vec<String> = conn
-                .prepare(&format!(
-                    "EXPLAIN QUERY PLAN SELECT seq FROM records WHERE {clause}"
-                ))
-                .unwrap()
-                .query_map(["x"], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
+            let plan = query_plan(
+                &conn,
+                &format!("SELECT seq FROM records WHERE {clause}"),
+                "x",
+            );
             assert!(
                 plan.iter()
                     .any(|step| step.contains(&format!("INDEX {index}"))),
@@ -635,16 +632,11 @@ mod tests {
         assert_eq!(seqs_for(&conn, "a"), [1, 257, 1 << 20]);
         assert_eq!(seqs_for(&conn, "b"), [255, 511]);
         assert!(seqs_for(&conn, "c").is_empty());
-        let plan: Vec<String> = conn
-            .prepare(&format!(
-                "EXPLAIN QUERY PLAN SELECT seq FROM records WHERE {ALERT_RECORDS} \
-                 ORDER BY seq DESC LIMIT 1000"
-            ))
-            .unwrap()
-            .query_map(["a"], |r| r.get::<_, String>(3))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let plan = query_plan(
+            &conn,
+            &format!("SELECT seq FROM records WHERE {ALERT_RECORDS} ORDER BY seq DESC LIMIT 1000"),
+            "a",
+        );
         assert!(
             plan.iter()
                 .any(|step| step.contains("INDEX records_alert_era")),
