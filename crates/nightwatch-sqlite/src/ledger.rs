@@ -114,6 +114,95 @@ pub const HEAD_FILE: &str = "ledger.head";
 /// when SQLite reads the schema, so there are only these two.
 const RARE_EVENTS: [&str; 2] = [event::TRUST, event::APPROVAL];
 
+/// A [`Filter`] as SQL: its `WHERE` clause, parameters and order, kept apart from running it so
+/// that tests can assert which indexes the statement a filter becomes searches.
+struct FilterStatement {
+    sql_where: String,
+    params: Vec<rusqlite::types::Value>,
+    order: String,
+    /// The statement reads newest first (a limit keeps the most recent); the caller reverses.
+    newest_first: bool,
+}
+
+impl FilterStatement {
+    fn of(filter: &Filter) -> FilterStatement {
+        use rusqlite::types::Value;
+        let mut clauses: Vec<&str> = Vec::new();
+        let mut params: Vec<Value> = Vec::new();
+        let as_sql = |seq: u64| Value::Integer(i64::try_from(seq).unwrap_or(i64::MAX));
+        let text = |v: &String| Value::Text(v.clone());
+        if let Some(v) = filter.after_seq {
+            clauses.push("seq > ?");
+            params.push(as_sql(v));
+        }
+        if let Some(v) = filter.before_seq {
+            clauses.push("seq < ?");
+            params.push(as_sql(v));
+        }
+        if let Some(v) = filter.since_ms {
+            clauses.push("timestamp_ms >= ?");
+            params.push(Value::Integer(v));
+        }
+        if let Some(v) = filter.until_ms {
+            clauses.push("timestamp_ms < ?");
+            params.push(Value::Integer(v));
+        }
+        if let Some(v) = &filter.session {
+            clauses.push("session_id = ?");
+            params.push(text(v));
+        }
+        if let Some(v) = &filter.actor {
+            clauses.push("(actor_kind = ? OR actor_id = ?)");
+            params.push(text(v));
+            params.push(text(v));
+        }
+        if let Some(v) = &filter.verdict {
+            clauses.push("verdict = ?");
+            params.push(text(v));
+        }
+        if let Some(v) = &filter.tool {
+            clauses.push("tool = ?");
+            params.push(text(v));
+        }
+        if let Some(v) = &filter.alert {
+            clauses.push(ALERT_RECORDS);
+            params.push(text(v));
+        }
+        if let Some(v) = &filter.event {
+            // The rare human events have partial indexes, which SQLite only uses when the
+            // query names the event literally; the names are our own constants.
+            match RARE_EVENTS.iter().find(|rare| **rare == v.as_str()) {
+                Some(rare) => clauses.push(match *rare {
+                    event::TRUST => "event = 'trust'",
+                    _ => "event = 'approval'",
+                }),
+                None => {
+                    clauses.push("event = ?");
+                    params.push(text(v));
+                }
+            }
+        }
+        let sql_where = if clauses.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", clauses.join(" AND "))
+        };
+        let (order, newest_first) = match filter.limit {
+            Some(limit) => {
+                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+                (format!("ORDER BY seq DESC LIMIT {limit}"), true)
+            }
+            None => ("ORDER BY seq".to_string(), false),
+        };
+        FilterStatement {
+            sql_where,
+            params,
+            order,
+            newest_first,
+        }
+    }
+}
+
 const COLUMNS: &str = "seq, id, event, timestamp_ms, session_id, actor_kind, actor_id, tool, \
     inputs, outputs, triggered_by, alert_id, host, task, duration_ms, verdict, rule, reasons, \
     call_id, redacted, cwd, safeguards, prev_hash, hash";
@@ -330,79 +419,13 @@ impl LedgerReader for SqliteLedger {
     }
 
     fn query(&self, filter: &Filter) -> Result<Vec<Record>, StoreError> {
-        let mut clauses: Vec<&str> = Vec::new();
-        let mut params: Vec<&dyn ToSql> = Vec::new();
-        let as_sql = |seq: Option<u64>| seq.map(|seq| i64::try_from(seq).unwrap_or(i64::MAX));
-        let (after_seq, before_seq) = (as_sql(filter.after_seq), as_sql(filter.before_seq));
-        if let Some(v) = &after_seq {
-            clauses.push("seq > ?");
-            params.push(v);
+        let statement = FilterStatement::of(filter);
+        let params: Vec<&dyn ToSql> = statement.params.iter().map(|v| v as &dyn ToSql).collect();
+        let mut records = self.select(&statement.sql_where, &params, &statement.order)?;
+        if statement.newest_first {
+            records.reverse();
         }
-        if let Some(v) = &before_seq {
-            clauses.push("seq < ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.since_ms {
-            clauses.push("timestamp_ms >= ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.until_ms {
-            clauses.push("timestamp_ms < ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.session {
-            clauses.push("session_id = ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.actor {
-            clauses.push("(actor_kind = ? OR actor_id = ?)");
-            params.push(v);
-            params.push(v);
-        }
-        if let Some(v) = &filter.verdict {
-            clauses.push("verdict = ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.tool {
-            clauses.push("tool = ?");
-            params.push(v);
-        }
-        if let Some(v) = &filter.alert {
-            clauses.push(ALERT_RECORDS);
-            params.push(v);
-        }
-        if let Some(v) = &filter.event {
-            // The rare human events have partial indexes, which SQLite only uses when the
-            // query names the event literally; the names are our own constants.
-            match RARE_EVENTS.iter().find(|rare| **rare == v.as_str()) {
-                Some(rare) => clauses.push(match *rare {
-                    event::TRUST => "event = 'trust'",
-                    _ => "event = 'approval'",
-                }),
-                None => {
-                    clauses.push("event = ?");
-                    params.push(v);
-                }
-            }
-        }
-        let sql_where = if clauses.is_empty() {
-            String::new()
-        } else {
-            format!("WHERE {}", clauses.join(" AND "))
-        };
-        match filter.limit {
-            Some(limit) => {
-                let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-                let mut records = self.select(
-                    &sql_where,
-                    &params,
-                    &format!("ORDER BY seq DESC LIMIT {limit}"),
-                )?;
-                records.reverse();
-                Ok(records)
-            }
-            None => self.select(&sql_where, &params, "ORDER BY seq"),
-        }
+        Ok(records)
     }
 
     fn decision_for_call(&self, call_id: &str) -> Result<Option<Record>, StoreError> {
@@ -632,19 +655,31 @@ mod tests {
         assert_eq!(seqs_for(&conn, "a"), [1, 257, 1 << 20]);
         assert_eq!(seqs_for(&conn, "b"), [255, 511]);
         assert!(seqs_for(&conn, "c").is_empty());
-        let plan = query_plan(
-            &conn,
-            &format!("SELECT seq FROM records WHERE {ALERT_RECORDS} ORDER BY seq DESC LIMIT 1000"),
-            "a",
-        );
-        assert!(
-            plan.iter()
-                .any(|step| step.contains("INDEX records_alert_era")),
-            "{plan:?}"
-        );
-        assert!(
-            !plan.iter().any(|step| step.starts_with("SCAN records")),
-            "{plan:?}"
-        );
+        // The statement `query` runs for an alert's page, with and without a limit.
+        for limit in [Some(1000), None] {
+            let filter = Filter {
+                alert: Some("a".into()),
+                limit,
+                ..Filter::default()
+            };
+            let statement = FilterStatement::of(&filter);
+            let plan = query_plan(
+                &conn,
+                &format!(
+                    "SELECT seq FROM records {} {}",
+                    statement.sql_where, statement.order
+                ),
+                "a",
+            );
+            assert!(
+                plan.iter()
+                    .any(|step| step.contains("INDEX records_alert_era")),
+                "{plan:?}"
+            );
+            assert!(
+                !plan.iter().any(|step| step.starts_with("SCAN records")),
+                "{plan:?}"
+            );
+        }
     }
 }
