@@ -629,12 +629,18 @@ mod tests {
         .unwrap();
     }
 
+    /// The records an alert's filter finds, through the statement `query` runs for it.
     fn seqs_for(conn: &Connection, alert_id: &str) -> Vec<i64> {
+        let statement = FilterStatement::of(&Filter {
+            alert: Some(alert_id.into()),
+            ..Filter::default()
+        });
         conn.prepare(&format!(
-            "SELECT seq FROM records WHERE {ALERT_RECORDS} ORDER BY seq"
+            "SELECT seq FROM records {} {}",
+            statement.sql_where, statement.order
         ))
         .unwrap()
-        .query_map([alert_id], |r| r.get(0))
+        .query_map(rusqlite::params_from_iter(&statement.params), |r| r.get(0))
         .unwrap()
         .map(Result::unwrap)
         .collect()
