@@ -18,6 +18,8 @@ pub enum Source {
     Watch,
     /// A scheduled job's slot coming due.
     Schedule,
+    /// The daemon's own check that intake writes work again after they failed.
+    Nightwatch,
 }
 
 /// Whether the problem is happening, is over, or the sender is only checking that we listen.

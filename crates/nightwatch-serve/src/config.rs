@@ -500,7 +500,12 @@ impl Config {
                     "sources.generic: {name:?} must be letters, digits, - and _ (it is a URL path)"
                 )));
             }
-            if [crate::route::WATCH_SOURCE, crate::route::SCHEDULE_SOURCE].contains(&name.as_str())
+            if [
+                crate::route::WATCH_SOURCE,
+                crate::route::SCHEDULE_SOURCE,
+                crate::route::DAEMON_SOURCE,
+            ]
+            .contains(&name.as_str())
             {
                 return Err(invalid(format!(
                     "sources.generic: {name:?} is the name of nightwatch's own alerts; choose another"
@@ -866,6 +871,19 @@ janitor: { every: 1h }
             (
                 "routes: [{ id: a, run: [x], when: { monitor: 'a[' } }]",
                 "monitor",
+            ),
+            // The names of nightwatch's own alerts: a hook must not pass for them.
+            (
+                "sources: { generic: { watch: { mapping: { identity: /id, status: /s } } } }",
+                "own alerts",
+            ),
+            (
+                "sources: { generic: { schedule: { mapping: { identity: /id, status: /s } } } }",
+                "own alerts",
+            ),
+            (
+                "sources: { generic: { nightwatch: { mapping: { identity: /id, status: /s } } } }",
+                "own alerts",
             ),
         ] {
             let err = Config::from_text(text, "serve.yaml", &no_env)

@@ -445,6 +445,38 @@ impl Daemon {
         self.record(&late, decisions)?;
         Ok(done + records.len())
     }
+
+    /// After intake writes failed and nothing has been written since, writes a check through
+    /// the same steps as an alert: stored, acknowledged as a test (nothing runs) and recorded.
+    /// Its outcome is the intake's last write, so `/readyz` says ready again once writes work,
+    /// even when no sender writes (a load balancer routes nothing to a daemon that is not
+    /// ready), and the ledger says when they came back.
+    pub(crate) fn check_writes(&self, failure: &str) -> Result<(), ServeError> {
+        let now = self.now_ms();
+        self.dispatch(vec![write_check(failure, now)]).map(drop)
+    }
+}
+
+/// The alert a write check stores: one identity for all of them, so they read as one
+/// alert's history.
+fn write_check(failure: &str, now_ms: i64) -> Alert {
+    Alert {
+        source: nightwatch_intake::Source::Nightwatch,
+        identity: "intake-write-check".into(),
+        status: Status::Test,
+        title: "intake write check".into(),
+        message: format!("intake writes failed ({failure}); checking that they work again"),
+        labels: Default::default(),
+        annotations: Default::default(),
+        tags: Vec::new(),
+        monitor: None,
+        starts_at_ms: Some(now_ms),
+        ends_at_ms: None,
+        group_key: None,
+        receiver: None,
+        link: None,
+        raw: json!({ "failed": failure }),
+    }
 }
 
 /// How an arrival is decided, before the queue is asked.
@@ -458,6 +490,12 @@ fn plan<'r>(routes: &'r [Route], alert: &Alert) -> Plan<'r> {
         })
     };
     match alert.status {
+        Status::Test if alert.source == nightwatch_intake::Source::Nightwatch => decided(
+            Disposition::Test,
+            "the daemon's check that intake writes work again after they failed: \
+             acknowledged, nothing runs"
+                .into(),
+        ),
         Status::Test => decided(
             Disposition::Test,
             "a test notification: acknowledged, nothing runs".into(),

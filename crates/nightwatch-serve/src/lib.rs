@@ -42,7 +42,7 @@ pub mod web;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use nightwatch_store::{AlertInbox, Leases, Ledger, StoreError, TaskError, TaskQueue};
@@ -171,10 +171,17 @@ pub struct Daemon {
     pub workers_alive: std::sync::atomic::AtomicUsize,
     shutting_down: AtomicBool,
     wake: (Mutex<u64>, Condvar),
-    /// Why the last intake write failed, until one succeeds: what `/readyz` reports.
-    write_failure: Mutex<Option<String>>,
+    /// How the last intake write went: what `/readyz` reports, and what tells housekeeping
+    /// to check that writes work again when nothing else writes.
+    last_write: Mutex<LastWrite>,
     /// Concurrent deliveries, written together (see [`dispatch`]).
     intake: batch::GroupCommit<dispatch::Prepared, dispatch::Dispatched>,
+}
+
+/// How the last intake write went, and when.
+struct LastWrite {
+    failure: Option<String>,
+    at: std::time::Instant,
 }
 
 impl Daemon {
@@ -221,7 +228,10 @@ impl Daemon {
             workers_alive: std::sync::atomic::AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             wake: (Mutex::new(0), Condvar::new()),
-            write_failure: Mutex::new(None),
+            last_write: Mutex::new(LastWrite {
+                failure: None,
+                at: std::time::Instant::now(),
+            }),
             intake: batch::GroupCommit::new(dispatch::BATCH_ALERTS),
         };
         // Before any worker claims: the queue's leases are judged on the fleet's clock.
@@ -304,16 +314,28 @@ impl Daemon {
 
     /// Notes how the last intake write went: a failure is kept until a write succeeds.
     pub(crate) fn note_write(&self, outcome: Result<(), String>) {
-        let mut failure = self.write_failure.lock().unwrap_or_else(|p| p.into_inner());
-        *failure = outcome.err();
+        *self.last_write() = LastWrite {
+            failure: outcome.err(),
+            at: std::time::Instant::now(),
+        };
     }
 
     /// Why the last intake write failed, while no write has succeeded since.
     pub fn write_failure(&self) -> Option<String> {
-        self.write_failure
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.last_write().failure.clone()
+    }
+
+    /// Why the last intake write failed, when it failed at least `quiet` ago and nothing has
+    /// been written since: a daemon taken out of rotation for it gets no writes to succeed.
+    pub(crate) fn write_failure_quiet_for(&self, quiet: std::time::Duration) -> Option<String> {
+        let last = self.last_write();
+        (last.at.elapsed() >= quiet)
+            .then(|| last.failure.clone())
+            .flatten()
+    }
+
+    fn last_write(&self) -> MutexGuard<'_, LastWrite> {
+        self.last_write.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn is_shutting_down(&self) -> bool {

@@ -9,6 +9,8 @@ use crate::config::Route;
 pub const WATCH_SOURCE: &str = "watch";
 /// The source name of a scheduled job's slot.
 pub const SCHEDULE_SOURCE: &str = "schedule";
+/// The source name of the daemon's own checks (a write check after intake writes failed).
+pub const DAEMON_SOURCE: &str = "nightwatch";
 
 /// The source's name as routes, records and URLs write it.
 pub fn source_name(source: &Source) -> String {
@@ -18,6 +20,7 @@ pub fn source_name(source: &Source) -> String {
         Source::Generic(name) => name.clone(),
         Source::Watch => WATCH_SOURCE.into(),
         Source::Schedule => SCHEDULE_SOURCE.into(),
+        Source::Nightwatch => DAEMON_SOURCE.into(),
     }
 }
 

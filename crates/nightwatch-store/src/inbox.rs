@@ -68,7 +68,8 @@ pub struct AlertEvent {
     /// Arrival number, 1, 2, 3, ...
     pub id: i64,
     pub received_ms: i64,
-    /// `uptime-kuma`, `alertmanager`, or the generic hook's name.
+    /// `uptime-kuma`, `alertmanager`, the generic hook's name, or one of nightwatch's own:
+    /// `watch`, `schedule`, `nightwatch` (the daemon's write check).
     pub source: String,
     /// The short id every record about this alert carries (`alert_88c2d1`): the same for the
     /// firing and the resolved notification of one problem.

@@ -519,6 +519,108 @@ fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
     );
 }
 
+/// A daemon whose writes failed is taken out of rotation by its `/readyz`, so no sender
+/// writes to it again: it must find out by itself that writes work again, and say so in
+/// the ledger.
+#[test]
+fn readiness_comes_back_by_itself_once_writes_work_again() {
+    let dir = scratch("serve", "write-check");
+    let home = dir.join("home");
+    let runbook = script(&dir, "noop.sh", "exit 0");
+    let config = format!(
+        "request_timeout: 1s\nqueue: {{ resolve_delay: 10m }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
+    );
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+    let holder = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let reply = daemon.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &payload(AM_FIRING),
+    );
+    assert_eq!(reply.status, 503, "{}", reply.text());
+
+    // The daemon's first check (5 s after the failure) fails too, and says so: still not
+    // ready.
+    let started = std::time::Instant::now();
+    while !daemon.log().contains("intake writes still fail") {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "no failed write check logged: {}",
+            daemon.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let readyz = daemon.get("/readyz");
+    assert_eq!(readyz.status, 503, "{}", readyz.text());
+    assert!(
+        readyz.text().contains("the last write failed"),
+        "{}",
+        readyz.text()
+    );
+    holder.execute_batch("ROLLBACK").unwrap();
+    drop(holder);
+
+    // Nothing is sent again; the daemon's own check finds that writes work.
+    let started = std::time::Instant::now();
+    while daemon.get("/readyz").status != 200 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "not ready again 30 s after writes came back: {}\n{}",
+            daemon.get("/readyz").text(),
+            daemon.log()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    // The check that succeeded is an arrival of the daemon's own, acknowledged and recorded;
+    // checks that failed may have reached the inbox before the ledger refused them, and they
+    // too are recorded, each once.
+    let checks: Vec<Value> = daemon.json("/api/alerts?limit=1000")["alerts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["source"] == "nightwatch")
+        .cloned()
+        .collect();
+    assert!(!checks.is_empty(), "no write check was stored");
+    let id = checks[0]["alert_id"].as_str().unwrap().to_owned();
+    daemon.wait_for(
+        &format!("/api/alerts/{id}"),
+        30,
+        "every write check recorded",
+        |v| {
+            v["arrivals"].as_array().unwrap().iter().all(|a| {
+                a["record"].is_string()
+                    && a["disposition"] == "test"
+                    && a["reason"]
+                        .as_str()
+                        .unwrap()
+                        .contains("intake writes work again")
+            })
+        },
+    );
+    let records = records_of(&daemon, &id);
+    assert!(
+        has(&records, |r| r["event"] == "dispatch"
+            && r["inputs"]["disposition"] == "test"
+            && r["inputs"]["source"] == "nightwatch"),
+        "{records:#?}"
+    );
+    // The one task is the refused alert's (its arrival was stored before the ledger refused).
+    let tasks = daemon.json("/api/tasks");
+    let identities: Vec<&str> = tasks["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["identity"].as_str().unwrap())
+        .collect();
+    assert_eq!(identities.len(), 1, "{tasks}");
+    assert!(
+        identities[0].starts_with("alertmanager/"),
+        "a write check starts no work: {tasks}"
+    );
+}
+
 #[test]
 fn a_crashed_daemon_loses_nothing_and_its_task_is_reclaimed() {
     let dir = scratch("serve", "crash");
