@@ -1,6 +1,7 @@
 //! The daemon under large deliveries, through the real binary (and a real Alertmanager): a
-//! whole group is one batch, stored once, answered once. Apart from `serve.rs` so that suite
-//! stays quick while working on the daemon.
+//! whole group is one batch, stored once, answered once; and under a kill, thousands of idle
+//! connections and a real full disk (a small tmpfs, so root). Apart from `serve.rs` so that
+//! suite stays quick while working on the daemon.
 
 mod common;
 
@@ -494,4 +495,179 @@ fn a_kill_mid_load_loses_no_acknowledged_alert_and_leaves_one_record_per_arrival
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
     common::assert_ledger_verifies(&home);
+}
+
+/// A tmpfs of its own size mounted on a directory, so a test can fill a real disk and give
+/// the space back; unmounted when dropped. Mounting needs root: without it the test fails,
+/// saying so.
+struct SmallDisk {
+    dir: std::path::PathBuf,
+}
+
+impl SmallDisk {
+    fn mount(dir: &std::path::Path, size: &str) -> SmallDisk {
+        std::fs::create_dir_all(dir).unwrap();
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir)
+            .status();
+        assert!(
+            matches!(mounted, Ok(status) if status.success()),
+            "a full disk is made with a small tmpfs, which needs root and `mount`: {mounted:?}"
+        );
+        SmallDisk {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Gives the disk room again, keeping what it holds.
+    fn grow(&self, size: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.dir)
+            .status()
+            .unwrap();
+        assert!(status.success(), "remounting {} failed", self.dir.display());
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+/// Seed 001's full disk, on a real one: deliveries are refused with 503 and `Retry-After`,
+/// the daemon stays up and says it is not ready; once the space is back it says ready again
+/// with nothing sent to it (a load balancer sends nothing to a daemon that is not ready), then
+/// takes alerts. Every alert answered 200 is stored, and every arrival gets one record.
+#[test]
+fn a_full_disk_is_refused_with_retry_after_and_intake_comes_back_without_a_restart() {
+    let dir = scratch("serve-load", "full-disk");
+    let home = dir.join("home");
+    let disk = SmallDisk::mount(&home, "8m");
+    let config = format!("request_timeout: 1s\n{CONFIG}");
+    let daemon = Daemon::start(&home, Some(&config), &[]);
+
+    // Groups of 100 distinct alerts until the disk is full.
+    let mut acknowledged = Vec::new();
+    let started = Instant::now();
+    let refused = loop {
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "an 8 MiB disk never filled: {} alerts stored",
+            acknowledged.len()
+        );
+        let first = acknowledged.len();
+        let reply = daemon.post(
+            "/hooks/alertmanager",
+            "application/json",
+            &group_from(first, 100),
+        );
+        match reply.status {
+            200 => acknowledged.extend((first..first + 100).map(|i| format!("{i:016x}"))),
+            _ => break reply,
+        }
+    };
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    assert!(refused.text().contains("full"), "{}", refused.text());
+    assert!(acknowledged.len() >= 100, "the disk filled at once");
+    let readyz = daemon.get("/readyz");
+    assert_eq!(readyz.status, 503, "{}", readyz.text());
+    assert!(readyz.text().contains("full"), "{}", readyz.text());
+    assert_eq!(daemon.get("/healthz").status, 200, "the daemon is up");
+
+    // Room again, and nothing sent: the daemon finds out by itself.
+    disk.grow("256m");
+    let grown = Instant::now();
+    while daemon.get("/readyz").status != 200 {
+        assert!(
+            grown.elapsed() < Duration::from_secs(30),
+            "not ready 30 s after the space came back: {}",
+            daemon.get("/readyz").text()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let after = acknowledged.len() + 1_000;
+    let reply = daemon.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &group_from(after, 100),
+    );
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    acknowledged.extend((after..after + 100).map(|i| format!("{i:016x}")));
+
+    // Arrivals the full disk cut off between store and record are recorded by the daemon.
+    let alerts = rusqlite::Connection::open(home.join("alerts.db")).unwrap();
+    let waiting = Instant::now();
+    loop {
+        let unrecorded: i64 = alerts
+            .query_row(
+                "SELECT count(*) FROM alert_events WHERE record IS NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        if unrecorded == 0 {
+            break;
+        }
+        assert!(
+            waiting.elapsed() < Duration::from_secs(60),
+            "{unrecorded} arrivals still without a record: {}",
+            daemon.log()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (status, log) = daemon.stop();
+    assert_eq!(status, Some(0), "{log}");
+
+    let stored: Vec<(i64, String)> = alerts
+        .prepare("SELECT id, alert_json FROM alert_events ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let identities: std::collections::HashSet<String> = stored
+        .iter()
+        .map(|(_, json)| {
+            let alert: Value = serde_json::from_str(json).unwrap();
+            alert["identity"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|f| !identities.contains(*f))
+        .collect();
+    assert!(lost.is_empty(), "answered 200 but not stored: {lost:?}");
+    assert!(
+        identities.contains("intake-write-check"),
+        "the write check that found the space back is stored"
+    );
+    let ledger = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    let per_arrival: std::collections::HashMap<i64, i64> = ledger
+        .prepare(
+            "SELECT json_extract(inputs, '$.arrival'), count(*) FROM records
+             WHERE event = 'dispatch' AND tool = 'alert' GROUP BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for (id, _) in &stored {
+        assert_eq!(per_arrival.get(id), Some(&1), "arrival {id}");
+    }
+    assert_eq!(
+        per_arrival.len(),
+        stored.len(),
+        "records name only stored arrivals"
+    );
+    drop((alerts, ledger));
+    common::assert_ledger_verifies(&home);
+    drop(disk);
 }
