@@ -461,23 +461,31 @@ fn hostile_intake_is_refused_with_reasons_and_loses_nothing() {
     assert!(!log.contains("panicked"), "{log}");
 }
 
-#[test]
-fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
-    let dir = scratch("serve", "storage-503");
+/// A daemon with a route for every alert, whose first delivery (`AM_FIRING`) was refused
+/// with 503 and `Retry-After` because another process holds the ledger's write lock, so
+/// appends cannot be made durable; and that lock, to release.
+fn refused_for_a_held_ledger(name: &str) -> (Daemon, rusqlite::Connection) {
+    let dir = scratch("serve", name);
     let home = dir.join("home");
     let runbook = script(&dir, "noop.sh", "exit 0");
     let config = format!(
         "request_timeout: 1s\nqueue: {{ resolve_delay: 10m }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
     );
     let daemon = Daemon::start(&home, Some(&config), &[]);
-    let firing = payload(AM_FIRING);
-    // Another process holds the ledger's write lock: appends cannot be made durable.
     let holder = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
     holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    let reply = daemon.post("/hooks/alertmanager", "application/json", &firing);
+    let reply = daemon.post(
+        "/hooks/alertmanager",
+        "application/json",
+        &payload(AM_FIRING),
+    );
     assert_eq!(reply.status, 503, "{}", reply.text());
     assert_eq!(reply.header("retry-after"), Some("5"));
-    // While writes fail, the daemon does not say it is ready.
+    (daemon, holder)
+}
+
+/// `/readyz` says not ready, and that a write failed.
+fn assert_not_ready_for_a_failed_write(daemon: &Daemon) {
     let readyz = daemon.get("/readyz");
     assert_eq!(readyz.status, 503, "{}", readyz.text());
     assert!(
@@ -485,6 +493,14 @@ fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
         "{}",
         readyz.text()
     );
+}
+
+#[test]
+fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
+    let (daemon, holder) = refused_for_a_held_ledger("storage-503");
+    let firing = payload(AM_FIRING);
+    // While writes fail, the daemon does not say it is ready.
+    assert_not_ready_for_a_failed_write(&daemon);
     holder.execute_batch("ROLLBACK").unwrap();
     drop(holder);
 
@@ -524,54 +540,21 @@ fn a_storage_failure_is_a_503_and_the_redelivery_finds_the_task() {
 /// the ledger.
 #[test]
 fn readiness_comes_back_by_itself_once_writes_work_again() {
-    let dir = scratch("serve", "write-check");
-    let home = dir.join("home");
-    let runbook = script(&dir, "noop.sh", "exit 0");
-    let config = format!(
-        "request_timeout: 1s\nqueue: {{ resolve_delay: 10m }}\nroutes:\n  - id: all\n    run: [\"{runbook}\"]\n"
-    );
-    let daemon = Daemon::start(&home, Some(&config), &[]);
-    let holder = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
-    holder.execute_batch("BEGIN EXCLUSIVE").unwrap();
-    let reply = daemon.post(
-        "/hooks/alertmanager",
-        "application/json",
-        &payload(AM_FIRING),
-    );
-    assert_eq!(reply.status, 503, "{}", reply.text());
+    let (daemon, holder) = refused_for_a_held_ledger("write-check");
 
     // The daemon's first check (5 s after the failure) fails too, and says so: still not
     // ready.
-    let started = std::time::Instant::now();
-    while !daemon.log().contains("intake writes still fail") {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "no failed write check logged: {}",
-            daemon.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    let readyz = daemon.get("/readyz");
-    assert_eq!(readyz.status, 503, "{}", readyz.text());
-    assert!(
-        readyz.text().contains("the last write failed"),
-        "{}",
-        readyz.text()
-    );
+    daemon.wait_until(30, "a failed write check in the log", |d| {
+        d.log().contains("intake writes still fail")
+    });
+    assert_not_ready_for_a_failed_write(&daemon);
     holder.execute_batch("ROLLBACK").unwrap();
     drop(holder);
 
     // Nothing is sent again; the daemon's own check finds that writes work.
-    let started = std::time::Instant::now();
-    while daemon.get("/readyz").status != 200 {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "not ready again 30 s after writes came back: {}\n{}",
-            daemon.get("/readyz").text(),
-            daemon.log()
-        );
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+    daemon.wait_until(30, "ready again once writes work", |d| {
+        d.get("/readyz").status == 200
+    });
     // The check that succeeded is an arrival of the daemon's own, acknowledged and recorded;
     // checks that failed may have reached the inbox before the ledger refused them, and they
     // too are recorded, each once.

@@ -389,6 +389,74 @@ fn one_alert(fingerprint: &str) -> Vec<u8> {
     .into_bytes()
 }
 
+/// One stored arrival: its number, its alert's identity, its record once it has one.
+struct Stored {
+    id: i64,
+    identity: String,
+    record: Option<String>,
+}
+
+/// Every arrival in the data directory's `alerts.db`, oldest first.
+fn stored_arrivals(home: &std::path::Path) -> Vec<Stored> {
+    let alerts = rusqlite::Connection::open(home.join("alerts.db")).unwrap();
+    let mut statement = alerts
+        .prepare("SELECT id, alert_json, record FROM alert_events ORDER BY id")
+        .unwrap();
+    statement
+        .query_map([], |r| {
+            let alert: Value = serde_json::from_str(&r.get::<_, String>(1)?).unwrap();
+            Ok(Stored {
+                id: r.get(0)?,
+                identity: alert["identity"].as_str().unwrap().to_owned(),
+                record: r.get(2)?,
+            })
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Nothing acknowledged is lost, and the ledger has exactly one `dispatch` record for each
+/// stored arrival and none for anything else.
+fn assert_stored_and_recorded_once(
+    home: &std::path::Path,
+    acknowledged: &[String],
+    stored: &[Stored],
+) {
+    let identities: std::collections::HashSet<&str> =
+        stored.iter().map(|a| a.identity.as_str()).collect();
+    let lost: Vec<&String> = acknowledged
+        .iter()
+        .filter(|f| !identities.contains(f.as_str()))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+    let ledger = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
+    let per_arrival: std::collections::HashMap<i64, i64> = ledger
+        .prepare(
+            "SELECT json_extract(inputs, '$.arrival'), count(*) FROM records
+             WHERE event = 'dispatch' AND tool = 'alert' GROUP BY 1",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    for arrival in stored {
+        assert_eq!(
+            per_arrival.get(&arrival.id),
+            Some(&1),
+            "arrival {} ({:?})",
+            arrival.id,
+            arrival.record
+        );
+    }
+    assert_eq!(
+        per_arrival.len(),
+        stored.len(),
+        "records name only stored arrivals"
+    );
+}
+
 /// Seed 001's crash under load: `kill -9` while eight senders post. Every alert a sender got
 /// a 200 for is stored, and once the daemon is back every arrival has exactly one `dispatch`
 /// record, however the batches in flight were cut.
@@ -443,55 +511,17 @@ fn a_kill_mid_load_loses_no_acknowledged_alert_and_leaves_one_record_per_arrival
     );
 
     let daemon = Daemon::start(&home, Some(CONFIG), &[]);
-    let alerts = rusqlite::Connection::open(home.join("alerts.db")).unwrap();
-    let stored: Vec<(i64, String, Option<String>)> = alerts
-        .prepare("SELECT id, alert_json, record FROM alert_events ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let identities: std::collections::HashSet<String> = stored
-        .iter()
-        .map(|(_, json, _)| {
-            let alert: Value = serde_json::from_str(json).unwrap();
-            alert["identity"].as_str().unwrap().to_owned()
-        })
-        .collect();
-    let lost: Vec<&String> = acknowledged
-        .iter()
-        .filter(|f| !identities.contains(*f))
-        .collect();
-    assert!(lost.is_empty(), "acknowledged but not stored: {lost:?}");
+    let stored = stored_arrivals(&home);
     let unrecorded: Vec<i64> = stored
         .iter()
-        .filter(|a| a.2.is_none())
-        .map(|a| a.0)
+        .filter(|a| a.record.is_none())
+        .map(|a| a.id)
         .collect();
     assert!(
         unrecorded.is_empty(),
         "arrivals without a record after the restart: {unrecorded:?}"
     );
-
-    let ledger = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
-    let per_arrival: std::collections::HashMap<i64, i64> = ledger
-        .prepare(
-            "SELECT json_extract(inputs, '$.arrival'), count(*) FROM records
-             WHERE event = 'dispatch' AND tool = 'alert' GROUP BY 1",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    for (id, _, record) in &stored {
-        assert_eq!(per_arrival.get(id), Some(&1), "arrival {id} ({record:?})");
-    }
-    assert_eq!(
-        per_arrival.len(),
-        stored.len(),
-        "records name only stored arrivals"
-    );
+    assert_stored_and_recorded_once(&home, &acknowledged, &stored);
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
     common::assert_ledger_verifies(&home);
@@ -583,15 +613,9 @@ fn a_full_disk_is_refused_with_retry_after_and_intake_comes_back_without_a_resta
 
     // Room again, and nothing sent: the daemon finds out by itself.
     disk.grow("256m");
-    let grown = Instant::now();
-    while daemon.get("/readyz").status != 200 {
-        assert!(
-            grown.elapsed() < Duration::from_secs(30),
-            "not ready 30 s after the space came back: {}",
-            daemon.get("/readyz").text()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    daemon.wait_until(30, "ready again once the space came back", |d| {
+        d.get("/readyz").status == 200
+    });
     let after = acknowledged.len() + 1_000;
     let reply = daemon.post(
         "/hooks/alertmanager",
@@ -602,72 +626,17 @@ fn a_full_disk_is_refused_with_retry_after_and_intake_comes_back_without_a_resta
     acknowledged.extend((after..after + 100).map(|i| format!("{i:016x}")));
 
     // Arrivals the full disk cut off between store and record are recorded by the daemon.
-    let alerts = rusqlite::Connection::open(home.join("alerts.db")).unwrap();
-    let waiting = Instant::now();
-    loop {
-        let unrecorded: i64 = alerts
-            .query_row(
-                "SELECT count(*) FROM alert_events WHERE record IS NULL",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        if unrecorded == 0 {
-            break;
-        }
-        assert!(
-            waiting.elapsed() < Duration::from_secs(60),
-            "{unrecorded} arrivals still without a record: {}",
-            daemon.log()
-        );
-        std::thread::sleep(Duration::from_millis(500));
-    }
+    daemon.wait_until(60, "every arrival recorded", |_| {
+        stored_arrivals(&home).iter().all(|a| a.record.is_some())
+    });
     let (status, log) = daemon.stop();
     assert_eq!(status, Some(0), "{log}");
-
-    let stored: Vec<(i64, String)> = alerts
-        .prepare("SELECT id, alert_json FROM alert_events ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let identities: std::collections::HashSet<String> = stored
-        .iter()
-        .map(|(_, json)| {
-            let alert: Value = serde_json::from_str(json).unwrap();
-            alert["identity"].as_str().unwrap().to_owned()
-        })
-        .collect();
-    let lost: Vec<&String> = acknowledged
-        .iter()
-        .filter(|f| !identities.contains(*f))
-        .collect();
-    assert!(lost.is_empty(), "answered 200 but not stored: {lost:?}");
+    let stored = stored_arrivals(&home);
+    assert_stored_and_recorded_once(&home, &acknowledged, &stored);
     assert!(
-        identities.contains("intake-write-check"),
+        stored.iter().any(|a| a.identity == "intake-write-check"),
         "the write check that found the space back is stored"
     );
-    let ledger = rusqlite::Connection::open(home.join("ledger.db")).unwrap();
-    let per_arrival: std::collections::HashMap<i64, i64> = ledger
-        .prepare(
-            "SELECT json_extract(inputs, '$.arrival'), count(*) FROM records
-             WHERE event = 'dispatch' AND tool = 'alert' GROUP BY 1",
-        )
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    for (id, _) in &stored {
-        assert_eq!(per_arrival.get(id), Some(&1), "arrival {id}");
-    }
-    assert_eq!(
-        per_arrival.len(),
-        stored.len(),
-        "records name only stored arrivals"
-    );
-    drop((alerts, ledger));
     common::assert_ledger_verifies(&home);
     drop(disk);
 }

@@ -140,6 +140,19 @@ impl Daemon {
         }
     }
 
+    /// Polls `done` until it holds, for up to `secs`; then fails naming `what`, with the log.
+    pub fn wait_until(&self, secs: u64, what: &str, done: impl Fn(&Daemon) -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while !done(self) {
+            assert!(
+                Instant::now() < deadline,
+                "timed out after {secs} s waiting for {what}; log:\n{}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
     /// SIGTERM; the exit status and the log.
     pub fn stop(mut self) -> (Option<i32>, String) {
         let mut child = self.child.take().unwrap();
