@@ -182,6 +182,19 @@ pub struct Daemon {
 struct LastWrite {
     failure: Option<String>,
     at: std::time::Instant,
+    /// When the writes failing now began to fail: the write checks' backoff.
+    failing_since: Option<std::time::Instant>,
+}
+
+/// How long after a failed write, with nothing written since, housekeeping checks that
+/// writes work again: as long as they have been failing, from the `Retry-After` a refused
+/// sender is given (5 s) up to a minute, so checks space out while an outage lasts (a check
+/// that gets as far as the inbox is an arrival).
+fn write_check_wait(failing_for: std::time::Duration) -> std::time::Duration {
+    failing_for.clamp(
+        std::time::Duration::from_secs(5),
+        std::time::Duration::from_secs(60),
+    )
 }
 
 impl Daemon {
@@ -231,6 +244,7 @@ impl Daemon {
             last_write: Mutex::new(LastWrite {
                 failure: None,
                 at: std::time::Instant::now(),
+                failing_since: None,
             }),
             intake: batch::GroupCommit::new(dispatch::BATCH_ALERTS),
         };
@@ -314,10 +328,14 @@ impl Daemon {
 
     /// Notes how the last intake write went: a failure is kept until a write succeeds.
     pub(crate) fn note_write(&self, outcome: Result<(), String>) {
-        *self.last_write() = LastWrite {
-            failure: outcome.err(),
-            at: std::time::Instant::now(),
+        let mut last = self.last_write();
+        let now = std::time::Instant::now();
+        last.failing_since = match &outcome {
+            Ok(()) => None,
+            Err(_) => Some(last.failing_since.unwrap_or(now)),
         };
+        last.failure = outcome.err();
+        last.at = now;
     }
 
     /// Why the last intake write failed, while no write has succeeded since.
@@ -325,11 +343,13 @@ impl Daemon {
         self.last_write().failure.clone()
     }
 
-    /// Why the last intake write failed, when it failed at least `quiet` ago and nothing has
-    /// been written since: a daemon taken out of rotation for it gets no writes to succeed.
-    pub(crate) fn write_failure_quiet_for(&self, quiet: std::time::Duration) -> Option<String> {
+    /// Why the last intake write failed, when it is time to check that writes work again:
+    /// nothing has been written for [`write_check_wait`] since, and a daemon taken out of
+    /// rotation for the failure gets no writes that could succeed.
+    pub(crate) fn write_check_due(&self) -> Option<String> {
         let last = self.last_write();
-        (last.at.elapsed() >= quiet)
+        let failing_for = last.at - last.failing_since?;
+        (last.at.elapsed() >= write_check_wait(failing_for))
             .then(|| last.failure.clone())
             .flatten()
     }
@@ -509,5 +529,24 @@ async fn signal() {
     tokio::select! {
         _ = interrupt => {},
         _ = terminate => {},
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_check_wait;
+    use std::time::Duration;
+
+    #[test]
+    fn write_checks_space_out_as_an_outage_lasts_from_five_seconds_to_a_minute() {
+        // Each check that fails is the last failed write; the next waits as long as the
+        // writes have been failing, within its bounds.
+        let mut at = 0;
+        let mut checks = Vec::new();
+        while at < 300 {
+            at += write_check_wait(Duration::from_secs(at)).as_secs();
+            checks.push(at);
+        }
+        assert_eq!(checks, [5, 10, 20, 40, 80, 140, 200, 260, 320]);
     }
 }

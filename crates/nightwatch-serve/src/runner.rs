@@ -255,12 +255,6 @@ fn run_claim_surviving_panics(daemon: &Daemon, worker: &str, claim: Claim) {
 /// How often, at most, the housekeeping thread looks for tasks that gave up.
 const ESCALATION_LOOK_EVERY: Duration = Duration::from_millis(250);
 
-/// How long intake writes must have failed, with nothing written since, before housekeeping
-/// checks them itself: the `Retry-After` a refused sender is given.
-const WRITE_CHECK_AFTER: Duration = Duration::from_secs(5);
-/// The longest wait between two write checks while they fail.
-const WRITE_CHECK_AT_MOST: Duration = Duration::from_secs(60);
-
 fn housekeeping(daemon: &Daemon) {
     let mut last_catch_up = Instant::now();
     let mut decisions = DecisionTail::new(daemon);
@@ -270,7 +264,6 @@ fn housekeeping(daemon: &Daemon) {
         .janitor_every
         .map(|every| Instant::now() + every);
     let mut last_escalation_look: Option<Instant> = None;
-    let mut write_check_after = WRITE_CHECK_AFTER;
     while !daemon.is_shutting_down() {
         // Every routed batch wakes this thread, yet only a worker's result or a lapsed lease
         // makes a task give up: looking four times a second at most keeps a fleet's shared
@@ -296,22 +289,12 @@ fn housekeeping(daemon: &Daemon) {
             // Another daemon on this data directory may have died since.
             stop_orphaned_runbooks(daemon);
         }
-        // Intake writes failed and nothing has written since: check whether they work again,
-        // first as soon as a refused sender is told to retry, then less often while they
-        // still fail (a check that gets as far as the inbox is an arrival).
-        match daemon.write_failure_quiet_for(write_check_after) {
-            Some(failure) => match daemon.check_writes(&failure) {
-                Ok(()) => {
-                    tracing::info!("intake writes work again (they failed: {failure})");
-                    write_check_after = WRITE_CHECK_AFTER;
-                }
-                Err(e) => {
-                    tracing::warn!("intake writes still fail: {e}");
-                    write_check_after = (write_check_after * 2).min(WRITE_CHECK_AT_MOST);
-                }
-            },
-            None if daemon.write_failure().is_none() => write_check_after = WRITE_CHECK_AFTER,
-            None => {}
+        // Intake writes failed and nothing has written since: check whether they work again.
+        if let Some(failure) = daemon.write_check_due() {
+            match daemon.check_writes(&failure) {
+                Ok(()) => tracing::info!("intake writes work again (they failed: {failure})"),
+                Err(e) => tracing::warn!("intake writes still fail: {e}"),
+            }
         }
         if let (Some(at), Some(every)) = (next_sweep, daemon.config.janitor_every)
             && Instant::now() >= at
