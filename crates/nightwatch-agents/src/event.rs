@@ -31,6 +31,9 @@ pub enum HookEvent {
         tool: Tool,
         inputs: Value,
         outcome: ToolOutcome,
+        /// The agent's session transcript (`transcript_path`), where Codex writes the exit
+        /// code its hook input leaves out.
+        transcript_path: Option<String>,
     },
     /// Anything else the agent reports (`SessionStart`, `Stop`, `SessionEnd`,
     /// `UserPromptSubmit`, ...), recorded as such.
@@ -181,7 +184,22 @@ pub fn parse_event(agent: Agent, stdin: &[u8]) -> Result<HookEvent, HookError> {
 
     Ok(match kind {
         Kind::After { failed } => HookEvent::AfterTool {
-            outcome: outcome(&fields, failed),
+            outcome: {
+                let mut outcome = outcome(&fields, failed);
+                // Claude Code reports a shell command that exited non-zero as
+                // PostToolUseFailure ("Exit code N"), so its PostToolUse of a Bash call that
+                // was not interrupted is an exit 0: its protocol says so, nothing guessed.
+                if agent == Agent::Claude
+                    && tool_name == "Bash"
+                    && !outcome.failed
+                    && !outcome.interrupted
+                    && outcome.exit_code.is_none()
+                {
+                    outcome.exit_code = Some(0);
+                }
+                outcome
+            },
+            transcript_path: string(&fields, "transcript_path"),
             call_id,
             session_id,
             cwd,

@@ -24,6 +24,7 @@
 //! with [`reply_to_failure`]: a refusal. A tool input that names several files or URLs where
 //! the core [`Tool`] holds one is mapped to [`Tool::Named`] rather than judged by its first.
 
+mod codex;
 mod event;
 pub mod ownership;
 mod record;
@@ -38,6 +39,7 @@ use nightwatch_core::{Actor, ActorKind};
 use std::fmt;
 use std::str::FromStr;
 
+pub use codex::{CodexHookTrust, codex_exit_code, codex_hook_trust, requires_trust};
 pub use event::{HookEvent, ToolOutcome, parse_event};
 pub use nightwatch_core::Tool;
 pub use record::{tool_from_record, tool_from_record_in};
@@ -46,7 +48,7 @@ pub use reply::{
 };
 pub use settings::{
     Base, Scope, SettingsLocation, before_tool_event, command_words, install_hooks,
-    installed_commands, settings_path, uninstall_hooks,
+    installed_commands, runs_nightwatch, settings_path, uninstall_hooks,
 };
 
 /// An agent whose hook protocol nightwatch speaks.

@@ -23,8 +23,14 @@ pub struct Reply {
 /// The exit code that blocks a call in every agent's protocol.
 const BLOCK: u8 = 2;
 
-const HALTED: &str = "halted, the operator has been notified: ";
-const NEEDS_APPROVAL: &str = "needs a human's approval: ";
+// Each refusal says it is nightwatch's policy speaking: Claude Code shows every PreToolUse
+// refusal to the model as "PreToolUse:Bash hook error: ...", which without this reads like a
+// broken hook to retry.
+const REFUSED: &str = "refused by nightwatch policy: ";
+const HALTED: &str = "halted by nightwatch policy, the operator has been notified: ";
+const NEEDS_APPROVAL: &str = "needs a human's approval under nightwatch policy: ";
+const APPROVE_HOW: &str = " (a person approves it with `nightwatch approve ID`, the id in \
+                           `nightwatch log --verdict ask`; then the same call goes through once)";
 
 /// The reply to a `BeforeTool` event for this verdict, in the agent's protocol.
 pub fn reply_to_decision(
@@ -36,9 +42,10 @@ pub fn reply_to_decision(
     reply_to_decision_with_input(agent, verdict, reason, instead, None)
 }
 
-/// As [`reply_to_decision`]; an allowed call runs with `updated_input` in place of the input
-/// the agent sent, where the agent lets a hook say so (Claude Code's `updatedInput`; the
-/// others run what they sent).
+/// As [`reply_to_decision`]; an allowed or asked call runs with `updated_input` in place of
+/// the input the agent sent, where the agent lets a hook say so (Claude Code's `updatedInput`,
+/// which it applies to allow and ask and shows the person in its prompt; the others run what
+/// they sent). So what a person approves is what was decided and recorded.
 pub fn reply_to_decision_with_input(
     agent: Agent,
     verdict: Verdict,
@@ -48,35 +55,26 @@ pub fn reply_to_decision_with_input(
 ) -> Reply {
     let reason = with_instead(reason, instead);
     match (verdict, agent) {
-        (Verdict::Allow, Agent::Claude) => match updated_input {
-            Some(input) => Reply {
-                stdout: json!({
-                    "hookSpecificOutput": {
-                        "hookEventName": "PreToolUse",
-                        "permissionDecision": "allow",
-                        "permissionDecisionReason": reason,
-                        "updatedInput": input,
-                    }
-                })
-                .to_string()
-                    + "\n",
-                stderr: String::new(),
-                exit_code: 0,
-            },
-            None => claude("allow", &reason),
+        (Verdict::Allow, Agent::Claude) => claude("allow", &reason, updated_input),
+        // Codex runs a rewritten input only with an explicit allow, and reads any other
+        // allow as an invalid answer (which it lets through): silence when nothing changes.
+        (Verdict::Allow, Agent::Codex) => match updated_input {
+            Some(_) => claude("allow", &reason, updated_input),
+            None => silence(),
         },
-        (Verdict::Allow, Agent::Codex) => silence(),
         (Verdict::Allow, Agent::Gemini) => Reply {
             stdout: json!({ "decision": "allow" }).to_string() + "\n",
             stderr: String::new(),
             exit_code: 0,
         },
-        (Verdict::Ask, Agent::Claude) => claude("ask", &reason),
+        (Verdict::Ask, Agent::Claude) => claude("ask", &reason, updated_input),
+        // Neither can put a hook's ask to a person: refused, and a person approves it with
+        // `nightwatch approve`, after which the same call goes through once.
         (Verdict::Ask, Agent::Codex | Agent::Gemini) => {
-            deny(agent, &format!("{NEEDS_APPROVAL}{reason}"))
+            deny(agent, &format!("{NEEDS_APPROVAL}{reason}{APPROVE_HOW}"))
         }
         (Verdict::Halt, _) => deny(agent, &format!("{HALTED}{reason}")),
-        (Verdict::Deny, _) => deny(agent, &reason),
+        (Verdict::Deny, _) => deny(agent, &format!("{REFUSED}{reason}")),
     }
 }
 
@@ -129,9 +127,17 @@ fn deny(agent: Agent, reason: &str) -> Reply {
 }
 
 /// Claude Code's allow or ask: exit 0, the decision in JSON.
-fn claude(decision: &str, reason: &str) -> Reply {
+fn claude(decision: &str, reason: &str, updated_input: Option<&serde_json::Value>) -> Reply {
+    let mut output = json!({
+        "hookEventName": "PreToolUse",
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    });
+    if let Some(input) = updated_input {
+        output["updatedInput"] = input.clone();
+    }
     Reply {
-        stdout: claude_json(decision, reason),
+        stdout: json!({ "hookSpecificOutput": output }).to_string() + "\n",
         stderr: String::new(),
         exit_code: 0,
     }

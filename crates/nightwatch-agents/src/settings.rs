@@ -33,8 +33,13 @@ pub enum Scope {
 pub enum Base {
     /// The project's root directory.
     Project,
-    /// The user's home directory.
-    Home,
+    /// The user's directory for the agent: `$var` when it is set and not empty, else
+    /// `$HOME/default` (the agents move it with `CLAUDE_CONFIG_DIR`, `CODEX_HOME` and
+    /// `GEMINI_CLI_HOME`).
+    User {
+        var: &'static str,
+        default: &'static str,
+    },
 }
 
 /// Where an agent's hook settings live: `path` relative to `base`. The binary joins them.
@@ -45,19 +50,30 @@ pub struct SettingsLocation {
 }
 
 pub fn settings_path(agent: Agent, scope: Scope) -> SettingsLocation {
+    if scope == Scope::User {
+        let (var, default, path) = match agent {
+            // `CLAUDE_CONFIG_DIR` replaces `~/.claude`; Claude then ignores the other.
+            Agent::Claude => ("CLAUDE_CONFIG_DIR", ".claude", "settings.json"),
+            // `CODEX_HOME` replaces `~/.codex`, where `config.toml` and its trust live too.
+            Agent::Codex => ("CODEX_HOME", ".codex", "hooks.json"),
+            // `GEMINI_CLI_HOME` replaces the home directory Gemini CLI reads `.gemini` in.
+            Agent::Gemini => ("GEMINI_CLI_HOME", "", ".gemini/settings.json"),
+        };
+        return SettingsLocation {
+            base: Base::User { var, default },
+            path,
+        };
+    }
     let path = match agent {
         Agent::Claude if scope == Scope::Local => ".claude/settings.local.json",
         Agent::Claude => ".claude/settings.json",
-        // Codex reads `$CODEX_HOME/hooks.json` for the user; `CODEX_HOME` defaults to
-        // `~/.codex`.
         Agent::Codex => ".codex/hooks.json",
         Agent::Gemini => ".gemini/settings.json",
     };
-    let base = match scope {
-        Scope::Local | Scope::Project => Base::Project,
-        Scope::User => Base::Home,
-    };
-    SettingsLocation { base, path }
+    SettingsLocation {
+        base: Base::Project,
+        path,
+    }
 }
 
 /// One hook entry nightwatch installs.
@@ -96,7 +112,14 @@ fn entries(agent: Agent) -> &'static [Entry] {
                 event: "SessionEnd",
                 matcher: None,
             },
+            // Claude's auto mode refusing a call: the call's end, recorded.
+            Entry {
+                event: "PermissionDenied",
+                matcher: ALL_TOOLS,
+            },
         ],
+        // Codex 0.163's events: a person's approval (PermissionRequest) and the prompt are
+        // recorded; PermissionRequest carries no call id, so it decides nothing.
         Agent::Codex => &[
             Entry {
                 event: "PreToolUse",
@@ -107,11 +130,23 @@ fn entries(agent: Agent) -> &'static [Entry] {
                 matcher: ALL_TOOLS,
             },
             Entry {
+                event: "PermissionRequest",
+                matcher: ALL_TOOLS,
+            },
+            Entry {
+                event: "UserPromptSubmit",
+                matcher: None,
+            },
+            Entry {
                 event: "SessionStart",
                 matcher: None,
             },
             Entry {
                 event: "Stop",
+                matcher: None,
+            },
+            Entry {
+                event: "SessionEnd",
                 matcher: None,
             },
         ],
@@ -195,13 +230,20 @@ pub fn install_hooks(agent: Agent, settings: Value, command: &str) -> Result<Val
                 "a JSON array",
             ));
         };
+        // A group that is only nightwatch's is replaced where it stands: Codex keys each
+        // hook's trust by its place, so moving it (or the user's hooks after it) would turn
+        // them off.
+        let place = groups.iter().position(|group| is_only_ours(group, command));
         remove_ours(groups, command);
         let mut group = Map::new();
         if let Some(matcher) = entry.matcher {
             group.insert("matcher".into(), matcher.into());
         }
         group.insert("hooks".into(), Value::Array(vec![handler(agent, command)]));
-        groups.push(Value::Object(group));
+        match place {
+            Some(place) if place <= groups.len() => groups.insert(place, Value::Object(group)),
+            _ => groups.push(Value::Object(group)),
+        }
     }
     Ok(Value::Object(settings))
 }
@@ -262,6 +304,16 @@ pub fn before_tool_event(agent: Agent) -> &'static str {
     }
 }
 
+/// A group whose handlers are all nightwatch's.
+fn is_only_ours(group: &Value, command: &str) -> bool {
+    group
+        .get("hooks")
+        .and_then(Value::as_array)
+        .is_some_and(|handlers| {
+            !handlers.is_empty() && handlers.iter().all(|handler| is_ours(handler, command))
+        })
+}
+
 /// Drop nightwatch's handlers from these groups, and the groups they leave empty.
 fn remove_ours(groups: &mut Vec<Value>, command: &str) {
     groups.retain_mut(|group| {
@@ -276,7 +328,7 @@ fn remove_ours(groups: &mut Vec<Value>, command: &str) {
 
 /// A handler that runs nightwatch's hook: the command being installed, or any command whose
 /// program is `nightwatch` and which has a `hook` argument (an older path or agent name).
-fn is_ours(handler: &Value, command: &str) -> bool {
+pub(crate) fn is_ours(handler: &Value, command: &str) -> bool {
     let Some(existing) = handler.get("command").and_then(Value::as_str) else {
         return false;
     };
@@ -329,4 +381,9 @@ fn shape(place: &str, found: &Value, expected: &'static str) -> HookError {
         found: kind_of(found),
         expected,
     }
+}
+
+/// Whether a hook command runs nightwatch's hook (as nightwatch installs it, at any path).
+pub fn runs_nightwatch(command: &str) -> bool {
+    is_ours(&serde_json::json!({ "command": command }), "")
 }

@@ -541,6 +541,7 @@ fn a_reason_ending_a_sentence_gets_no_second_full_stop() {
 
 #[test]
 fn settings_live_where_each_agent_reads_them() {
+    let user = |var, default| Base::User { var, default };
     let rows = [
         (
             Agent::Claude,
@@ -550,9 +551,15 @@ fn settings_live_where_each_agent_reads_them() {
         ),
         (
             Agent::Claude,
+            Scope::Local,
+            Base::Project,
+            ".claude/settings.local.json",
+        ),
+        (
+            Agent::Claude,
             Scope::User,
-            Base::Home,
-            ".claude/settings.json",
+            user("CLAUDE_CONFIG_DIR", ".claude"),
+            "settings.json",
         ),
         (
             Agent::Codex,
@@ -560,7 +567,12 @@ fn settings_live_where_each_agent_reads_them() {
             Base::Project,
             ".codex/hooks.json",
         ),
-        (Agent::Codex, Scope::User, Base::Home, ".codex/hooks.json"),
+        (
+            Agent::Codex,
+            Scope::User,
+            user("CODEX_HOME", ".codex"),
+            "hooks.json",
+        ),
         (
             Agent::Gemini,
             Scope::Project,
@@ -570,7 +582,7 @@ fn settings_live_where_each_agent_reads_them() {
         (
             Agent::Gemini,
             Scope::User,
-            Base::Home,
+            user("GEMINI_CLI_HOME", ""),
             ".gemini/settings.json",
         ),
     ];

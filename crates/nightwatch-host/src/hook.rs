@@ -15,6 +15,7 @@ use nightwatch_gate::{Engine, Escalator, Event, Failure, Proposal, Report};
 use nightwatch_ledger::Outputs;
 use nightwatch_policy::Policy;
 use nightwatch_store::Ledger;
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 /// The message of the last panic, for the refusal's reason (the default hook's text on stderr
@@ -210,7 +211,7 @@ fn hook_actor(agent: Agent, env: &Environment) -> nightwatch_core::Actor {
 }
 
 /// The input to run instead of the agent's, when it starts a container and the agent lets a
-/// hook rewrite its input (Claude Code): the same call, its container labelled with who
+/// hook rewrite its input (Claude Code, Codex): the same call, its container labelled with who
 /// started it (see `nightwatch_agents::ownership`).
 fn ownership_labels(
     agent: Agent,
@@ -222,7 +223,8 @@ fn ownership_labels(
     env: &Environment,
 ) -> Option<serde_json::Value> {
     use nightwatch_agents::ownership::{Owner, label_docker_run};
-    if agent != Agent::Claude || tool_name != "Bash" {
+    // Claude Code and Codex run a rewritten input (`updatedInput`); Codex on allow only.
+    if !matches!(agent, Agent::Claude | Agent::Codex) || tool_name != "Bash" {
         return None;
     }
     let command = inputs.get("command")?.as_str()?;
@@ -400,9 +402,19 @@ fn handle(
         HookEvent::AfterTool {
             tool,
             inputs,
-            outcome,
+            mut outcome,
+            transcript_path,
             ..
         } => {
+            if agent == Agent::Codex
+                && outcome.exit_code.is_none()
+                && let (Some(transcript), Some(call)) = (transcript_path, call_id.as_deref())
+            {
+                outcome.exit_code = codex_exit_code_in(Path::new(&transcript), call);
+                if outcome.exit_code.is_some_and(|code| code != 0) {
+                    outcome.failed = true;
+                }
+            }
             engine
                 .record(Event::Result(Report {
                     actor,
@@ -443,6 +455,21 @@ fn handle(
             Ok(reply_to_record(agent))
         }
     }
+}
+
+/// The exit code Codex wrote for `call` in its transcript: read from the file's last 4 MiB,
+/// where the call just completed. `None` when the file does not say (the result is then
+/// recorded without one, never with a guessed one).
+fn codex_exit_code_in(transcript: &Path, call: &str) -> Option<i32> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 4 << 20;
+    let mut file = std::fs::File::open(transcript).ok()?;
+    let length = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(length.saturating_sub(TAIL)))
+        .ok()?;
+    let mut bytes = Vec::new();
+    file.take(TAIL).read_to_end(&mut bytes).ok()?;
+    nightwatch_agents::codex_exit_code(&String::from_utf8_lossy(&bytes), call)
 }
 
 /// When the policy says so (`sweep.containers.reap_at_session_end`), starts reaping what the

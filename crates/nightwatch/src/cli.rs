@@ -262,6 +262,12 @@ pub struct InstallArgs {
     /// The nightwatch program the hook or the units run (default: see above).
     #[arg(long, value_name = "PROGRAM")]
     pub binary: Option<PathBuf>,
+    /// Codex: record nightwatch's hooks as trusted in `$CODEX_HOME/config.toml`, the way
+    /// Codex's own `/hooks` review does. Codex runs no hook you have not trusted, and says
+    /// nothing about the ones it skips; without this flag, install says what to run and exits
+    /// 1 until the hooks are trusted.
+    #[arg(long)]
+    pub trust: bool,
     /// systemd: the directory the units are written to.
     #[arg(long, value_name = "DIR", default_value = "/etc/systemd/system")]
     pub unit_dir: PathBuf,
@@ -300,6 +306,11 @@ pub struct DoctorArgs {
     /// The project whose settings to check (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub project: Option<PathBuf>,
+    /// Also run each installed agent whose binary is on PATH once, against a canary model
+    /// on 127.0.0.1 that asks it to read a canary key under ~/.ssh: passes only when
+    /// nightwatch refused that call and recorded it (nothing is sent anywhere else).
+    #[arg(long)]
+    pub live: bool,
 }
 
 #[derive(Debug, Args)]

@@ -35,6 +35,10 @@ pub fn run(args: InstallArgs) -> anyhow::Result<u8> {
         );
     }
     println!("the hook runs: {command}");
+    let in_effect = match agent {
+        Agent::Codex => codex_trust(&path, &merged, args.trust, &args.place, &env)?,
+        _ => true,
+    };
     let data = crate::home::data_dir_in(&env);
     println!("data directory: {}", data.display());
     let policy = nightwatch_host::policies::policy_file(None, &env);
@@ -52,7 +56,207 @@ pub fn run(args: InstallArgs) -> anyhow::Result<u8> {
         );
     }
     println!("check it: nightwatch doctor {}", agent.as_str());
-    Ok(0)
+    Ok(if in_effect { 0 } else { 1 })
+}
+
+/// Codex runs a hook only once its hash is trusted in the user's `config.toml` (and a
+/// project's hooks only in a project the user trusts). With `--trust`, records that trust the
+/// way Codex's own review does; then asks Codex itself, when it is on PATH, which of the hooks
+/// it will run. Whether the hooks are in effect: without trust they are not, and install says
+/// what to run instead of reporting success.
+fn codex_trust(
+    hooks_file: &Path,
+    settings: &serde_json::Value,
+    trust: bool,
+    place: &SettingsPlace,
+    env: &Environment,
+) -> anyhow::Result<bool> {
+    let codex_home = user_dir("CODEX_HOME", ".codex", env)
+        .context("Codex's trust needs $CODEX_HOME or $HOME")?;
+    let config = codex_home.join("config.toml");
+    let hooks_file = std::path::absolute(hooks_file)?;
+    let wanted = nightwatch_agents::codex_hook_trust(&hooks_file.to_string_lossy(), settings);
+    let text = match std::fs::read_to_string(&config) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => bail!("cannot read {}: {e}", config.display()),
+    };
+    let mut document: toml_edit::DocumentMut = text.parse().with_context(|| {
+        format!(
+            "{} is not TOML; fix it by hand, then try again",
+            config.display()
+        )
+    })?;
+    let untrusted: Vec<&nightwatch_agents::CodexHookTrust> = wanted
+        .iter()
+        .filter(|hook| trusted_hash(&document, &hook.key) != Some(hook.hash.as_str()))
+        .collect();
+    if !untrusted.is_empty() && trust {
+        for hook in &untrusted {
+            let state = document
+                .entry("hooks")
+                .or_insert_with(implicit_table)
+                .as_table_like_mut()
+                .context("`hooks` in config.toml is not a table")?
+                .entry("state")
+                .or_insert(implicit_table());
+            let state = state
+                .as_table_like_mut()
+                .context("`hooks.state` in config.toml is not a table")?;
+            let entry = state.entry(&hook.key).or_insert(toml_edit::table());
+            entry
+                .as_table_like_mut()
+                .context("a `hooks.state` entry in config.toml is not a table")?
+                .insert("trusted_hash", toml_edit::value(hook.hash.as_str()));
+        }
+        write_text(&config, &document.to_string())?;
+        println!(
+            "trusted nightwatch's {} Codex hooks in {} (as Codex's /hooks review records it)",
+            untrusted.len(),
+            config.display()
+        );
+    }
+    let mut in_effect = true;
+    if !untrusted.is_empty() && !trust {
+        in_effect = false;
+        println!(
+            "NOT IN EFFECT: Codex runs no hook you have not trusted, and skips them without a \
+             word ({} of nightwatch's hooks are not trusted in {}).",
+            untrusted.len(),
+            config.display()
+        );
+        println!(
+            "  trust them: nightwatch install codex --trust{}   (or review them in Codex: /hooks)",
+            place_flags(place)
+        );
+    }
+    if !place.user {
+        let project = hooks_file
+            .parent()
+            .and_then(Path::parent)
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        if !codex_trusts_project(&document, &project) {
+            in_effect = false;
+            println!(
+                "NOT IN EFFECT: Codex reads a project's hooks only in a project you trust, and {} \
+                 is not trusted in {}.",
+                project.display(),
+                config.display()
+            );
+            println!(
+                "  trust the project in Codex (start `codex` there and accept), or install for \
+                 every project: nightwatch install codex --user --trust"
+            );
+        }
+    }
+    if in_effect && let Some(codex) = on_path("codex") {
+        let project = place
+            .project
+            .clone()
+            .or_else(|| env.cwd().map(PathBuf::from))
+            .unwrap_or_else(|| PathBuf::from("/"));
+        match super::agent_probe::codex_hooks(&codex, &codex_home, &project) {
+            Ok(hooks) => {
+                let ours: Vec<_> = hooks.iter().filter(|h| h.is_nightwatch()).collect();
+                let off: Vec<_> = ours.iter().filter(|h| !h.will_run()).collect();
+                if ours.is_empty() || !off.is_empty() {
+                    in_effect = false;
+                    println!(
+                        "NOT IN EFFECT: Codex ({}) says it will not run {} of nightwatch's hooks: {}",
+                        codex.display(),
+                        if ours.is_empty() {
+                            "any".to_owned()
+                        } else {
+                            off.len().to_string()
+                        },
+                        off.iter()
+                            .map(|h| format!("{} ({})", h.key, h.trust_status))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                } else {
+                    println!(
+                        "Codex ({}) confirms it runs nightwatch's {} hooks",
+                        codex.display(),
+                        ours.len()
+                    );
+                }
+            }
+            Err(e) => println!(
+                "could not ask Codex ({}) which hooks it runs: {e:#}",
+                codex.display()
+            ),
+        }
+    }
+    Ok(in_effect)
+}
+
+fn implicit_table() -> toml_edit::Item {
+    let mut table = toml_edit::Table::new();
+    table.set_implicit(true);
+    toml_edit::Item::Table(table)
+}
+
+/// `hooks.state."KEY".trusted_hash` in a Codex config.
+fn trusted_hash<'a>(document: &'a toml_edit::DocumentMut, key: &str) -> Option<&'a str> {
+    document
+        .get("hooks")?
+        .get("state")?
+        .get(key)?
+        .get("trusted_hash")?
+        .as_str()
+}
+
+/// Whether the config trusts `project` or a directory above it (`[projects."DIR"]
+/// trust_level = "trusted"`).
+fn codex_trusts_project(document: &toml_edit::DocumentMut, project: &Path) -> bool {
+    let Some(projects) = document.get("projects").and_then(|p| p.as_table_like()) else {
+        return false;
+    };
+    project.ancestors().any(|dir| {
+        projects
+            .get(&dir.to_string_lossy())
+            .and_then(|p| p.get("trust_level"))
+            .and_then(|t| t.as_str())
+            == Some("trusted")
+    })
+}
+
+/// The flags that name the same settings file again.
+fn place_flags(place: &SettingsPlace) -> String {
+    let mut flags = String::new();
+    if place.user {
+        flags.push_str(" --user");
+    }
+    if place.shared {
+        flags.push_str(" --shared");
+    }
+    if let Some(project) = &place.project {
+        flags.push_str(&format!(" --project {}", project.display()));
+    }
+    flags
+}
+
+/// Writes a file whole (a temporary file renamed over), the old one backed up first.
+fn write_text(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    if path.exists() {
+        let backup = backup_path(path);
+        std::fs::copy(path, &backup).with_context(|| {
+            format!("cannot back up {} to {}", path.display(), backup.display())
+        })?;
+        println!("backed up {} to {}", path.display(), backup.display());
+    }
+    let temporary = path.with_extension("nightwatch-tmp");
+    std::fs::write(&temporary, text)
+        .with_context(|| format!("cannot write {}", temporary.display()))?;
+    std::fs::rename(&temporary, path)
+        .with_context(|| format!("cannot replace {}", path.display()))?;
+    Ok(())
 }
 
 pub fn uninstall(args: UninstallArgs) -> anyhow::Result<u8> {
@@ -92,14 +296,21 @@ fn settings_file(
     };
     let location = settings_path(agent, scope);
     let base = match location.base {
-        Base::Home => env
-            .var("HOME")
-            .filter(|h| !h.is_empty())
-            .map(PathBuf::from)
-            .context("--user needs $HOME")?,
+        Base::User { var, default } => {
+            user_dir(var, default, env).with_context(|| format!("--user needs ${var} or $HOME"))?
+        }
         Base::Project => project_dir(place.project.as_deref(), env)?,
     };
     Ok(base.join(location.path))
+}
+
+/// The agent's directory for this user: `$var`, else `$HOME/default`; absolute.
+fn user_dir(var: &str, default: &str, env: &Environment) -> Option<PathBuf> {
+    let dir = match env.var(var).filter(|v| !v.is_empty()) {
+        Some(dir) => PathBuf::from(dir),
+        None => PathBuf::from(env.var("HOME").filter(|h| !h.is_empty())?).join(default),
+    };
+    std::path::absolute(&dir).ok()
 }
 
 fn project_dir(given: Option<&Path>, env: &Environment) -> anyhow::Result<PathBuf> {
@@ -231,23 +442,7 @@ fn read_settings(path: &Path) -> anyhow::Result<serde_json::Value> {
 
 /// Writes the settings whole (a temporary file renamed over), the old file backed up first.
 fn write_settings(path: &Path, settings: &serde_json::Value) -> anyhow::Result<()> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
-    }
-    if path.exists() {
-        let backup = backup_path(path);
-        std::fs::copy(path, &backup).with_context(|| {
-            format!("cannot back up {} to {}", path.display(), backup.display())
-        })?;
-        println!("backed up {} to {}", path.display(), backup.display());
-    }
-    let temporary = path.with_extension("json.nightwatch-tmp");
-    std::fs::write(&temporary, serde_json::to_string_pretty(settings)? + "\n")
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path)
-        .with_context(|| format!("cannot replace {}", path.display()))?;
-    Ok(())
+    write_text(path, &(serde_json::to_string_pretty(settings)? + "\n"))
 }
 
 /// `settings.json.nightwatch-backup`, or `...-backup.2` and on when one exists already.
@@ -458,9 +653,8 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
         args.agents.iter().copied().map(AgentName::into).collect()
     };
     let project = project_dir(args.project.as_deref(), &env)?;
-    let home = env.var("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
     for agent in agents {
-        check_agent(agent, &project, home.as_deref(), &mut findings);
+        check_agent(agent, &project, &env, args.live, &mut findings);
     }
 
     let broken = findings.iter().filter(|f| !f.ok).count();
@@ -481,14 +675,22 @@ pub fn doctor(args: DoctorArgs) -> anyhow::Result<u8> {
 }
 
 /// Each settings file of `agent` that exists: it parses, names nightwatch, its program runs,
-/// and the hook answers a harmless line with allow and a secret's read with a refusal.
-fn check_agent(agent: Agent, project: &Path, home: Option<&Path>, findings: &mut Vec<Finding>) {
+/// and the hook answers a harmless line with allow and a secret's read with a refusal. Then
+/// the agent itself, when it is on PATH, is asked: which hooks it will run (Codex), and with
+/// `live`, a run against the canary model.
+fn check_agent(
+    agent: Agent,
+    project: &Path,
+    env: &Environment,
+    live: bool,
+    findings: &mut Vec<Finding>,
+) {
     let mut places: Vec<PathBuf> = Vec::new();
     for scope in [Scope::Local, Scope::Project, Scope::User] {
         let location = settings_path(agent, scope);
         let base = match location.base {
             Base::Project => Some(project.to_path_buf()),
-            Base::Home => home.map(Path::to_path_buf),
+            Base::User { var, default } => user_dir(var, default, env),
         };
         if let Some(path) = base.map(|b| b.join(location.path))
             && !places.contains(&path)
@@ -531,6 +733,106 @@ fn check_agent(agent: Agent, project: &Path, home: Option<&Path>, findings: &mut
         findings.push(Finding::ok(format!(
             "{name}: not installed here (nightwatch install {name})"
         )));
+        return;
+    }
+    let Some(binary) = on_path(agent_program(agent)) else {
+        findings.push(Finding::ok(format!(
+            "{name}: its binary ({}) is not on PATH, so it was not asked which hooks it runs",
+            agent_program(agent)
+        )));
+        return;
+    };
+    if agent == Agent::Codex {
+        findings.push(codex_runs_the_hooks(&binary, project, env));
+    }
+    if live {
+        findings.push(
+            match super::agent_probe::live_canary(agent, &binary, project, env) {
+                Ok(proof) => {
+                    Finding::ok(format!("{name}: live run of {}: {proof}", binary.display()))
+                }
+                Err(e) => Finding::fix(
+                    format!("{name}: live run of {}: {e:#}", binary.display()),
+                    format!(
+                        "nightwatch install {name}{} (and see the findings above)",
+                        if agent == Agent::Codex {
+                            " --trust"
+                        } else {
+                            ""
+                        }
+                    ),
+                ),
+            },
+        );
+    }
+}
+
+/// The program each agent is started as.
+fn agent_program(agent: Agent) -> &'static str {
+    match agent {
+        Agent::Claude => "claude",
+        Agent::Codex => "codex",
+        Agent::Gemini => "gemini",
+    }
+}
+
+/// Codex's own answer (app-server `hooks/list`) to which of nightwatch's hooks it runs in
+/// `project`: each must be enabled and trusted (or managed).
+fn codex_runs_the_hooks(codex: &Path, project: &Path, env: &Environment) -> Finding {
+    let Some(codex_home) = user_dir("CODEX_HOME", ".codex", env) else {
+        return Finding::fix("codex: no $CODEX_HOME or $HOME", "set HOME");
+    };
+    let hooks = match super::agent_probe::codex_hooks(codex, &codex_home, project) {
+        Ok(hooks) => hooks,
+        Err(e) => {
+            return Finding::fix(
+                format!(
+                    "codex: could not ask {} which hooks it runs: {e:#}",
+                    codex.display()
+                ),
+                "run `codex app-server` by hand to see why it does not answer",
+            );
+        }
+    };
+    let ours: Vec<_> = hooks.iter().filter(|h| h.is_nightwatch()).collect();
+    let off: Vec<String> = ours
+        .iter()
+        .filter(|h| !h.will_run())
+        .map(|h| {
+            format!(
+                "{} is {}{}",
+                h.key,
+                h.trust_status,
+                if h.enabled { "" } else { ", disabled" }
+            )
+        })
+        .collect();
+    if ours.is_empty() {
+        Finding::fix(
+            format!(
+                "codex: {} lists none of nightwatch's hooks for {} (a project's hooks load only in a project you trust)",
+                codex.display(),
+                project.display()
+            ),
+            "nightwatch install codex --user --trust, or trust the project in Codex",
+        )
+    } else if !off.is_empty() {
+        Finding::fix(
+            format!(
+                "codex: {} will NOT run {} of nightwatch's {} hooks: {}",
+                codex.display(),
+                off.len(),
+                ours.len(),
+                off.join("; ")
+            ),
+            "nightwatch install codex --trust (same --user/--project as installed), or review them in Codex: /hooks",
+        )
+    } else {
+        Finding::ok(format!(
+            "codex: {} says it runs all {} of nightwatch's hooks (trusted)",
+            codex.display(),
+            ours.len()
+        ))
     }
 }
 

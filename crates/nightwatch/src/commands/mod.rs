@@ -1,5 +1,6 @@
 //! One module per subcommand. Each returns the process exit status.
 
+mod agent_probe;
 mod approve;
 mod backups;
 mod check;

@@ -1,5 +1,6 @@
 //! Helpers shared by the binary's integration tests.
 #![allow(dead_code)] // Each test file uses its own share of these helpers.
+pub mod agents;
 pub mod alertmanager;
 pub mod daemon;
 pub mod docker;

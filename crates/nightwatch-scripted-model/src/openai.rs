@@ -1,0 +1,61 @@
+//! OpenAI's Responses API (`POST /v1/responses`), as Codex calls it through a
+//! `model_providers` entry: streamed as `response.created`, each output item
+//! (`response.output_item.done`: a `function_call`, or an assistant `message`), then
+//! `response.completed`.
+
+use crate::{Script, Step, event_stream, next_step};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+pub(crate) fn answer(script: &Script, request: &Value) -> Response {
+    let made = calls_made(request);
+    let id = format!("resp_scripted_{made}");
+    let item = match next_step(script, made) {
+        Step::Call { tool, input } => json!({
+            "type": "function_call",
+            "id": format!("fc_scripted_{made}"),
+            "call_id": format!("call_scripted_{made}"),
+            "name": tool,
+            "arguments": input.to_string(),
+            "status": "completed",
+        }),
+        Step::Say(text) => json!({
+            "type": "message",
+            "id": format!("msg_scripted_{made}"),
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        }),
+    };
+    let usage = json!({
+        "input_tokens": 1, "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 2,
+    });
+    event_stream(&[
+        json!({"type": "response.created", "response": {"id": id}}),
+        json!({"type": "response.output_item.added", "output_index": 0, "item": item}),
+        json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
+        json!({"type": "response.completed", "response": {"id": id, "usage": usage}}),
+    ])
+}
+
+/// `GET /models`: no models to offer; the agent uses the one it was configured with.
+pub(crate) fn models() -> Response {
+    axum::Json(json!({"object": "list", "data": [], "models": []})).into_response()
+}
+
+/// The tool calls the assistant has made in the conversation the request carries.
+fn calls_made(request: &Value) -> usize {
+    request["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|item| {
+            matches!(
+                item["type"].as_str(),
+                Some("function_call" | "custom_tool_call" | "local_shell_call")
+            )
+        })
+        .count()
+}
