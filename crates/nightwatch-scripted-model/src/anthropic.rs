@@ -12,13 +12,13 @@ pub(crate) fn answer(script: &Script, request: &Value) -> Response {
     // conversation the script is about.
     let offers_tools = request["tools"].as_array().is_some_and(|t| !t.is_empty());
     let step = if offers_tools {
-        next_step(script, calls_made(request))
+        next_step(script, turns_taken(request))
     } else {
         Step::Say("ok".to_owned())
     };
     let model = request["model"].as_str().unwrap_or("scripted").to_owned();
-    let id = format!("msg_scripted_{}", calls_made(request));
-    let call_id = format!("toolu_scripted_{}", calls_made(request));
+    let id = format!("msg_scripted_{}", turns_taken(request));
+    let call_id = format!("toolu_scripted_{}", turns_taken(request));
     let (block, stop_reason) = match &step {
         Step::Call { tool, input } => (
             json!({"type": "tool_use", "id": call_id, "name": tool, "input": input}),
@@ -60,14 +60,13 @@ pub(crate) fn answer(script: &Script, request: &Value) -> Response {
     ])
 }
 
-/// The tool calls the assistant has made in the conversation the request carries.
-fn calls_made(request: &Value) -> usize {
+/// The assistant's turns in the conversation the request carries (Claude sends a turn's
+/// text and tool calls as one assistant message).
+fn turns_taken(request: &Value) -> usize {
     request["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|message| message["role"] == "assistant")
-        .flat_map(|message| message["content"].as_array().into_iter().flatten())
-        .filter(|block| block["type"] == "tool_use")
         .count()
 }

@@ -8,8 +8,8 @@
 //! text. It logs every request it receives, headers and body, so a caller can assert that no
 //! secret byte ever reached "the model".
 //!
-//! Which step comes next is read from the request itself: the number of tool calls the
-//! assistant has already made in the conversation it carries. So the server keeps no state per
+//! Which step comes next is read from the request itself: the number of turns the assistant
+//! has already taken in the conversation it carries. So the server keeps no state per
 //! session, retries are answered alike, and requests outside the conversation (Claude's title
 //! and topic requests, which carry no tools) get a short text without using a step.
 //!
@@ -197,18 +197,14 @@ async fn answer(
     }
 }
 
-/// The step a conversation that has already made `calls_made` tool calls takes next.
-fn next_step(script: &Script, calls_made: usize) -> Step {
-    let mut calls = 0;
-    for step in script {
-        match step {
-            Step::Call { .. } if calls == calls_made => return step.clone(),
-            Step::Call { .. } => calls += 1,
-            Step::Say(_) if calls == calls_made => return step.clone(),
-            Step::Say(_) => {}
-        }
-    }
-    Step::Say("done".to_owned())
+/// The step a conversation whose assistant has already taken `turns` turns takes next: each
+/// step is one assistant turn, so a conversation resumed after a `Say` goes on with the step
+/// after it.
+fn next_step(script: &Script, turns: usize) -> Step {
+    script
+        .get(turns)
+        .cloned()
+        .unwrap_or_else(|| Step::Say("done".to_owned()))
 }
 
 /// A body of server-sent events, each `event:` named by its `type`.
@@ -234,11 +230,11 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn steps_follow_the_calls_already_made_and_end_in_done() {
+    fn steps_follow_the_turns_already_taken_and_end_in_done() {
         let script = vec![
             Step::call("Bash", json!({"command": "ls"})),
+            Step::Say("waiting".into()),
             Step::call("Bash", json!({"command": "pwd"})),
-            Step::Say("finished".into()),
         ];
         assert_eq!(next_step(&script, 0), script[0]);
         assert_eq!(next_step(&script, 1), script[1]);

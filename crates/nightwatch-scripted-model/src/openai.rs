@@ -8,7 +8,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 pub(crate) fn answer(script: &Script, request: &Value) -> Response {
-    let made = calls_made(request);
+    let made = turns_taken(request);
     let id = format!("resp_scripted_{made}");
     let item = match next_step(script, made) {
         Step::Call { tool, input } => json!({
@@ -45,8 +45,9 @@ pub(crate) fn models() -> Response {
     axum::Json(json!({"object": "list", "data": [], "models": []})).into_response()
 }
 
-/// The tool calls the assistant has made in the conversation the request carries.
-fn calls_made(request: &Value) -> usize {
+/// The assistant's turns in the conversation the request carries: each tool call it made and
+/// each message it said (the scripted model makes one item a turn).
+fn turns_taken(request: &Value) -> usize {
     request["input"]
         .as_array()
         .into_iter()
@@ -55,7 +56,7 @@ fn calls_made(request: &Value) -> usize {
             matches!(
                 item["type"].as_str(),
                 Some("function_call" | "custom_tool_call" | "local_shell_call")
-            )
+            ) || (item["type"] == "message" && item["role"] == "assistant")
         })
         .count()
 }

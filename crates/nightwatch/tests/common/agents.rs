@@ -95,7 +95,29 @@ impl World {
         )
         .unwrap();
         std::fs::write(world.project.join("README.md"), "a project\n").unwrap();
+        // The agent is on this user's PATH, so install and doctor can ask it.
+        std::fs::create_dir_all(world.root.join("bin")).unwrap();
+        std::os::unix::fs::symlink(
+            binary(agent.name()),
+            world.root.join("bin").join(agent.name()),
+        )
+        .unwrap();
         world
+    }
+
+    /// Points Codex at `model` in the user's `config.toml` (a model provider of its own).
+    pub fn use_codex_model(&self, model: &ScriptedModel) {
+        let config = self.config.join("config.toml");
+        let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+        text.insert_str(
+            0,
+            &format!(
+                "model = \"gpt-5.1-codex\"\nmodel_provider = \"scripted\"\n\n\
+                 [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}/v1\"\n\n",
+                model.url()
+            ),
+        );
+        std::fs::write(config, text).unwrap();
     }
 
     /// `nightwatch ARGS` as this user, from the project's directory.
@@ -122,7 +144,13 @@ impl World {
     fn user_env(&self, command: &mut Command) {
         command
             .env_clear()
-            .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+            .env(
+                "PATH",
+                format!(
+                    "{}:/usr/local/bin:/usr/bin:/bin",
+                    self.root.join("bin").display()
+                ),
+            )
             .env("HOME", &self.home)
             .env("LANG", "C.UTF-8")
             .env(self.agent.config_var(), &self.config)
