@@ -428,8 +428,14 @@ fn replies_follow_each_agents_contract() {
             "permissionDecisionReason": reason,
         }}))
     };
-    let halted = format!("halted, the operator has been notified: {full}");
-    let approval = format!("needs a human's approval: {full}");
+    let halted = format!("halted by nightwatch policy, the operator has been notified: {full}");
+    let approval = format!(
+        "needs a human's approval under nightwatch policy: {full} (a person approves it with \
+         `nightwatch approve ID`, the id in `nightwatch log --verdict ask`; then the same call \
+         goes through once)"
+    );
+    let refused = format!("refused by nightwatch policy: {full}");
+    let refused = refused.as_str();
     let rows: Vec<ReplyRow<'_>> = vec![
         (
             Agent::Claude,
@@ -443,8 +449,8 @@ fn replies_follow_each_agents_contract() {
             Agent::Claude,
             Verdict::Deny,
             2,
-            claude("deny", full),
-            Some(full),
+            claude("deny", refused),
+            Some(refused),
         ),
         (
             Agent::Claude,
@@ -465,8 +471,8 @@ fn replies_follow_each_agents_contract() {
             Agent::Codex,
             Verdict::Deny,
             2,
-            claude("deny", full),
-            Some(full),
+            claude("deny", refused),
+            Some(refused),
         ),
         (
             Agent::Codex,
@@ -493,8 +499,8 @@ fn replies_follow_each_agents_contract() {
             Agent::Gemini,
             Verdict::Deny,
             2,
-            Some(json!({"decision": "deny", "reason": full})),
-            Some(full),
+            Some(json!({"decision": "deny", "reason": refused})),
+            Some(refused),
         ),
         (
             Agent::Gemini,
@@ -536,7 +542,10 @@ fn a_refusal_never_has_an_empty_reason() {
 #[test]
 fn a_reason_ending_a_sentence_gets_no_second_full_stop() {
     let reply = reply_to_decision(Agent::Claude, Verdict::Deny, "No.", Some("ask first"));
-    assert_eq!(reply.stderr, "No. Instead: ask first\n");
+    assert_eq!(
+        reply.stderr,
+        "refused by nightwatch policy: No. Instead: ask first\n"
+    );
 }
 
 #[test]
@@ -602,6 +611,7 @@ fn install_into_nothing_creates_each_agents_events() {
         (
             Agent::Claude,
             &[
+                "PermissionDenied",
                 "PostToolUse",
                 "PostToolUseFailure",
                 "PreToolUse",
@@ -612,7 +622,15 @@ fn install_into_nothing_creates_each_agents_events() {
         ),
         (
             Agent::Codex,
-            &["PostToolUse", "PreToolUse", "SessionStart", "Stop"],
+            &[
+                "PermissionRequest",
+                "PostToolUse",
+                "PreToolUse",
+                "SessionEnd",
+                "SessionStart",
+                "Stop",
+                "UserPromptSubmit",
+            ],
         ),
         (
             Agent::Gemini,
@@ -788,4 +806,40 @@ fn a_hook_command_splits_into_its_environment_and_its_words() {
     let (vars, words) = crate::command_words("nightwatch hook gemini");
     assert!(vars.is_empty());
     assert_eq!(words, ["nightwatch", "hook", "gemini"]);
+}
+
+/// What a person approves in Claude's prompt is the input nightwatch decided (its ownership
+/// labels included); Codex runs a rewritten input only with an explicit allow.
+#[test]
+fn a_rewritten_input_rides_on_claudes_ask_and_allow_and_on_codexs_allow_only() {
+    let labelled = json!({"command": "docker run --label nightwatch.agent=x img"});
+    let output = |agent, verdict| {
+        let reply =
+            crate::reply_to_decision_with_input(agent, verdict, "why", None, Some(&labelled));
+        (
+            reply.exit_code,
+            serde_json::from_str::<Value>(&reply.stdout).ok(),
+        )
+    };
+    for verdict in [Verdict::Allow, Verdict::Ask] {
+        let (code, stdout) = output(Agent::Claude, verdict);
+        assert_eq!(code, 0);
+        assert_eq!(
+            stdout.unwrap()["hookSpecificOutput"]["updatedInput"],
+            labelled
+        );
+    }
+    let (code, stdout) = output(Agent::Codex, Verdict::Allow);
+    assert_eq!(code, 0);
+    let stdout = stdout.unwrap();
+    assert_eq!(stdout["hookSpecificOutput"]["permissionDecision"], "allow");
+    assert_eq!(stdout["hookSpecificOutput"]["updatedInput"], labelled);
+    let (code, stdout) = output(Agent::Codex, Verdict::Ask);
+    assert_eq!(code, 2);
+    assert!(
+        stdout.unwrap()["hookSpecificOutput"]
+            .get("updatedInput")
+            .is_none()
+    );
+    assert_eq!(output(Agent::Claude, Verdict::Deny).0, 2);
 }
