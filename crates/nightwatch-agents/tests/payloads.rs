@@ -62,8 +62,8 @@ fn expected(agent: &str, file: &str) -> Expect {
         },
         ("claude", "pre-bash-compound.json") => Expect::Before {
             call_id: Some("toolu_01DEF456"),
-            session: "sess_7c1d00",
-            cwd: "/srv/app",
+            session: "sess_2a9f3b",
+            cwd: "/opt/agent",
             tool_name: "Bash",
             tool: exec("cd /srv/app && docker compose up -d postgres"),
         },
@@ -73,12 +73,12 @@ fn expected(agent: &str, file: &str) -> Expect {
             cwd: "/opt/agent",
             tool_name: "Edit",
             tool: Tool::Edit {
-                path: "/etc/app/worker.yaml".into(),
+                path: "/opt/agent/app.conf".into(),
             },
         },
         ("claude", "pre-mcp.json") => Expect::Before {
-            call_id: Some("toolu_01PQR678"),
-            session: "sess_2a9f3b",
+            call_id: Some("toolu_8934790812cb478dac267d86"),
+            session: "de97d7d4-226c-4380-9ebf-85b6a4afd64f",
             cwd: "/opt/agent",
             tool_name: "mcp__postgres__query",
             tool: Tool::Mcp {
@@ -93,7 +93,7 @@ fn expected(agent: &str, file: &str) -> Expect {
             cwd: "/opt/agent",
             tool_name: "Read",
             tool: Tool::Read {
-                path: "/var/log/app-worker/current.log".into(),
+                path: "/opt/agent/README.md".into(),
             },
         },
         ("claude", "pre-write.json") => Expect::Before {
@@ -102,7 +102,7 @@ fn expected(agent: &str, file: &str) -> Expect {
             cwd: "/opt/agent",
             tool_name: "Write",
             tool: Tool::Write {
-                path: "/etc/nginx/conf.d/app.conf".into(),
+                path: "/opt/agent/app.conf".into(),
             },
         },
         ("claude", "post-bash.json") => Expect::After {
@@ -111,9 +111,10 @@ fn expected(agent: &str, file: &str) -> Expect {
             tool_name: "Bash",
             tool: exec("journalctl --vacuum-time=7d --unit=app-worker"),
             outcome: ToolOutcome {
-                exit_code: None,
+                exit_code: Some(0),
+                // Claude Code trims the command's output: no newline at the end.
                 stdout:
-                    "Vacuuming done, freed 4.2G of archived journals from /var/log/journal/3f2e.\n"
+                    "Vacuuming done, freed 4.2G of archived journals from /var/log/journal/3f2e."
                         .into(),
                 stderr: String::new(),
                 failed: false,
@@ -127,18 +128,42 @@ fn expected(agent: &str, file: &str) -> Expect {
             tool_name: "Bash",
             tool: exec("systemctl restart app-worker"),
             outcome: ToolOutcome {
-                exit_code: Some(1),
+                exit_code: Some(3),
                 stdout: String::new(),
-                stderr: "Exit code 1\nFailed to restart app-worker.service: Access denied".into(),
+                stderr: "Exit code 3\nFailed to restart app-worker.service: Access denied".into(),
                 failed: true,
                 interrupted: false,
-                duration_ms: Some(112),
+                duration_ms: Some(16),
+            },
+        },
+        ("claude", "post-mcp.json") => Expect::After {
+            call_id: Some("toolu_8934790812cb478dac267d86"),
+            session: "de97d7d4-226c-4380-9ebf-85b6a4afd64f",
+            tool_name: "mcp__postgres__query",
+            tool: Tool::Mcp {
+                server: "postgres".into(),
+                tool: "query".into(),
+                paths: vec![],
+            },
+            // Claude Code sends an MCP result as the server's content array.
+            outcome: ToolOutcome {
+                exit_code: None,
+                stdout: String::new(),
+                stderr: String::new(),
+                failed: false,
+                interrupted: false,
+                duration_ms: Some(6),
             },
         },
         ("claude", "session-start.json") => Expect::Lifecycle {
             name: "SessionStart",
             session: "sess_2a9f3b",
             detail: ("source", json!("startup")),
+        },
+        ("claude", "user-prompt-submit.json") => Expect::Lifecycle {
+            name: "UserPromptSubmit",
+            session: "sess_2a9f3b",
+            detail: ("prompt", json!("go")),
         },
         ("claude", "stop.json") => Expect::Lifecycle {
             name: "Stop",
@@ -150,13 +175,86 @@ fn expected(agent: &str, file: &str) -> Expect {
             session: "sess_2a9f3b",
             detail: ("reason", json!("other")),
         },
+        ("claude", "permission-denied.json") => Expect::Lifecycle {
+            name: "PermissionDenied",
+            session: "5d4f49cc-1fc1-4392-a10f-fc9ce3ae3e57",
+            detail: ("reason", json!("Classifier unavailable")),
+        },
         ("claude", "settings-example.json") => Expect::Skip,
         ("codex", "pre-bash.json") => Expect::Before {
-            call_id: Some("call_8f2a"),
-            session: "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
-            cwd: "/srv/app",
+            call_id: Some("call_scripted_2"),
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            cwd: "/home/dev/project",
             tool_name: "Bash",
             tool: exec("bash -lc 'git status && git push --force origin main'"),
+        },
+        ("codex", "pre-apply-patch.json") => Expect::Before {
+            call_id: Some("call_0"),
+            session: "01a245c5-f69a-7221-bbc9-f8500a9c373e",
+            cwd: "/home/dev/project",
+            tool_name: "apply_patch",
+            // The patch names the file relative to the session's cwd, and so does the tool.
+            tool: Tool::Write {
+                path: "notes.txt".into(),
+            },
+        },
+        ("codex", "pre-mcp.json") => Expect::Before {
+            call_id: Some("call_2"),
+            session: "01a245c5-db95-7ef1-a8a3-8a8ce24b71fa",
+            cwd: "/home/dev/project",
+            tool_name: "mcp__demo__echo",
+            tool: Tool::Mcp {
+                server: "demo".into(),
+                tool: "echo".into(),
+                paths: vec![],
+            },
+        },
+        // Codex's shell result is the command's output alone: the exit code is in the
+        // transcript, which `nightwatch hook` reads, not in the payload.
+        ("codex", "post-bash.json") => Expect::After {
+            call_id: Some("call_scripted_0"),
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            tool_name: "Bash",
+            tool: exec("echo hello"),
+            outcome: ToolOutcome {
+                stdout: "hello\n".into(),
+                ..ToolOutcome::default()
+            },
+        },
+        ("codex", "post-bash-failure.json") => Expect::After {
+            call_id: Some("call_scripted_1"),
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            tool_name: "Bash",
+            tool: exec("echo failing >&2; exit 3"),
+            outcome: ToolOutcome {
+                stdout: "failing\n".into(),
+                ..ToolOutcome::default()
+            },
+        },
+        ("codex", "permission-request.json") => Expect::Lifecycle {
+            name: "PermissionRequest",
+            session: "01a245c5-fc78-7ff2-9878-a4dad2038fb1",
+            detail: ("tool_name", json!("Bash")),
+        },
+        ("codex", "session-start.json") => Expect::Lifecycle {
+            name: "SessionStart",
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            detail: ("source", json!("startup")),
+        },
+        ("codex", "user-prompt-submit.json") => Expect::Lifecycle {
+            name: "UserPromptSubmit",
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            detail: ("prompt", json!("go")),
+        },
+        ("codex", "stop.json") => Expect::Lifecycle {
+            name: "Stop",
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            detail: ("stop_hook_active", json!(false)),
+        },
+        ("codex", "session-end.json") => Expect::Lifecycle {
+            name: "SessionEnd",
+            session: "01a245c8-21e4-7a60-b7f5-943e610b372a",
+            detail: ("reason", json!("other")),
         },
         ("gemini", "before-tool.json") => Expect::Before {
             call_id: None,
@@ -219,7 +317,7 @@ fn every_agent_payload_parses_into_its_event() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 14, "every hook payload was checked");
+    assert_eq!(checked, 26, "every hook payload was checked");
 }
 
 fn check_event(label: &str, agent: Agent, event: &HookEvent, expect: Expect) {
@@ -374,7 +472,7 @@ fn halt_is_a_deny_that_says_the_operator_knows() {
         assert_eq!(reply.exit_code, 2);
         assert_eq!(
             reply.stderr,
-            "halted, the operator has been notified: disk is full on prod\n"
+            "halted by nightwatch policy, the operator has been notified: disk is full on prod\n"
         );
     }
 }
