@@ -477,23 +477,7 @@ fn installed_with_policy(name: &str, policy_text: &str) -> (World, PathBuf) {
     let world = World::new(Agent::Claude, name);
     let policy = world.root.join("policy.yaml");
     std::fs::write(&policy, policy_text).unwrap();
-    let mut command = common::nightwatch_command(&["install", "claude"]);
-    command
-        .env_clear()
-        .env(
-            "PATH",
-            format!(
-                "{}:/usr/local/bin:/usr/bin:/bin",
-                world.root.join("bin").display()
-            ),
-        )
-        .env("HOME", &world.home)
-        .env("LANG", "C.UTF-8")
-        .env(Agent::Claude.config_var(), &world.config)
-        .env("NIGHTWATCH_HOME", &world.data)
-        .env("NIGHTWATCH_POLICY", &policy)
-        .current_dir(&world.project);
-    let output = common::run_with_input(command, b"");
+    let output = world.nightwatch_with(&["install", "claude"], &[("NIGHTWATCH_POLICY", &policy)]);
     assert!(output.status.success(), "install failed: {}", text(&output));
     let settings =
         std::fs::read_to_string(world.project.join(".claude/settings.local.json")).unwrap();

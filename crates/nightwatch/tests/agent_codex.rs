@@ -120,15 +120,11 @@ fn an_untrusted_install_is_not_reported_as_success_and_trusting_it_takes_effect(
 
     // Installing again with another data directory changes the hook's command, so its hash:
     // without --trust that is said, not passed over.
-    let mut again = common::nightwatch_command(&["install", "codex", "--user"]);
-    again
-        .env_clear()
-        .env("PATH", "/usr/bin:/bin")
-        .env("HOME", &world.home)
-        .env("CODEX_HOME", &world.config)
-        .env("NIGHTWATCH_HOME", world.root.join("other-data"))
-        .current_dir(&world.project);
-    let output = common::run_with_input(again, b"");
+    let other = world.root.join("other-data");
+    let output = world.nightwatch_with(
+        &["install", "codex", "--user"],
+        &[("NIGHTWATCH_HOME", other.as_path())],
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     assert!(text(&output).contains("NOT IN EFFECT"), "{}", text(&output));
 }

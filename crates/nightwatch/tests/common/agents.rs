@@ -122,9 +122,17 @@ impl World {
 
     /// `nightwatch ARGS` as this user, from the project's directory.
     pub fn nightwatch(&self, args: &[&str]) -> Output {
+        self.nightwatch_with(args, &[])
+    }
+
+    /// As [`World::nightwatch`], with `vars` set on top (another data directory, a policy).
+    pub fn nightwatch_with(&self, args: &[&str], vars: &[(&str, &Path)]) -> Output {
         let mut command = super::nightwatch_command(args);
         self.user_env(&mut command);
         command.env("NIGHTWATCH_HOME", &self.data);
+        for (name, value) in vars {
+            command.env(name, value);
+        }
         super::run_with_input(command, b"")
     }
 
