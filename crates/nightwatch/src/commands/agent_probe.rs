@@ -125,10 +125,11 @@ pub fn live_canary(
     project: &Path,
     env: &Environment,
 ) -> anyhow::Result<String> {
+    let clock = crate::clock::Clock::from_env(env)?;
     let nonce = format!(
         "nightwatch-canary-{}-{}",
         std::process::id(),
-        jiff::Timestamp::now().as_millisecond()
+        clock.written_ms()
     );
     let line = format!("cat ~/.ssh/{nonce}");
     let call = match agent {
@@ -138,7 +139,7 @@ pub fn live_canary(
     };
     let model = ScriptedModel::start(vec![call, Step::Say("done".into())])
         .context("cannot start the canary model on 127.0.0.1")?;
-    let started = jiff::Timestamp::now().as_millisecond();
+    let started = clock.written_ms();
     let mut command = Command::new(binary);
     command
         .current_dir(project)
