@@ -175,8 +175,17 @@ fn entries(agent: Agent) -> &'static [Entry] {
 /// generous; a decision takes milliseconds.
 const TIMEOUT_SECONDS: u64 = 30;
 
-fn handler(agent: Agent, command: &str) -> Value {
+/// Codex clamps a SessionEnd hook's limit to 3 s and says so as an error on every session's
+/// output; recording the end takes milliseconds.
+const CODEX_SESSION_END_SECONDS: u64 = 3;
+
+fn handler(agent: Agent, event: &str, command: &str) -> Value {
     match agent {
+        Agent::Codex if event == "SessionEnd" => json!({
+            "type": "command",
+            "command": command,
+            "timeout": CODEX_SESSION_END_SECONDS,
+        }),
         Agent::Claude | Agent::Codex => json!({
             "type": "command",
             "command": command,
@@ -239,7 +248,10 @@ pub fn install_hooks(agent: Agent, settings: Value, command: &str) -> Result<Val
         if let Some(matcher) = entry.matcher {
             group.insert("matcher".into(), matcher.into());
         }
-        group.insert("hooks".into(), Value::Array(vec![handler(agent, command)]));
+        group.insert(
+            "hooks".into(),
+            Value::Array(vec![handler(agent, entry.event, command)]),
+        );
         match place {
             Some(place) if place <= groups.len() => groups.insert(place, Value::Object(group)),
             _ => groups.push(Value::Object(group)),

@@ -11,14 +11,21 @@ pub(crate) fn answer(script: &Script, request: &Value) -> Response {
     let made = turns_taken(request);
     let id = format!("resp_scripted_{made}");
     let item = match next_step(script, made) {
-        Step::Call { tool, input } => json!({
-            "type": "function_call",
-            "id": format!("fc_scripted_{made}"),
-            "call_id": format!("call_scripted_{made}"),
-            "name": tool,
-            "arguments": input.to_string(),
-            "status": "completed",
-        }),
+        Step::Call { tool, input } => {
+            let mut call = json!({
+                "type": "function_call",
+                "id": format!("fc_scripted_{made}"),
+                "call_id": format!("call_scripted_{made}"),
+                "name": &tool,
+                "arguments": input.to_string(),
+                "status": "completed",
+            });
+            if let Some((namespace, name)) = namespaced(request, &tool) {
+                call["namespace"] = json!(namespace);
+                call["name"] = json!(name);
+            }
+            call
+        }
         Step::Say(text) => json!({
             "type": "message",
             "id": format!("msg_scripted_{made}"),
@@ -38,6 +45,25 @@ pub(crate) fn answer(script: &Script, request: &Value) -> Response {
         json!({"type": "response.output_item.done", "output_index": 0, "item": item}),
         json!({"type": "response.completed", "response": {"id": id, "usage": usage}}),
     ])
+}
+
+/// A tool the request offers inside a namespace (Codex offers an MCP server's tools as the
+/// namespace `mcp__SERVER`), named as Claude names it: `NAMESPACE__TOOL`. The call then
+/// carries the namespace and the tool's own name, as the Responses API does.
+fn namespaced<'a>(request: &Value, tool: &'a str) -> Option<(String, &'a str)> {
+    let tools = request["tools"].as_array()?;
+    tools
+        .iter()
+        .filter(|offered| offered["type"] == "namespace")
+        .find_map(|namespace| {
+            let prefix = namespace["name"].as_str()?;
+            let name = tool.strip_prefix(prefix)?.strip_prefix("__")?;
+            let offered = namespace["tools"].as_array()?;
+            offered
+                .iter()
+                .any(|t| t["name"] == name)
+                .then(|| (prefix.to_owned(), name))
+        })
 }
 
 /// `GET /models`: no models to offer; the agent uses the one it was configured with.

@@ -7,8 +7,8 @@
 mod common;
 
 use common::agents::{
-    Agent, KEY_CANARY, TOKEN_CANARY, World, assert_no_secret_reached, binary, json_lines,
-    of_session, path_str, run, text,
+    Agent, KEY_CANARY, TOKEN_CANARY, TimeServer, World, assert_no_secret_reached, json_lines,
+    of_session, path_str, run, text, time_server,
 };
 use common::docker::IMAGE;
 use nightwatch_agents::ownership::{OWNER_LABEL, SESSION_LABEL};
@@ -391,52 +391,9 @@ fn an_ask_reaches_claudes_own_prompt_with_the_labelled_input_that_then_runs() {
 
 const TIME_TOOL: &str = "mcp__time__get_current_time";
 
-/// `--mcp-config` for the real `mcp-server-time` that `scripts/install-agents` installs at the
-/// version it pins, run by a python3 that can import it. Its real executable, not a shim: the
-/// world's PATH and HOME are not this user's.
+/// `--mcp-config` for the real `mcp-server-time`.
 fn time_server_config() -> String {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-agents");
-    let script = std::fs::read_to_string(&script).expect("scripts/install-agents");
-    let version = script
-        .lines()
-        .find_map(|l| l.strip_prefix("MCP_SERVER_TIME_VERSION="))
-        .and_then(|rest| rest.split_whitespace().next())
-        .expect("scripts/install-agents pins MCP_SERVER_TIME_VERSION");
-    let site = binary("claude")
-        .parent()
-        .expect("the agents' cache")
-        .join(format!("mcp-server-time-{version}"));
-    assert!(
-        site.is_dir(),
-        "mcp-server-time {version} is not in {}: run scripts/install-agents",
-        site.display()
-    );
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| {
-            std::env::split_paths(&path)
-                .map(|dir| dir.join("python3"))
-                .collect()
-        })
-        .unwrap_or_default();
-    candidates.extend(["/usr/local/bin/python3", "/usr/bin/python3"].map(PathBuf::from));
-    let python = candidates
-        .iter()
-        .filter(|candidate| candidate.is_file())
-        .find_map(|candidate| {
-            let output = Command::new(candidate)
-                .args(["-c", "import sys, mcp_server_time; print(sys.executable)"])
-                .env("PYTHONPATH", &site)
-                .output()
-                .ok()?;
-            let executable = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            (output.status.success() && !executable.is_empty()).then_some(executable)
-        })
-        .unwrap_or_else(|| {
-            panic!(
-                "no python3 imports mcp_server_time from {}: run scripts/install-agents",
-                site.display()
-            )
-        });
+    let TimeServer { python, site } = time_server();
     json!({
         "mcpServers": {
             "time": {

@@ -7,8 +7,8 @@
 mod common;
 
 use common::agents::{
-    Agent, KEY_CANARY, TOKEN_CANARY, World, assert_no_secret_reached, json_lines, of_session,
-    path_str, run, text,
+    Agent, KEY_CANARY, TOKEN_CANARY, TimeServer, World, assert_no_secret_reached, json_lines,
+    of_session, path_str, run, text, time_server,
 };
 use nightwatch_scripted_model::{ScriptedModel, Step};
 use serde_json::{Value, json};
@@ -35,7 +35,22 @@ fn codex_exec(world: &World, model: &ScriptedModel, resume: bool) -> Vec<Value> 
     ]);
     let output = run(world.agent_command(model, &args), LIMIT);
     assert!(output.status.success(), "codex failed: {}", text(&output));
-    json_lines(&output)
+    let events = json_lines(&output);
+    // Codex reports what it changed in or refused of a hook's settings as an error item.
+    let complaints: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["item"]["type"] == "error")
+        .filter(|e| {
+            e["item"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("hook"))
+        })
+        .collect();
+    assert!(
+        complaints.is_empty(),
+        "Codex on nightwatch's hooks: {complaints:#?}"
+    );
+    events
 }
 
 /// The thread Codex ran under, from its own `thread.started` line.
@@ -281,4 +296,118 @@ fn an_ask_is_refused_with_how_to_approve_and_runs_as_recorded_once_approved() {
     assert_eq!(results[0]["inputs"]["command"], recorded_line.as_str());
     assert_eq!(results[0]["outputs"]["exit_code"], 0);
     world.assert_ledger_verifies();
+}
+
+const TIME_TOOL: &str = "mcp__time__get_current_time";
+
+/// A world whose Codex runs the real `mcp-server-time` as the MCP server `time`, with
+/// nightwatch installed the README's way from a shell where NIGHTWATCH_POLICY names `policy`
+/// (the built-in policy when none).
+fn with_time_server(name: &str, model: &ScriptedModel, policy: Option<&str>) -> World {
+    let world = World::new(Agent::Codex, name);
+    world.use_codex_model(model);
+    let TimeServer { python, site } = time_server();
+    let config = world.config.join("config.toml");
+    let mut toml = std::fs::read_to_string(&config).unwrap();
+    // JSON's string escapes are TOML's. `codex exec` does not wait for an MCP server it does
+    // not require: on a busy machine its first request would go out without the server's tools.
+    toml.push_str(&format!(
+        "\n[mcp_servers.time]\ncommand = {}\nargs = [\"-m\", \"mcp_server_time\"]\n\
+         env = {{ PYTHONPATH = {} }}\nstartup_timeout_sec = 60\nrequired = true\n",
+        json!(python),
+        json!(path_str(&site))
+    ));
+    std::fs::write(&config, toml).unwrap();
+    let args = ["install", "codex", "--user", "--trust"];
+    let output = match policy {
+        Some(text) => {
+            let file = world.root.join("policy.yaml");
+            std::fs::write(&file, text).unwrap();
+            world.nightwatch_with(&args, &[("NIGHTWATCH_POLICY", file.as_path())])
+        }
+        None => world.nightwatch(&args),
+    };
+    assert!(output.status.success(), "install failed: {}", text(&output));
+    assert!(
+        text(&output).contains("confirms it runs nightwatch's"),
+        "{}",
+        text(&output)
+    );
+    world
+}
+
+fn time_policy(verdict: &str) -> String {
+    format!(
+        "version: 1\nextends: builtin\nrules:\n  - id: time-server\n    verdict: {verdict}\n    \
+         reason: \"the operator's rule for the time server\"\n    tool: {TIME_TOOL}\n"
+    )
+}
+
+/// Codex offers an MCP server's tools to the model and runs its PreToolUse hook on each call:
+/// the call is decided by policy like a shell command, and only an allowed one reaches the
+/// server.
+#[test]
+fn mcp_tool_calls_are_decided_by_policy() {
+    let script = || {
+        ScriptedModel::start(vec![
+            Step::call(TIME_TOOL, json!({ "timezone": "UTC" })),
+            Step::Say("done".into()),
+        ])
+        .unwrap()
+    };
+    let run = |name: &str, policy: Option<&str>| {
+        let model = script();
+        let world = with_time_server(name, &model, policy);
+        let events = codex_exec(&world, &model, false);
+        let session = session_of(&events);
+        let offered = model.requests_containing("\"mcp__time\"");
+        assert!(
+            !offered.is_empty(),
+            "Codex did not offer the time server's tools: {events:#?}\n{}",
+            std::fs::read_to_string(world.config.join("config.toml")).unwrap()
+        );
+        let records = world.records();
+        let decisions = of_session(&records, &session, "decision");
+        assert_eq!(decisions.len(), 1, "{decisions:#?}");
+        let decision = decisions[0].clone();
+        assert_eq!(decision["tool"], TIME_TOOL, "{decision:#}");
+        assert_eq!(decision["inputs"]["timezone"], "UTC", "{decision:#}");
+        let results: Vec<Value> = of_session(&records, &session, "result")
+            .into_iter()
+            .cloned()
+            .collect();
+        let outputs = tool_outputs(&model);
+        assert_eq!(outputs.len(), 1, "{outputs:#?}");
+        world.assert_ledger_verifies();
+        (decision, results, outputs[0].1.clone())
+    };
+
+    // Allowed by the operator's rule: the server answers, the model reads its answer, and the
+    // call's end is recorded.
+    let (decision, results, output) = run("mcp-allowed", Some(&time_policy("allow")));
+    assert_eq!(decision["verdict"], "allow", "{decision:#}");
+    assert!(
+        output.contains("\"timezone\""),
+        "the server's answer: {output}"
+    );
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert_eq!(results[0]["call_id"], decision["call_id"]);
+
+    // Denied: refused before the server is called, and the model told it was nightwatch.
+    let (decision, results, output) = run("mcp-denied", Some(&time_policy("deny")));
+    assert_eq!(decision["verdict"], "deny", "{decision:#}");
+    assert!(
+        output.contains("refused by nightwatch policy") && output.contains("time server"),
+        "{output}"
+    );
+    assert!(!output.contains("\"timezone\""), "the server ran: {output}");
+    assert!(results.is_empty(), "{results:#?}");
+
+    // The built-in policy asks about a tool it does not know; for Codex that is a refusal
+    // that says how a person approves it.
+    let (decision, results, output) = run("mcp-builtin", None);
+    assert_eq!(decision["verdict"], "ask", "{decision:#}");
+    assert!(output.contains("nightwatch approve"), "{output}");
+    assert!(!output.contains("\"timezone\""), "the server ran: {output}");
+    assert!(results.is_empty(), "{results:#?}");
 }

@@ -37,6 +37,57 @@ pub fn binary(name: &str) -> PathBuf {
     path
 }
 
+/// The real `mcp-server-time` that `scripts/install-agents` installs at the version it pins:
+/// a python3 that imports it, and the directory it was installed into (its `PYTHONPATH`).
+/// Its real executable, not a shim: a world's PATH and HOME are not this user's.
+pub struct TimeServer {
+    pub python: String,
+    pub site: PathBuf,
+}
+
+pub fn time_server() -> TimeServer {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/install-agents");
+    let script = std::fs::read_to_string(&script).expect("scripts/install-agents");
+    let version = script
+        .lines()
+        .find_map(|l| l.strip_prefix("MCP_SERVER_TIME_VERSION="))
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("scripts/install-agents pins MCP_SERVER_TIME_VERSION");
+    let site = cache().join(format!("mcp-server-time-{version}"));
+    assert!(
+        site.is_dir(),
+        "mcp-server-time {version} is not in {}: run scripts/install-agents",
+        site.display()
+    );
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("python3"))
+                .collect()
+        })
+        .unwrap_or_default();
+    candidates.extend(["/usr/local/bin/python3", "/usr/bin/python3"].map(PathBuf::from));
+    let python = candidates
+        .iter()
+        .filter(|candidate| candidate.is_file())
+        .find_map(|candidate| {
+            let output = Command::new(candidate)
+                .args(["-c", "import sys, mcp_server_time; print(sys.executable)"])
+                .env("PYTHONPATH", &site)
+                .output()
+                .ok()?;
+            let executable = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+            (output.status.success() && !executable.is_empty()).then_some(executable)
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no python3 imports mcp_server_time from {}: run scripts/install-agents",
+                site.display()
+            )
+        });
+    TimeServer { python, site }
+}
+
 /// Where the agent keeps its settings in a [`World`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub enum Agent {
