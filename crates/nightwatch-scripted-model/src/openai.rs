@@ -24,6 +24,17 @@ pub(crate) fn answer(script: &Script, request: &Value) -> Response {
                 call["namespace"] = json!(namespace);
                 call["name"] = json!(name);
             }
+            if let (true, Value::String(text)) = (is_freeform(request, &tool), &input) {
+                // A freeform tool (Codex's `apply_patch`) takes its input as text, not JSON.
+                call = json!({
+                    "type": "custom_tool_call",
+                    "id": format!("ctc_scripted_{made}"),
+                    "call_id": format!("call_scripted_{made}"),
+                    "name": &tool,
+                    "input": text,
+                    "status": "completed",
+                });
+            }
             call
         }
         Step::Say(text) => json!({
@@ -66,6 +77,15 @@ fn namespaced<'a>(request: &Value, tool: &'a str) -> Option<(String, &'a str)> {
         })
 }
 
+/// Whether the request offers `tool` as a freeform (`custom`) tool.
+fn is_freeform(request: &Value, tool: &str) -> bool {
+    request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|offered| offered["type"] == "custom" && offered["name"] == tool)
+}
+
 /// `GET /models`: no models to offer; the agent uses the one it was configured with.
 pub(crate) fn models() -> Response {
     axum::Json(json!({"object": "list", "data": [], "models": []})).into_response()
@@ -85,4 +105,39 @@ fn turns_taken(request: &Value) -> usize {
             ) || (item["type"] == "message" && item["role"] == "assistant")
         })
         .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered() -> Value {
+        json!({"tools": [
+            {"type": "function", "name": "exec_command"},
+            {"type": "custom", "name": "apply_patch"},
+            {"type": "namespace", "name": "mcp__time", "tools": [
+                {"type": "function", "name": "get_current_time"}
+            ]},
+        ]})
+    }
+
+    #[test]
+    fn a_server_tool_is_called_inside_the_namespace_that_offers_it() {
+        let request = offered();
+        assert_eq!(
+            namespaced(&request, "mcp__time__get_current_time"),
+            Some(("mcp__time".to_owned(), "get_current_time"))
+        );
+        assert_eq!(namespaced(&request, "mcp__time__convert_time"), None);
+        assert_eq!(namespaced(&request, "exec_command"), None);
+        assert_eq!(namespaced(&json!({}), "mcp__time__get_current_time"), None);
+    }
+
+    #[test]
+    fn only_a_custom_tool_is_freeform() {
+        let request = offered();
+        assert!(is_freeform(&request, "apply_patch"));
+        assert!(!is_freeform(&request, "exec_command"));
+        assert!(!is_freeform(&json!({}), "apply_patch"));
+    }
 }

@@ -20,6 +20,14 @@ fn shell(command: &str) -> Step {
     Step::call("exec_command", json!({ "cmd": command }))
 }
 
+/// Codex's freeform `apply_patch` with one hunk.
+fn patch(hunk: &str) -> Step {
+    Step::call(
+        "apply_patch",
+        json!(format!("*** Begin Patch\n{hunk}\n*** End Patch\n")),
+    )
+}
+
 /// `codex exec --json` in the world's project, as a runbook starts it (no person; Codex's
 /// approval policy is `never` in exec). `resume` continues the last session.
 fn codex_exec(world: &World, model: &ScriptedModel, resume: bool) -> Vec<Value> {
@@ -72,7 +80,9 @@ fn tool_outputs(model: &ScriptedModel) -> Vec<(String, String)> {
         .as_array()
         .into_iter()
         .flatten()
-        .filter(|item| item["type"] == "function_call_output")
+        .filter(|item| {
+            item["type"] == "function_call_output" || item["type"] == "custom_tool_call_output"
+        })
         .map(|item| {
             let output = match &item["output"] {
                 Value::String(text) => text.clone(),
@@ -203,6 +213,14 @@ fn secrets_destruction_and_tampering_are_refused_and_no_secret_reaches_the_model
                 path_str(&world.config.join("hooks.json"))
             )),
             shell(&format!("rm -rf {}", path_str(&world.data))),
+            patch(&format!(
+                "*** Delete File: {}",
+                path_str(&world.config.join("hooks.json"))
+            )),
+            patch(&format!(
+                "*** Add File: {}\n+tampered",
+                path_str(&world.data.join("policy.yaml"))
+            )),
             Step::Say("done".into()),
         ]
     };
@@ -212,7 +230,7 @@ fn secrets_destruction_and_tampering_are_refused_and_no_secret_reaches_the_model
     let tool_calls = calls.len() - 1;
     let model = ScriptedModel::start(calls).unwrap();
     let world = World::new(Agent::Codex, "hostile-paths");
-    world.use_codex_model(&model);
+    world.use_codex_model_as(&model, "gpt-5.5");
     let said = world.install(&["--user", "--trust"]);
     assert!(said.contains("confirms it runs nightwatch's"), "{said}");
     let hooks_before = std::fs::read(world.config.join("hooks.json")).unwrap();
@@ -223,9 +241,27 @@ fn secrets_destruction_and_tampering_are_refused_and_no_secret_reaches_the_model
         std::fs::read(world.config.join("hooks.json")).unwrap(),
         hooks_before
     );
+    assert!(
+        !world.data.join("policy.yaml").exists(),
+        "apply_patch wrote nightwatch's data"
+    );
     let records = world.records();
     let decisions = of_session(&records, &session, "decision");
     assert_eq!(decisions.len(), tool_calls, "{decisions:#?}");
+    // Recorded as the file tools they are (`edit`, `write`), with the patch as their input.
+    let patches = decisions
+        .iter()
+        .filter(|d| ["edit", "write"].contains(&d["tool"].as_str().unwrap_or("")))
+        .filter(|d| {
+            d["inputs"]["command"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("*** Begin Patch"))
+        })
+        .count();
+    assert_eq!(
+        patches, 2,
+        "Codex's file tool reached the hook: {decisions:#?}"
+    );
     let outputs = tool_outputs(&model);
     assert_eq!(outputs.len(), tool_calls, "{outputs:#?}");
     for (id, output) in &outputs {

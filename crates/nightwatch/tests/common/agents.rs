@@ -156,14 +156,22 @@ impl World {
         world
     }
 
-    /// Points Codex at `model` in the user's `config.toml` (a model provider of its own).
+    /// Points Codex at `model` in the user's `config.toml` (a model provider of its own), under
+    /// a slug Codex has no metadata for: it offers its fallback tool set (the shell, MCP
+    /// servers' tools up front, no `apply_patch`).
     pub fn use_codex_model(&self, model: &ScriptedModel) {
+        self.use_codex_model_as(model, "gpt-5.1-codex");
+    }
+
+    /// As [`World::use_codex_model`], as the model `slug` from Codex's own catalog, so Codex
+    /// offers that model's tools (`gpt-5.5`: the freeform `apply_patch`).
+    pub fn use_codex_model_as(&self, model: &ScriptedModel, slug: &str) {
         let config = self.config.join("config.toml");
         let mut text = std::fs::read_to_string(&config).unwrap_or_default();
         text.insert_str(
             0,
             &format!(
-                "model = \"gpt-5.1-codex\"\nmodel_provider = \"scripted\"\n\n\
+                "model = \"{slug}\"\nmodel_provider = \"scripted\"\n\n\
                  [model_providers.scripted]\nname = \"scripted\"\nbase_url = \"{}/v1\"\n\n",
                 model.url()
             ),
