@@ -35,6 +35,18 @@ pub enum HookEvent {
         /// code its hook input leaves out.
         transcript_path: Option<String>,
     },
+    /// The agent declined a call it had asked about (Claude Code's `PermissionDenied`: a
+    /// person said no, or its auto mode's classifier did). The call closes without running.
+    Declined {
+        call_id: Option<String>,
+        session_id: Option<String>,
+        cwd: Option<String>,
+        tool_name: String,
+        tool: Tool,
+        inputs: Value,
+        /// The agent's reason (`reason`), or a plain one when it gave none.
+        reason: String,
+    },
     /// Anything else the agent reports (`SessionStart`, `Stop`, `SessionEnd`,
     /// `UserPromptSubmit`, ...), recorded as such.
     Lifecycle {
@@ -64,6 +76,7 @@ impl HookEvent {
         match self {
             HookEvent::BeforeTool { .. } => "BeforeTool",
             HookEvent::AfterTool { .. } => "AfterTool",
+            HookEvent::Declined { .. } => "Declined",
             HookEvent::Lifecycle { name, .. } => name,
         }
     }
@@ -72,6 +85,7 @@ impl HookEvent {
         match self {
             HookEvent::BeforeTool { session_id, .. }
             | HookEvent::AfterTool { session_id, .. }
+            | HookEvent::Declined { session_id, .. }
             | HookEvent::Lifecycle { session_id, .. } => session_id.as_deref(),
         }
     }
@@ -80,15 +94,16 @@ impl HookEvent {
         match self {
             HookEvent::BeforeTool { cwd, .. }
             | HookEvent::AfterTool { cwd, .. }
+            | HookEvent::Declined { cwd, .. }
             | HookEvent::Lifecycle { cwd, .. } => cwd.as_deref(),
         }
     }
 
     pub fn call_id(&self) -> Option<&str> {
         match self {
-            HookEvent::BeforeTool { call_id, .. } | HookEvent::AfterTool { call_id, .. } => {
-                call_id.as_deref()
-            }
+            HookEvent::BeforeTool { call_id, .. }
+            | HookEvent::AfterTool { call_id, .. }
+            | HookEvent::Declined { call_id, .. } => call_id.as_deref(),
             HookEvent::Lifecycle { .. } => None,
         }
     }
@@ -101,6 +116,9 @@ impl HookEvent {
                 tool, session_id, ..
             }
             | HookEvent::AfterTool {
+                tool, session_id, ..
+            }
+            | HookEvent::Declined {
                 tool, session_id, ..
             } => (tool, session_id),
             HookEvent::Lifecycle { .. } => return None,
@@ -120,6 +138,7 @@ impl HookEvent {
 enum Kind {
     Before,
     After { failed: bool },
+    Declined,
     Other(String),
 }
 
@@ -128,6 +147,7 @@ fn event_kind(name: &str) -> Kind {
         "PreToolUse" | "BeforeTool" => Kind::Before,
         "PostToolUse" | "AfterTool" => Kind::After { failed: false },
         "PostToolUseFailure" => Kind::After { failed: true },
+        "PermissionDenied" => Kind::Declined,
         other => Kind::Other(other.to_string()),
     }
 }
@@ -183,6 +203,17 @@ pub fn parse_event(agent: Agent, stdin: &[u8]) -> Result<HookEvent, HookError> {
     let tool = map_tool(agent, &tool_name, &inputs, cwd.as_deref())?;
 
     Ok(match kind {
+        Kind::Declined => HookEvent::Declined {
+            reason: string(&fields, "reason")
+                .filter(|r| !r.trim().is_empty())
+                .unwrap_or_else(|| "declined, no reason given".to_owned()),
+            call_id,
+            session_id,
+            cwd,
+            tool_name,
+            tool,
+            inputs,
+        },
         Kind::After { failed } => HookEvent::AfterTool {
             outcome: {
                 let mut outcome = outcome(&fields, failed);
@@ -219,8 +250,10 @@ pub fn parse_event(agent: Agent, stdin: &[u8]) -> Result<HookEvent, HookError> {
 }
 
 /// The outcome of a call that ran: Claude Code's and Codex's `tool_response` (`stdout`,
-/// `stderr`, `interrupted`), Claude Code's failure `error` ("Exit code N\n..."), Gemini CLI's
-/// `tool_response` (`llmContent`, `error`).
+/// `stderr`, `interrupted`), an MCP tool's result (Claude Code passes the server's content
+/// parts, Codex the whole `CallToolResult` with `content` and `isError`), Codex's `apply_patch`
+/// result (`summary`, `success`), Claude Code's failure `error` ("Exit code N\n..."), Gemini
+/// CLI's `tool_response` (`llmContent`, `error`).
 fn outcome(fields: &Map<String, Value>, failed: bool) -> ToolOutcome {
     let mut outcome = ToolOutcome {
         failed,
@@ -231,8 +264,9 @@ fn outcome(fields: &Map<String, Value>, failed: bool) -> ToolOutcome {
 
     match fields.get("tool_response") {
         Some(Value::String(text)) => outcome.stdout = text.clone(),
+        Some(parts @ Value::Array(_)) => outcome.stdout = text_of(parts).unwrap_or_default(),
         Some(Value::Object(response)) => {
-            outcome.stdout = ["stdout", "output", "llmContent"]
+            outcome.stdout = ["stdout", "output", "llmContent", "content", "summary"]
                 .into_iter()
                 .find_map(|key| response.get(key).and_then(text_of))
                 .unwrap_or_default();
@@ -247,7 +281,11 @@ fn outcome(fields: &Map<String, Value>, failed: bool) -> ToolOutcome {
                 outcome.failed = true;
                 append_line(&mut outcome.stderr, &error);
             }
-            if response.get("success").and_then(Value::as_bool) == Some(false) {
+            if response.get("success").and_then(Value::as_bool) == Some(false)
+                || ["isError", "is_error"]
+                    .into_iter()
+                    .any(|key| response.get(key).and_then(Value::as_bool) == Some(true))
+            {
                 outcome.failed = true;
             }
         }
@@ -331,7 +369,36 @@ fn error_text(value: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::exit_code_in;
+    use super::{exit_code_in, outcome};
+    use serde_json::{Map, Value, json};
+
+    fn response(tool_response: Value) -> Map<String, Value> {
+        let Value::Object(fields) = json!({ "tool_response": tool_response }) else {
+            unreachable!()
+        };
+        fields
+    }
+
+    #[test]
+    fn mcp_results_are_read_in_either_agents_shape() {
+        let parts = json!([{ "type": "text", "text": "{\"timezone\": \"UTC\"}" }]);
+        let claude = outcome(&response(parts.clone()), false);
+        assert_eq!(claude.stdout, "{\"timezone\": \"UTC\"}");
+        assert!(!claude.failed);
+
+        let codex = outcome(
+            &response(json!({ "content": parts, "isError": false })),
+            false,
+        );
+        assert_eq!(codex.stdout, "{\"timezone\": \"UTC\"}");
+        assert!(!codex.failed);
+
+        let failed =
+            json!({ "content": [{ "type": "text", "text": "no such zone" }], "isError": true });
+        let codex = outcome(&response(failed), false);
+        assert_eq!(codex.stdout, "no such zone");
+        assert!(codex.failed, "an MCP error result is a failure");
+    }
 
     #[test]
     fn exit_codes_are_read_from_the_start_of_claude_failures() {

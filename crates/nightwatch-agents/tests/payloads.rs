@@ -43,6 +43,13 @@ enum Expect {
         session: &'static str,
         detail: (&'static str, Value),
     },
+    /// A call the agent declined after asking: it closes without running.
+    Declined {
+        call_id: &'static str,
+        session: &'static str,
+        tool: Tool,
+        reason: &'static str,
+    },
     /// Not a hook input (the settings example).
     Skip,
 }
@@ -145,10 +152,10 @@ fn expected(agent: &str, file: &str) -> Expect {
                 tool: "query".into(),
                 paths: vec![],
             },
-            // Claude Code sends an MCP result as the server's content array.
+            // Claude Code sends an MCP result as the server's content array: its text parts.
             outcome: ToolOutcome {
                 exit_code: None,
-                stdout: String::new(),
+                stdout: "pid | age | query\n(0 rows)".into(),
                 stderr: String::new(),
                 failed: false,
                 interrupted: false,
@@ -175,10 +182,11 @@ fn expected(agent: &str, file: &str) -> Expect {
             session: "sess_2a9f3b",
             detail: ("reason", json!("other")),
         },
-        ("claude", "permission-denied.json") => Expect::Lifecycle {
-            name: "PermissionDenied",
+        ("claude", "permission-denied.json") => Expect::Declined {
+            call_id: "toolu_40fe66dcecda44318d795b4f",
             session: "5d4f49cc-1fc1-4392-a10f-fc9ce3ae3e57",
-            detail: ("reason", json!("Classifier unavailable")),
+            tool: exec("python3 -c \"print(42)\""),
+            reason: "Classifier unavailable",
         },
         ("claude", "settings-example.json") => Expect::Skip,
         ("codex", "pre-bash.json") => Expect::Before {
@@ -393,6 +401,26 @@ fn check_event(label: &str, agent: Agent, event: &HookEvent, expect: Expect) {
             assert_eq!(details[key], value, "{label}");
             assert!(details.get("hook_event_name").is_none(), "{label}");
             assert!(event.action(agent).is_none(), "{label}");
+        }
+        (
+            HookEvent::Declined {
+                call_id,
+                session_id,
+                tool,
+                reason,
+                ..
+            },
+            Expect::Declined {
+                call_id: want_call,
+                session,
+                tool: want_tool,
+                reason: want_reason,
+            },
+        ) => {
+            assert_eq!(call_id.as_deref(), Some(want_call), "{label}");
+            assert_eq!(session_id.as_deref(), Some(session), "{label}");
+            assert_eq!(tool, &want_tool, "{label}");
+            assert_eq!(reason, want_reason, "{label}");
         }
         (event, _) => panic!("{label}: parsed into the wrong kind of event: {event:?}"),
     }

@@ -28,6 +28,10 @@ struct Spelling {
     /// Long options must be spelled out: the program's parser takes no abbreviations (cobra,
     /// jq, ripgrep, the interpreters and shells).
     exact_longs: bool,
+    /// Subcommands (as positional words) whose next positional names an image or container
+    /// and ends the program's options: what follows is the argv of a command run there
+    /// (`docker run busybox sh -c ...`, whose `-c` is the shell's, not docker's `--context`).
+    argv_after: &'static [&'static [&'static str]],
 }
 
 const fn spelling(programs: &'static [&'static str]) -> Spelling {
@@ -40,6 +44,7 @@ const fn spelling(programs: &'static [&'static str]) -> Spelling {
         subcommands: &[],
         single_dash_long: false,
         exact_longs: false,
+        argv_after: &[],
     }
 }
 
@@ -1027,6 +1032,14 @@ static SPELLINGS: &[Spelling] = &[
             ("--project-name", "-p"),
         ],
         exact_longs: true,
+        argv_after: &[
+            &["run"],
+            &["create"],
+            &["exec"],
+            &["container", "run"],
+            &["container", "create"],
+            &["container", "exec"],
+        ],
         ..spelling(&["docker", "podman"])
     },
     Spelling {
@@ -2047,12 +2060,22 @@ pub fn split_args(program: &str, words: &[String]) -> Vec<Arg> {
     let mut args = Vec::with_capacity(words.len());
     let mut index = 0;
     let mut options_ended = false;
+    // The positionals so far, while they could still lead to an `argv_after` subcommand.
+    let mut leading: Vec<&str> = Vec::new();
     while index < words.len() {
         let word = &words[index];
         index += 1;
         if options_ended || word == "-" || !word.starts_with('-') || word.len() < 2 {
             if matches!(scope, Scope::Exact) {
                 scope = Scope::after_subcommand(spelling, word);
+            }
+            if !options_ended && !spelling.argv_after.is_empty() {
+                // This word is the image or container after such a subcommand: the rest is
+                // the argv run there.
+                options_ended = spelling.argv_after.contains(&leading.as_slice());
+                if leading.len() < 3 {
+                    leading.push(word);
+                }
             }
             args.push(Arg::Positional(word.clone()));
             continue;
@@ -2293,6 +2316,35 @@ mod tests {
             ("dd", "if=a of=b", &["'if=a'", "'of=b'"]),
             // Programs whose parsers take no abbreviations.
             ("docker", "run --priv x", &["'run'", "--priv", "'x'"]),
+            // After the image or container, the words are the argv run there, not docker's.
+            (
+                "docker",
+                "run --rm -e A=1 busybox sh -c x",
+                &[
+                    "'run'",
+                    "--rm",
+                    "-e=A=1",
+                    "'busybox'",
+                    "'sh'",
+                    "'-c'",
+                    "'x'",
+                ],
+            ),
+            (
+                "docker",
+                "-H tcp://h container exec -it web ls -l",
+                &[
+                    "-H=tcp://h",
+                    "'container'",
+                    "'exec'",
+                    "-i",
+                    "-t",
+                    "'web'",
+                    "'ls'",
+                    "'-l'",
+                ],
+            ),
+            ("docker", "ps -a", &["'ps'", "-a"]),
             (
                 "kubectl",
                 "delete --all-n x",

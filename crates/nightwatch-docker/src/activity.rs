@@ -12,14 +12,17 @@ use std::collections::HashMap;
 
 /// The container events that count as activity. `exec_die` too: the end of a long
 /// interactive session is as much use as its start. Start and stop are in inspect's times
-/// too, but only the latest of each; the stream keeps every one.
-pub const ACTIVITY_EVENTS: [&str; 6] = [
+/// too, but only the latest of each; the stream keeps every one. `unpause` is idle control
+/// waking an app for a person, so an app people use every day through idle control is in use,
+/// however long ago it was created or started.
+pub const ACTIVITY_EVENTS: [&str; 7] = [
     "exec_create",
     "exec_start",
     "exec_die",
     "attach",
     "start",
     "stop",
+    "unpause",
 ];
 
 /// Why activity could not be recorded.

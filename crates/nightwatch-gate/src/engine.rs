@@ -97,6 +97,9 @@ pub enum Event {
     Result(Report),
     /// A refusal nightwatch made because it could not decide.
     Refusal(Failure),
+    /// The agent declined a call it had asked about (its person or its classifier said no):
+    /// the call closes without running. `reason` is the agent's.
+    Declined(Failure),
     /// An agent's session step (`session-start`, `stop`, ...).
     Lifecycle {
         step: String,
@@ -118,6 +121,9 @@ pub enum Event {
         swept: Swept,
         remove: bool,
         reasons: Vec<String>,
+        /// A what-if plan (`sweep plan --now +6d`): the time it was judged at, which is not
+        /// when it was planned. Recorded as `what_if_ms`, so no reader takes it for real.
+        what_if_ms: Option<i64>,
     },
     /// The janitor gave up removing something after repeated failures; the halt notifiers
     /// are told.
@@ -292,6 +298,11 @@ impl<'a> Engine<'a> {
         self.clock.now_ms()
     }
 
+    /// The ledger the engine records into, for readers that must see what it wrote.
+    pub fn ledger(&self) -> &'a dyn Ledger {
+        self.ledger
+    }
+
     /// The engine's clock: what it judges at and stamps records with.
     pub fn clock(&self) -> &'a dyn Clock {
         self.clock
@@ -418,6 +429,7 @@ impl<'a> Engine<'a> {
                 crate::result_entry(self.ledger, self.guards, report, written)?
             }
             Event::Refusal(failure) => crate::refusal_entry(failure, written),
+            Event::Declined(declined) => crate::declined_entry(declined, written),
             Event::Lifecycle {
                 step,
                 actor,
@@ -459,11 +471,15 @@ impl<'a> Engine<'a> {
                 swept,
                 remove,
                 reasons,
+                what_if_ms,
             } => {
                 let mut entry = janitor_entry(event::SWEEP_PLAN, written, tool, &swept);
                 if let Value::Object(inputs) = &mut entry.inputs {
                     let decision = if remove { "remove" } else { "keep" };
                     inputs.insert("decision".to_owned(), Value::from(decision));
+                    if let Some(at) = what_if_ms {
+                        inputs.insert("what_if_ms".to_owned(), Value::from(at));
+                    }
                 }
                 entry.reasons = reasons;
                 entry

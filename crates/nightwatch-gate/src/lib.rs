@@ -474,6 +474,18 @@ fn refusal_entry(failure: Failure, written_ms: i64) -> Entry {
     entry
 }
 
+/// A call the agent declined after asking: it closes without a result.
+fn declined_entry(declined: Failure, written_ms: i64) -> Entry {
+    let actor = RecordActor::from(&declined.actor);
+    let mut entry = Entry::new(event::DECLINED, written_ms, actor, declined.tool);
+    entry.session_id = declined.context.session.clone();
+    entry.context = record_context(&declined.context);
+    entry.call_id = declined.call_id;
+    entry.inputs = declined.inputs;
+    entry.reasons = vec![declined.reason];
+    entry
+}
+
 fn record_context(context: &nightwatch_core::Context) -> RecordContext {
     RecordContext {
         triggered_by: context.triggered_by.clone(),

@@ -434,6 +434,24 @@ fn handle(
                 .context("cannot record the result in the ledger")?;
             Ok(reply_to_record(agent))
         }
+        HookEvent::Declined {
+            tool,
+            inputs,
+            reason,
+            ..
+        } => {
+            engine
+                .record(Event::Declined(Failure {
+                    actor,
+                    tool: tool.name().into_owned(),
+                    context: environment,
+                    call_id,
+                    inputs,
+                    reason,
+                }))
+                .context("cannot record the declined call in the ledger")?;
+            Ok(reply_to_record(agent))
+        }
         HookEvent::Lifecycle {
             name, mut details, ..
         } => {

@@ -115,13 +115,14 @@ fn note_container_activity(
     }
 }
 
-/// The longest an agent's shell call runs (Claude Code's Bash tool stops at 10 minutes): a
-/// call whose result was never recorded counts as running this long after its decision.
+/// The longest an agent's shell call runs (Claude Code's Bash tool stops at 10 minutes): how
+/// far back from a container's creation the ledger is read for the call that made it.
 const LONGEST_CALL_MS: i64 = 10 * 60 * 1000;
 
-/// Notes, in `state`, which agent session started each container that carries no owner label,
-/// by joining the Engine's creation times to the agents' calls in the ledger (see
-/// [`nightwatch_janitor::started_during`]). The ledger is read only around those times.
+/// Notes, in `state`, which agent session may have started each container that carries no
+/// owner label, by joining the Engine's creation times to the agents' calls in the ledger
+/// whose results are recorded (see [`nightwatch_janitor::started_during`]). The plan only
+/// shows this to a person; it never removes on it. The ledger is read only around those times.
 fn note_owners_from_ledger(
     data_dir: &std::path::Path,
     items: &[Item],
@@ -176,11 +177,15 @@ fn note_owners_from_ledger(
             if !runs {
                 continue;
             }
-            let until_ms = record
+            // Only a call whose result is recorded provably ran: an ask nobody approved, or a
+            // call whose agent died, is no evidence.
+            let Some(until_ms) = record
                 .call_id
                 .as_ref()
                 .and_then(|id| finished.get(id).copied())
-                .unwrap_or(record.timestamp_ms.saturating_add(LONGEST_CALL_MS));
+            else {
+                continue;
+            };
             calls.push(nightwatch_janitor::AgentCall {
                 agent: record.actor.id.clone(),
                 session: record.session_id.clone(),
@@ -335,8 +340,10 @@ pub fn plan_at(
 }
 
 /// Records a plan `sweep plan` made: each item planned, keep or remove, with its reasons, and
-/// each kind left out; so `nightwatch why` can answer before anything is applied.
-pub fn record_plan(engine: &Engine<'_>, planned: &Planned) -> anyhow::Result<()> {
+/// each kind left out; so `nightwatch why` can answer before anything is applied. A plan
+/// judged at another time than now (`--now`) is a what-if, and each record says so.
+pub fn record_plan(engine: &Engine<'_>, planned: &Planned, what_if: bool) -> anyhow::Result<()> {
+    let what_if_ms = what_if.then_some(planned.plan.now_ms);
     let mut events: Vec<Event> = planned.unswept.iter().map(unswept_event).collect();
     events.extend(
         planned
@@ -348,6 +355,7 @@ pub fn record_plan(engine: &Engine<'_>, planned: &Planned) -> anyhow::Result<()>
                 swept: swept(entry.kind, &entry.id, &entry.name, &[]),
                 remove: entry.decision == Decision::Remove,
                 reasons: entry.reasons.clone(),
+                what_if_ms,
             }),
     );
     engine.record_all(events)?;
@@ -552,6 +560,151 @@ pub fn apply_plan(
     Ok(tally)
 }
 
+/// How far back a run looks for removals that an earlier run decided and never finished.
+const INTERRUPTED_LOOKBACK_MS: i64 = 30 * 24 * 3600 * 1000;
+
+/// A removal the janitor was allowed to make whose result was never recorded: the run that
+/// made it was killed (or the host went down) between the decision and the result.
+#[derive(Clone, Debug)]
+pub struct Unfinished {
+    /// The decision's record id.
+    pub record: String,
+    pub call_id: String,
+    pub kind: Kind,
+    pub id: String,
+    pub name: String,
+    pub decided_ms: i64,
+}
+
+/// The janitor's allowed removals of the last 30 days with no result, oldest first.
+pub fn unfinished_removals(
+    ledger: &dyn nightwatch_store::Ledger,
+    now: i64,
+) -> anyhow::Result<Vec<Unfinished>> {
+    use nightwatch_ledger::{Filter, event};
+    let read = |name: &str| {
+        ledger.query(&Filter {
+            since_ms: Some(now.saturating_sub(INTERRUPTED_LOOKBACK_MS)),
+            actor: Some(ActorKind::Janitor.as_str().to_owned()),
+            event: Some(name.to_owned()),
+            ..Filter::default()
+        })
+    };
+    let closed: std::collections::HashSet<String> = read(event::RESULT)?
+        .into_iter()
+        .filter_map(|r| r.call_id)
+        .collect();
+    Ok(read(event::DECISION)?
+        .into_iter()
+        .filter(|r| r.verdict.as_deref() == Some("allow"))
+        .filter_map(|r| {
+            let call_id = r.call_id.clone().filter(|c| !closed.contains(c))?;
+            let text = |key: &str| r.inputs.get(key).and_then(Value::as_str).map(str::to_owned);
+            Some(Unfinished {
+                kind: Kind::parse(&text("kind")?)?,
+                id: text("id")?,
+                name: text("name").unwrap_or_default(),
+                record: r.id.clone(),
+                call_id,
+                decided_ms: r.timestamp_ms,
+            })
+        })
+        .collect())
+}
+
+/// Finds the removals an interrupted run left without a result, re-inspects each item and
+/// records what became of it, joined to its decision: gone (the removal finished before the
+/// run died), or still there, in whatever state it is now (it is judged again from that
+/// state by this run's plan). An item that cannot be inspected gets no result yet: the next
+/// run tries again. Returns one line per item.
+pub fn finish_interrupted(
+    engine: &Engine<'_>,
+    rules: &SweepRules,
+    env: &Environment,
+) -> anyhow::Result<Vec<String>> {
+    let unfinished = unfinished_removals(engine.ledger(), engine.now_ms())?;
+    if unfinished.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (owned, _) = inventories(rules, env);
+    let janitor = Actor::new(ActorKind::Janitor, "janitor");
+    let mut lines = Vec::new();
+    for u in unfinished {
+        let Some(inventory) = owned.iter().find(|i| i.kind() == u.kind) else {
+            lines.push(format!(
+                "{} {} ({}): removal {} was interrupted; no {} inventory here to re-inspect it",
+                u.kind.as_str(),
+                u.name,
+                u.id,
+                u.record,
+                u.kind.as_str()
+            ));
+            continue;
+        };
+        let (ok, found) = match inventory.inspect(&u.id) {
+            Ok(None) => (
+                true,
+                "gone: the interrupted removal had finished".to_owned(),
+            ),
+            Ok(Some(item)) => (
+                false,
+                format!(
+                    "still there ({}): the removal was interrupted before it finished; this run \
+                 judges it again as it is now",
+                    state_words(&item)
+                ),
+            ),
+            Err(error) => {
+                lines.push(format!(
+                    "{} {}: removal {} was interrupted and it cannot be inspected now ({error}); \
+                     the next run looks again",
+                    u.kind.as_str(),
+                    u.name,
+                    u.record
+                ));
+                continue;
+            }
+        };
+        engine.record(Event::Result(Report {
+            actor: janitor.clone(),
+            tool: u.kind.tool_name().to_owned(),
+            session_id: None,
+            call_id: Some(u.call_id.clone()),
+            inputs: inputs_of(u.kind, &u.id, &u.name, &[]),
+            outputs: Outputs {
+                exit_code: Some(i64::from(!ok)),
+                stdout: if ok { found.clone() } else { String::new() },
+                stderr: if ok {
+                    String::new()
+                } else {
+                    format!("interrupted: {found}")
+                },
+            },
+            duration_ms: None,
+            context: nightwatch_core::Context::default(),
+            cwd: None,
+        }))?;
+        lines.push(format!(
+            "{} {}: removal {} was interrupted; found {found}",
+            u.kind.as_str(),
+            u.name,
+            u.record
+        ));
+    }
+    Ok(lines)
+}
+
+/// A few words on an item's state: a container's status, exit code and restarts.
+fn state_words(item: &Item) -> String {
+    match &item.facts {
+        Facts::Container(c) => match c.exit_code {
+            Some(code) if c.status != "running" => format!("{}, exit code {code}", c.status),
+            _ => c.status.clone(),
+        },
+        _ => "present".to_owned(),
+    }
+}
+
 /// One scheduled sweep of the daemon, in process: plan as of now, then apply it.
 pub fn sweep_once(
     engine: &Engine<'_>,
@@ -565,6 +718,9 @@ pub fn sweep_once(
         std::time::Duration::ZERO,
         engine.clock().written_ms(),
     )?;
+    for line in finish_interrupted(engine, policy.sweep(), env)? {
+        progress(&line);
+    }
     let planned = plan_at(data_dir, env, policy, now, now, None)?;
     let tally = apply_plan(engine, policy, data_dir, env, &planned.plan, &mut |_| {})?;
     let mut summary = tally.summary();

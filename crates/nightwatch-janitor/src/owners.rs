@@ -1,19 +1,21 @@
-//! Who started a container that carries no owner label: the agent session whose shell call was
-//! running, and naming a container tool, when the Engine created it.
+//! Who may have started a container that carries no owner label: the agent session whose shell
+//! call ran, naming a container tool, when the Engine created it.
 //!
-//! The hook labels what an agent starts with `docker run` when the agent lets it rewrite the
-//! call (Claude Code). Everything else an agent starts (`docker compose up`, a script that runs
-//! `docker run`, Codex and Gemini CLI, whose hooks cannot rewrite a call) carries no label, but
-//! the ledger holds every call with its session and the time it was decided and finished, and
-//! the Engine knows when each container was created. Joining the two by time names the session.
+//! The hook labels what an agent starts when the agent lets it rewrite the call (Claude Code,
+//! and Codex on allow). What else an agent starts (a script that runs `docker run`, Gemini CLI,
+//! whose hooks cannot rewrite a call) carries no label. The ledger holds every call with its
+//! session and when it was decided and finished, and the Engine knows when each container was
+//! created, so joining the two by time points at a session.
 //!
-//! The join is strict on purpose, since the Engine does not say which client created a
-//! container: a call counts only while it ran (decided, allowed or asked, and not yet
-//! finished), only when its command names a container tool, and only when it points at this
-//! container: the line names the container's image or name (`docker run -d postgres:16`), or
-//! Compose created it for a project in the call's working directory (`docker compose up` in
-//! `/srv/app` makes containers labelled with that directory). An operator's own service,
-//! started beside an agent's `docker run` of some other image, stays out of the janitor's scope.
+//! That join is a clue, never proof: the Engine does not say which client created a container,
+//! and an operator's service of the same image may be created in the same minute. So the
+//! janitor never removes on it; it only tells a person whose container it may be (see
+//! [`crate::plan()`]). The join is also strict: a call counts only when the ledger holds its
+//! result (it provably ran; an ask nobody approved never did), only while it ran, only when its
+//! command names a container tool, and only when it points at this container: the line names
+//! the container's image or name (`docker run -d postgres:16`), or Compose created it for a
+//! project in the call's working directory (`docker compose up` in `/srv/app` makes containers
+//! labelled with that directory).
 
 use crate::item::{Facts, Item};
 use serde::{Deserialize, Serialize};
@@ -42,7 +44,7 @@ pub struct AgentCall {
     pub cwd: Option<String>,
     /// When it was decided.
     pub from_ms: i64,
-    /// When its result was recorded, or the longest a call may run when none was.
+    /// When its result was recorded: a call with no result is no evidence at all.
     pub until_ms: i64,
 }
 
@@ -87,15 +89,15 @@ pub struct StartedBy {
 }
 
 impl StartedBy {
-    /// The scope reason a plan shows.
+    /// The clue a plan shows, never a reason to remove.
     pub fn describe(&self) -> String {
         match &self.session {
             Some(session) => format!(
-                "started by agent {} in session {session} (no owner label; {})",
+                "the ledger suggests agent {} in session {session} started it ({})",
                 self.agent, self.evidence
             ),
             None => format!(
-                "started by an agent (no owner label; {}), session not certain",
+                "the ledger suggests an agent started it ({}), session not certain",
                 self.evidence
             ),
         }

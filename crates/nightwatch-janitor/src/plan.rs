@@ -94,20 +94,20 @@ pub fn plan_session(
 ) -> Plan {
     let its: Vec<Item> = items
         .iter()
-        .filter(|i| started_by_session(i, state) == Some(session))
+        .filter(|i| started_by_session(i) == Some(session))
         .cloned()
         .collect();
     plan_in(&its, rules, now_ms, state, Some(session))
 }
 
-/// The session that started a container: its label says, or else the ledger does.
-fn started_by_session<'a>(item: &'a Item, state: &'a JanitorState) -> Option<&'a str> {
+/// The session that started a container, as its ownership labels prove. The ledger's timing
+/// join is never proof enough to reap (see [`crate::started_during`]).
+fn started_by_session(item: &Item) -> Option<&str> {
     match &item.facts {
-        Facts::Container(c) => c
+        Facts::Container(c) if c.labels.contains_key(crate::rules::OWNER_LABEL) => c
             .labels
             .get(crate::rules::SESSION_LABEL)
-            .map(String::as_str)
-            .or_else(|| state.started_by(&item.id)?.session.as_deref()),
+            .map(String::as_str),
         _ => None,
     }
 }
@@ -282,9 +282,7 @@ pub(crate) fn decide(
     let mut expect_facts = None;
     let age_ms = match &item.facts {
         Facts::Container(c) => {
-            let reaped = ctx
-                .reaping
-                .filter(|s| started_by_session(item, state) == Some(*s));
+            let reaped = ctx.reaping.filter(|s| started_by_session(item) == Some(*s));
             match reaped {
                 Some(session) => reap(c, rules, now_ms, state, item, session, &mut reasons),
                 None => container(c, rules, now_ms, first_seen, state, item, &mut reasons),
@@ -347,17 +345,23 @@ fn container(
     r: &mut Reasons,
 ) -> u64 {
     let cr = &rules.containers;
-    let in_scope = cr
-        .scope
-        .includes(&c.labels, &item.name)
-        .or_else(|| state.started_by(&item.id).map(|by| by.describe()));
-    match &in_scope {
+    // Only proof puts a container in scope: an ownership label, or the operator's scope.
+    let in_scope = cr.scope.includes(&c.labels, &item.name);
+    match (&in_scope, state.started_by(&item.id)) {
         // Said last, after the facts that decide.
-        Some(_) => {}
-        None => r.holds.push(format!(
-            "not in the janitor's scope: no agent started it (no {} label, and no agent's call \
-             to a container tool was running when it was created) and sweep.containers.scope \
-             names none of its labels, its name or its compose project",
+        (Some(_), _) => {}
+        // A timing join is a clue, never proof: a person decides (seed 001: "touch only what
+        // you started").
+        (None, Some(by)) => r.holds.push(format!(
+            "no {owner} label, so not provably an agent's: {}; a person decides: label it \
+             {owner}=AGENT (or name it in sweep.containers.scope) for the janitor to judge it, \
+             or remove it by hand",
+            by.describe(),
+            owner = crate::rules::OWNER_LABEL
+        )),
+        (None, None) => r.holds.push(format!(
+            "not in the janitor's scope: no {} label says an agent started it, and \
+             sweep.containers.scope names none of its labels, its name or its compose project",
             crate::rules::OWNER_LABEL
         )),
     }
@@ -367,13 +371,18 @@ fn container(
             c.exec_ids.len()
         ));
     }
-    if let Some(value) = c.labels.get(&cr.keep_label)
-        && !matches!(
+    if let Some(value) = c.labels.get(&cr.keep_label) {
+        if matches!(
             value.trim().to_ascii_lowercase().as_str(),
             "false" | "0" | "no"
-        )
-    {
-        r.holds.push(format!("labelled {}={value}", cr.keep_label));
+        ) {
+            r.notes.push(format!(
+                "labelled {}={value}, which does not keep it",
+                cr.keep_label
+            ));
+        } else {
+            r.holds.push(format!("labelled {}={value}", cr.keep_label));
+        }
     }
     if let Some(value) = c.labels.get(&cr.keep_until_label) {
         match keep_until_ms(value) {

@@ -149,7 +149,10 @@ fn containers_follow_the_seed() {
                 ),
                 state: JanitorState::new(),
                 decision: Decision::Remove,
-                reasons: &["idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d"],
+                reasons: &[
+                    "idle 9d 4h (last: finished 2026-03-01T08:00:00Z) > 5d",
+                    "labelled nightwatch.keep=false, which does not keep it",
+                ],
             },
             Row {
                 story: "keep-until in the future",
@@ -1004,4 +1007,61 @@ failures: { backoff_initial: 1m, backoff_max: 1h, quarantine_after: 3 }
             .to_string();
         assert!(error.contains(says), "{bad}: {error}");
     }
+}
+
+/// A container with no owner label that the ledger's timing join points at (an agent's call
+/// that ran while it was created) is a clue for a person, never a removal: not by age, not
+/// when the session is reaped, however old it is.
+#[test]
+fn a_timing_join_never_removes_an_unlabelled_container() {
+    let unlabelled = container("c-ops", "ops-db", |c| {
+        c.labels.clear();
+        let (created, started, finished) = OLD;
+        exited(created, started, finished)(c);
+    });
+    let state = state_with(|s| {
+        s.note_started_by(
+            "c-ops",
+            nightwatch_janitor::StartedBy {
+                agent: "codex".into(),
+                session: Some("sess-A".into()),
+                evidence: "the Engine created it while its call r3 (docker run postgres:16) \
+                           was running"
+                    .into(),
+            },
+        )
+    });
+    let rules = SweepRules::default();
+    let (decision, reasons) = decide(&unlabelled, &rules, &state);
+    assert_eq!(decision, Decision::Keep, "{reasons:?}");
+    assert!(
+        reasons[0].starts_with("no nightwatch.agent label, so not provably an agent's")
+            && reasons[0].contains("agent codex in session sess-A")
+            && reasons[0].contains("a person decides"),
+        "{reasons:?}"
+    );
+    let reaped = nightwatch_janitor::plan_session(
+        std::slice::from_ref(&unlabelled),
+        &rules,
+        now(),
+        &state,
+        "sess-A",
+    );
+    assert_eq!(reaped.removals().count(), 0, "{reaped:?}");
+
+    // The same container, labelled by the hook for that session, goes with the session.
+    let mut owned = unlabelled.clone();
+    if let nightwatch_janitor::Facts::Container(c) = &mut owned.facts {
+        c.labels.insert("nightwatch.agent".into(), "codex".into());
+        c.labels
+            .insert("nightwatch.session".into(), "sess-A".into());
+    }
+    let reaped = nightwatch_janitor::plan_session(
+        std::slice::from_ref(&owned),
+        &rules,
+        now(),
+        &state,
+        "sess-A",
+    );
+    assert_eq!(reaped.removals().count(), 1, "{reaped:?}");
 }

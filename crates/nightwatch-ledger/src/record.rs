@@ -22,6 +22,10 @@ pub mod event {
     pub const APPROVAL: &str = "approval";
     /// A human refused an asked call: inputs `{record, fingerprint, why}`.
     pub const REJECTION: &str = "rejection";
+    /// The agent declined a call it had asked about (a person said no at its prompt, or its
+    /// own classifier did): the call closed without running. Joined to its decision by the
+    /// call id; the tool's input in `inputs`, the agent's reason in `reasons`.
+    pub const DECLINED: &str = "declined";
     /// A record's changes were restored from its backup: inputs `{record, snapshot}`.
     pub const UNDO: &str = "undo";
     /// An escalation sent (or not) to one notifier: inputs `{record, notifier}`; every
@@ -69,6 +73,7 @@ pub mod event {
         TRUST,
         APPROVAL,
         REJECTION,
+        DECLINED,
         UNDO,
         NOTIFICATION,
         BACKUP_PRUNED,

@@ -16,7 +16,7 @@ use nightwatch_scripted_model::{ScriptedModel, Step};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -498,6 +498,12 @@ fn mcp_tool_calls_are_decided_by_policy() {
         .find(|r| r["call_id"] == call)
         .unwrap_or_else(|| panic!("no result for {call}: {results:#?}"));
     assert_eq!(result["tool"], TIME_TOOL, "{result:#}");
+    assert!(
+        result["outputs"]["stdout"]
+            .as_str()
+            .is_some_and(|out| out.contains("\"timezone\"")),
+        "the server's answer is recorded: {result:#}"
+    );
     let seen = tool_results(&model);
     assert!(
         seen.iter()

@@ -428,6 +428,13 @@ fn mcp_tool_calls_are_decided_by_policy() {
     );
     assert_eq!(results.len(), 1, "{results:#?}");
     assert_eq!(results[0]["call_id"], decision["call_id"]);
+    assert!(
+        results[0]["outputs"]["stdout"]
+            .as_str()
+            .is_some_and(|out| out.contains("\"timezone\"")),
+        "the server's answer is recorded: {:#}",
+        results[0]
+    );
 
     // Denied: refused before the server is called, and the model told it was nightwatch.
     let (decision, results, output) = run("mcp-denied", Some(&time_policy("deny")));

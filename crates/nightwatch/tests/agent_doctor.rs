@@ -14,8 +14,12 @@ fn doctor_live(world: &World, agent: Agent) -> (Option<i32>, String) {
 
 #[test]
 fn claude_live_canary_is_refused_and_recorded_and_a_hook_gone_is_a_failure() {
-    let world = World::new(Agent::Claude, "doctor-live");
-    world.install(&[]);
+    let world = World::new(Agent::Claude, "doctor-live-claude");
+    // The hook runs a copy of nightwatch of this test's own, so the test can take it away.
+    let copy = world.root.join("installed/nightwatch");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_nightwatch"), &copy).unwrap();
+    world.install(&["--binary", copy.to_str().unwrap()]);
     let (code, said) = doctor_live(&world, Agent::Claude);
     assert_eq!(code, Some(0), "{said}");
     assert!(
@@ -25,7 +29,7 @@ fn claude_live_canary_is_refused_and_recorded_and_a_hook_gone_is_a_failure() {
 
     // The program the hook runs is gone: Claude lets the call through (a hook that cannot
     // start is not a refusal to it), and the live run shows it.
-    std::fs::remove_file(world.data.join("bin/nightwatch")).unwrap();
+    std::fs::remove_file(&copy).unwrap();
     let (code, said) = doctor_live(&world, Agent::Claude);
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("NOT refused by nightwatch"), "{said}");
@@ -33,7 +37,7 @@ fn claude_live_canary_is_refused_and_recorded_and_a_hook_gone_is_a_failure() {
 
 #[test]
 fn codex_live_canary_needs_the_hooks_trusted() {
-    let world = World::new(Agent::Codex, "doctor-live");
+    let world = World::new(Agent::Codex, "doctor-live-codex");
     let output = world.nightwatch(&["install", "codex", "--user"]);
     assert_eq!(output.status.code(), Some(1), "{}", text(&output));
     let (code, said) = doctor_live(&world, Agent::Codex);

@@ -7,7 +7,7 @@ use crate::commands::{load_policy, open_ledger};
 use crate::host::Host;
 use anyhow::{Context as _, bail};
 use nightwatch_gate::Simulated;
-use nightwatch_host::sweep::{SweepLock, apply_plan, plan_at, record_plan};
+use nightwatch_host::sweep::{SweepLock, apply_plan, finish_interrupted, plan_at, record_plan};
 use nightwatch_janitor::{Decision, Plan};
 use nightwatch_ledger::{Filter, event};
 use serde_json::Value;
@@ -33,7 +33,14 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
         Duration::from_secs(args.wait),
         host.clock.written_ms(),
     )?;
-    let planned = plan_and_record(&host, &policy, now, args.session.as_deref())?;
+    report_interrupted(&host, &policy)?;
+    let planned = plan_and_record(
+        &host,
+        &policy,
+        now,
+        args.now.is_some(),
+        args.session.as_deref(),
+    )?;
     let incomplete = planned.incomplete();
     let planned = planned.plan;
     if let Some(out) = &args.out {
@@ -56,11 +63,12 @@ pub fn plan_command(args: SweepPlanArgs) -> anyhow::Result<u8> {
 }
 
 /// Plans as of `now` (only `session`'s leftovers, when given) and records the plan, so `why`
-/// can answer before anything is applied.
+/// can answer before anything is applied; `what_if` when `now` came from `--now`.
 fn plan_and_record(
     host: &Host,
     policy: &nightwatch_policy::Policy,
     now: i64,
+    what_if: bool,
     session: Option<&str>,
 ) -> anyhow::Result<nightwatch_host::sweep::Planned> {
     let planned = plan_at(
@@ -71,8 +79,19 @@ fn plan_and_record(
         host.clock.now_ms(),
         session,
     )?;
-    record_plan(&host.engine(), &planned).context("the plan could not be recorded")?;
+    record_plan(&host.engine(), &planned, what_if).context("the plan could not be recorded")?;
     Ok(planned)
+}
+
+/// Removals an earlier run was killed in the middle of: re-inspected, and what became of each
+/// recorded against its decision, before anything new is planned.
+fn report_interrupted(host: &Host, policy: &nightwatch_policy::Policy) -> anyhow::Result<()> {
+    let lines = finish_interrupted(&host.engine(), policy.sweep(), &host.env)
+        .context("the removals an earlier run left unfinished could not be checked")?;
+    for line in lines {
+        eprintln!("nightwatch: {line}");
+    }
+    Ok(())
 }
 
 fn plan_table(planned: &Plan) -> String {
@@ -123,13 +142,20 @@ pub fn apply_command(args: SweepApplyArgs) -> anyhow::Result<u8> {
         Duration::from_secs(args.wait),
         host.clock.written_ms(),
     )?;
+    report_interrupted(&host, &policy)?;
     let engine = host.engine();
     let engine = engine.with_clock(&simulated);
     // `--session`: the session's leftovers, planned now (and recorded as a plan is).
     let (planned, unlisted) = match planned {
         Some(planned) => (planned, false),
         None => {
-            let reaped = plan_and_record(&host, &policy, now, args.session.as_deref())?;
+            let reaped = plan_and_record(
+                &host,
+                &policy,
+                now,
+                args.now.is_some(),
+                args.session.as_deref(),
+            )?;
             if !args.yes {
                 print_dry_run(&reaped.plan);
                 return Ok(u8::from(reaped.incomplete()));
@@ -211,13 +237,31 @@ pub fn why(args: WhyArgs) -> anyhow::Result<u8> {
     for record in about.iter().rev().take(args.last).rev() {
         let what = match record.event.as_str() {
             event::SWEEP_KEEP => "kept".to_owned(),
-            event::SWEEP_PLAN => match record.inputs.get("decision").and_then(Value::as_str) {
-                Some("remove") => "planned: REMOVE (sweep plan; nothing done yet)".to_owned(),
-                _ => "planned: keep (sweep plan)".to_owned(),
-            },
+            event::SWEEP_PLAN => {
+                let what_if = record
+                    .inputs
+                    .get("what_if_ms")
+                    .and_then(Value::as_i64)
+                    .map(|at| {
+                        format!(
+                            "WHAT-IF as of {}, ",
+                            jiff::Timestamp::from_millisecond(at).unwrap_or_default()
+                        )
+                    })
+                    .unwrap_or_default();
+                match record.inputs.get("decision").and_then(Value::as_str) {
+                    Some("remove") => {
+                        format!("planned: REMOVE ({what_if}sweep plan; nothing done yet)")
+                    }
+                    _ => format!("planned: keep ({what_if}sweep plan)"),
+                }
+            }
             event::DECISION => format!("removal {}", record.verdict.as_deref().unwrap_or("?")),
-            event::RESULT => match record.outputs.as_ref().and_then(|o| o.exit_code) {
-                Some(0) => "removed".to_owned(),
+            event::RESULT => match record.outputs.as_ref() {
+                Some(o) if o.exit_code == Some(0) => "removed".to_owned(),
+                Some(o) if o.stderr.starts_with("interrupted:") => {
+                    "removal INTERRUPTED (found at a later run)".to_owned()
+                }
                 _ => "removal FAILED".to_owned(),
             },
             other => other.to_owned(),
