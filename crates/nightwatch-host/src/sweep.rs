@@ -578,7 +578,7 @@ pub struct Unfinished {
 
 /// The janitor's allowed removals of the last 30 days with no result, oldest first.
 pub fn unfinished_removals(
-    ledger: &dyn nightwatch_store::Ledger,
+    ledger: &dyn nightwatch_store::LedgerReader,
     now: i64,
 ) -> anyhow::Result<Vec<Unfinished>> {
     use nightwatch_ledger::{Filter, event};

@@ -413,6 +413,14 @@ fn sweeps_take_turns_and_a_killed_apply_leaves_an_exact_ledger() {
         "what is gone is what the ledger says was removed"
     );
 
+    // `verify` sees the two unfinished removals: the ledger is intact, the story unfinished.
+    let verified = site.run(&["verify"], &[]);
+    assert!(
+        text(&verified).contains("2 janitor removal(s) decided and never finished"),
+        "{}",
+        text(&verified)
+    );
+
     // The next run finds the two removals the killed one decided and never finished,
     // re-inspects them and records what became of each against its decision: still there
     // (running, or stopped by the Engine after the stop the killed run asked for).

@@ -283,6 +283,21 @@ pub fn verify() -> anyhow::Result<u8> {
             )
         })
         .unwrap_or_default();
+    // Removals an interrupted apply decided and never finished: not tampering, but a story
+    // with no end yet, which the next sweep finishes.
+    let clock = Clock::from_environment()?;
+    let unfinished = nightwatch_host::sweep::unfinished_removals(ledger.as_ref(), clock.now_ms())?;
+    if !unfinished.is_empty() {
+        println!(
+            "note: {} janitor removal(s) decided and never finished (an apply was \
+             interrupted); the next `sweep plan` or `sweep apply` re-inspects each and records \
+             what became of it:",
+            unfinished.len()
+        );
+        for u in unfinished.iter().take(20) {
+            println!("  {} ({} {} {})", u.record, u.kind.as_str(), u.name, u.id);
+        }
+    }
     // The first word is the verdict, and the exit status says the same: 0 intact, 2 unguarded.
     if report.unguarded.is_empty() {
         println!(
