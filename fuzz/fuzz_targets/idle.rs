@@ -1,6 +1,6 @@
 //! What a client of an app under idle control sends (any user agent, path, method, address,
 //! at any time) and what `/proc/PID/net/tcp` holds must be read without a panic; a robot's
-//! reason stays short enough for a record.
+//! reason, and a refusal's, stays short enough for a record.
 //!
 //! The bytes are split at NUL into user agent, path and method; the first eight bytes are the
 //! request's time, the next sixteen its client address. The whole input is also read as a
@@ -9,7 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use nightwatch_idle::{Classifier, IdleFile, Request, Traffic};
+use nightwatch_idle::{Admission, Classifier, IdleFile, Phase, Request, Traffic, admission};
 use std::net::IpAddr;
 use std::sync::OnceLock;
 
@@ -55,8 +55,23 @@ fuzz_target!(|data: &[u8]| {
             client,
             at_ms: at_ms.wrapping_add(step.wrapping_mul(at_ms >> 40)),
         };
-        if let Traffic::Robot { why, .. } = classifier.classify(app(), &request) {
-            assert!(why.len() < 200, "a reason too long for a record: {}", why.len());
+        let traffic = classifier.classify(app(), &request);
+        if let Traffic::Robot { why, .. } = &traffic {
+            assert!(
+                why.len() < 200,
+                "a reason too long for a record: {}",
+                why.len()
+            );
+        }
+        // What it gets in every phase: a refusal's reason stays short enough for a record.
+        for phase in Phase::ALL {
+            if let Admission::Refused(r) = admission(app(), phase, &traffic, method, path) {
+                assert!(
+                    r.why.len() < 800,
+                    "a refusal too long for a record: {}",
+                    r.why.len()
+                );
+            }
         }
     }
 });

@@ -1,9 +1,10 @@
 //! Who is asking: a person (or an agent working for one), or a robot. Only a person's request
 //! keeps an app awake; a robot's is counted by kind and answered without waking it.
 //!
-//! The order of the questions is the order of certainty: a configured network or health path
-//! is the operator's word; a known monitor's or crawler's user agent names itself; `favicon.ico`
-//! and `robots.txt` are asked by browsers and crawlers on their own; a client asking the same
+//! The order of the questions is the order of certainty: a configured network is the
+//! operator's word; a known monitor's or crawler's user agent (or one the operator names)
+//! names itself, so the count says which; a health path is a robot's whoever asks it;
+//! `favicon.ico` and `robots.txt` are asked by browsers and crawlers on their own; a client asking the same
 //! path on a fixed period is polling, whatever it calls itself (a dashboard tab, a script in a
 //! loop). Everything else is a person. Every question is total: hostile text is only text.
 
@@ -209,12 +210,6 @@ impl Classifier {
         {
             return robot(RobotKind::Network, format!("from {net}"));
         }
-        if app.health_paths.iter().any(|g| g.is_match(request.path)) {
-            return robot(
-                RobotKind::HealthPath,
-                format!("{} is a health path", shown(request.path)),
-            );
-        }
         if let Some((_, name)) = MONITORS.iter().find(|(needle, _)| agent.contains(needle)) {
             return robot(RobotKind::Monitor, (*name).to_owned());
         }
@@ -223,6 +218,12 @@ impl Classifier {
         }
         if let Some(needle) = app.robot_agents.iter().find(|n| agent.contains(n.as_str())) {
             return robot(RobotKind::Configured, format!("user agent has {needle:?}"));
+        }
+        if app.is_health_path(request.path) {
+            return robot(
+                RobotKind::HealthPath,
+                format!("{} is a health path", shown(request.path)),
+            );
         }
         if let Some(path) = PROBE_PATHS
             .iter()
@@ -325,6 +326,27 @@ mod tests {
                 "{agent}"
             );
         }
+    }
+
+    #[test]
+    fn a_monitor_asking_a_health_path_is_counted_by_its_name() {
+        let app = app("");
+        let mut c = Classifier::new();
+        assert_eq!(
+            ask(&mut c, &app, "Uptime-Kuma/2.0.2", "/healthz", 0),
+            Traffic::Robot {
+                kind: RobotKind::Monitor,
+                why: "Uptime Kuma".into()
+            }
+        );
+        // Anyone else asking it is a robot too: the readiness path is a health path unsaid.
+        assert_eq!(
+            ask(&mut c, &app, FIREFOX, "/healthz", 0),
+            Traffic::Robot {
+                kind: RobotKind::HealthPath,
+                why: "/healthz is a health path".into()
+            }
+        );
     }
 
     #[test]

@@ -3,6 +3,8 @@
 //! sweeper that declined to suspend a database said nothing about why.
 //!
 //! - [`spec`]: the apps under idle control, as `serve.yaml`'s `idle:` section declares them.
+//! - [`admission`]: what one request gets: forwarded, a wake, the kept readiness answer (a
+//!   robot's health check while the app sleeps, and nothing else), or 503 saying why.
 //! - [`classify`]: whether a request is a person's (or an agent's) or a robot's, and which
 //!   kind; [`polling`] sees the fixed rhythm of a poller whatever it calls itself.
 //! - [`machine`]: one app's state (awake, suspending, asleep, waking, half-awake, failed,
@@ -15,6 +17,7 @@
 //! (`nightwatch-serve`, `idle/`) does the I/O and puts every suspend and wake through the
 //! engine.
 
+pub mod admission;
 pub mod classify;
 pub mod machine;
 pub mod polling;
@@ -22,6 +25,7 @@ pub mod runtime;
 pub mod sockets;
 pub mod spec;
 
+pub use admission::{Admission, Refusal, admission, is_health_check};
 pub use classify::{Classifier, Request, RobotKind, Traffic};
 pub use machine::{AppState, Due, PersonSeen, Phase, TrafficCounts};
 pub use runtime::{Observed, Runtime, SignalSeen};

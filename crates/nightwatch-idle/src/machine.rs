@@ -14,6 +14,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::admission::Admission;
 use crate::classify::{RobotKind, Traffic};
 use crate::spec::AppSpec;
 
@@ -75,10 +76,19 @@ pub struct TrafficCounts {
     pub robots: BTreeMap<&'static str, u64>,
     /// A few robots by name with their counts (`Uptime Kuma`: 12), bounded.
     pub robots_by_name: BTreeMap<String, u64>,
+    /// Robots' health checks given the kept readiness answer.
+    pub kept: u64,
+    /// Robots' requests refused with 503, by method and path (`POST /orders/sync`: 7),
+    /// bounded: past it, under [`OTHER_REFUSALS`].
+    pub refused: BTreeMap<String, u64>,
 }
 
 /// Robot names kept per app between flips; past it, robots are still counted by kind.
 const MAX_ROBOT_NAMES: usize = 32;
+/// Refused requests kept by method and path per app between flips.
+const MAX_REFUSED: usize = 32;
+/// Where refusals past [`MAX_REFUSED`] kinds are counted.
+pub const OTHER_REFUSALS: &str = "(others)";
 
 impl TrafficCounts {
     fn count(&mut self, traffic: &Traffic) {
@@ -158,6 +168,37 @@ impl AppState {
         if traffic.is_person() {
             self.active_mono = self.active_mono.max(now_mono);
             self.last_person = Some(person());
+        }
+    }
+
+    /// Counts what a request was given (`method`, `path`: as asked). True for the first
+    /// refusal of its method and path since the last flip: that one is recorded with why,
+    /// the rest are counted.
+    pub fn answered(&mut self, admission: &Admission, method: &str, path: &str) -> bool {
+        match admission {
+            Admission::Kept => {
+                self.seen.kept += 1;
+                false
+            }
+            Admission::Refused(_) => {
+                let asked = format!(
+                    "{} {}",
+                    crate::clipped(method, 16),
+                    crate::clipped(path, 120)
+                );
+                let refused = &mut self.seen.refused;
+                if let Some(n) = refused.get_mut(&asked) {
+                    *n += 1;
+                    false
+                } else if refused.len() < MAX_REFUSED {
+                    refused.insert(asked, 1);
+                    true
+                } else {
+                    *refused.entry(OTHER_REFUSALS.to_owned()).or_default() += 1;
+                    false
+                }
+            }
+            Admission::Forward | Admission::Wake => false,
         }
     }
 
@@ -266,6 +307,31 @@ mod tests {
         assert_eq!(s.due(&app, &[], 30_000), Due::Wait);
         assert!(matches!(s.due(&app, &[], 41_000), Due::Suspend { .. }));
         assert_eq!(s.last_person, Some(person()));
+    }
+
+    #[test]
+    fn the_first_refusal_of_each_request_is_told_and_the_rest_counted() {
+        let mut s = AppState::found(Phase::Asleep, "paused", 0, 0);
+        let refused = Admission::Refused(crate::admission::Refusal {
+            why: "asleep".into(),
+            asleep: true,
+            retry_after: Duration::from_secs(30),
+        });
+        assert!(s.answered(&refused, "POST", "/orders/sync"));
+        assert!(!s.answered(&refused, "POST", "/orders/sync"));
+        assert!(s.answered(&refused, "GET", "/orders/sync"));
+        assert!(!s.answered(&Admission::Kept, "GET", "/healthz"));
+        assert_eq!(s.seen.refused["POST /orders/sync"], 2);
+        assert_eq!(s.seen.kept, 1);
+        for i in 0..100 {
+            s.answered(&refused, "GET", &format!("/scan/{i}"));
+        }
+        assert_eq!(s.seen.refused.len(), MAX_REFUSED + 1, "bounded");
+        assert!(s.seen.refused[OTHER_REFUSALS] > 0);
+        // A flip starts over: the next sleep's first refusal is told again.
+        s.flip(Phase::Awake, "woken", 0);
+        s.flip(Phase::Asleep, "paused", 0);
+        assert!(s.answered(&refused, "POST", "/orders/sync"));
     }
 
     #[test]

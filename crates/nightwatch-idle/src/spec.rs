@@ -61,7 +61,8 @@ pub enum Readiness {
     Tcp,
 }
 
-/// What a robot's request to a sleeping app gets.
+/// What a robot's health check (a GET or HEAD of a health path) gets while the app sleeps.
+/// Any other request of a robot's gets 503 with `Retry-After` whatever this says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum AsleepAnswer {
@@ -148,7 +149,9 @@ pub struct AppSpec {
     pub wake_timeout: Duration,
     /// Each step against the Engine (pause, stop, start, ...) gets this long.
     pub step_timeout: Duration,
-    /// Paths that are health checks, whoever asks them (exact, or a glob).
+    /// Paths that are health checks, whoever asks them (exact, or a glob): a robot's, never
+    /// activity, and while the app sleeps a GET or HEAD of one is the only request given the
+    /// kept readiness answer. Unsaid: the readiness check's path.
     pub health_paths: Vec<GlobMatcher>,
     /// Clients in these networks are robots.
     pub robot_networks: Vec<IpNet>,
@@ -163,6 +166,20 @@ impl AppSpec {
     pub fn answers_to(&self, host: &str) -> bool {
         let host = strip_port(host);
         self.hosts.iter().any(|h| h.eq_ignore_ascii_case(host))
+    }
+
+    /// True when `path` (without the query) is one of the app's health paths.
+    pub fn is_health_path(&self, path: &str) -> bool {
+        self.health_paths.iter().any(|g| g.is_match(path))
+    }
+
+    /// The health paths as written, for reasons: `/healthz, /status`, or `none`.
+    pub fn health_paths_shown(&self) -> String {
+        if self.health_paths.is_empty() {
+            return "none".into();
+        }
+        let shown: Vec<&str> = self.health_paths.iter().map(|g| g.glob().glob()).collect();
+        shown.join(", ")
     }
 }
 
@@ -207,8 +224,7 @@ pub struct AppFile {
     wake_timeout: Option<Duration>,
     #[serde(default, deserialize_with = "optional_duration")]
     step_timeout: Option<Duration>,
-    #[serde(default)]
-    health_paths: Vec<String>,
+    health_paths: Option<Vec<String>>,
     #[serde(default)]
     robot_networks: Vec<String>,
     #[serde(default)]
@@ -391,11 +407,33 @@ impl AppFile {
             }
         };
         let mut health_paths = Vec::new();
-        for path in self.health_paths {
-            let glob = Glob::new(&path)
-                .map_err(|e| fail(format!("health_paths: {path:?}: {e}")))?
-                .compile_matcher();
-            health_paths.push(glob);
+        match (self.health_paths, &ready) {
+            (Some(paths), _) => {
+                for path in paths {
+                    let glob = Glob::new(&path)
+                        .map_err(|e| fail(format!("health_paths: {path:?}: {e}")))?
+                        .compile_matcher();
+                    if glob.is_match("/") {
+                        // A health path is a robot's whoever asks it, and never wakes the app.
+                        return Err(fail(format!(
+                            "health_paths: {path:?} takes in /, where people arrive: they would get the kept health answer and never wake the app; name the path your monitor asks, such as /healthz"
+                        )));
+                    }
+                    health_paths.push(glob);
+                }
+            }
+            // Unsaid: the readiness check's own path, whose answer is the one kept. Not `/`,
+            // where people arrive.
+            (None, Readiness::Http { path }) => {
+                let path = path.split(['?', '#']).next().unwrap_or(path);
+                if path != "/" {
+                    let exact = Glob::new(&globset::escape(path))
+                        .map_err(|e| fail(format!("ready.http: {path:?}: {e}")))?
+                        .compile_matcher();
+                    health_paths.push(exact);
+                }
+            }
+            (None, Readiness::Tcp) => {}
         }
         let mut robot_networks = Vec::new();
         for net in self.robot_networks {
@@ -564,11 +602,46 @@ apps:
                 "robot_agents",
             ),
             (SHOP.replace("shop:", "\"sh op\":"), "name"),
+            (
+                SHOP.to_owned() + "    health_paths: [/]\n",
+                "where people arrive",
+            ),
+            (
+                SHOP.to_owned() + "    health_paths: [/status, \"*\"]\n",
+                "health_paths: \"*\"",
+            ),
         ];
         for (yaml, needle) in cases {
             let err = apps(&yaml).expect_err(&yaml);
             assert!(err.contains(needle), "{err:?} should mention {needle}");
         }
+    }
+
+    #[test]
+    fn the_health_paths_are_the_readiness_path_unless_named() {
+        let shop = &apps(SHOP).unwrap()[0];
+        assert_eq!(shop.health_paths_shown(), "/healthz");
+        assert!(shop.is_health_path("/healthz"));
+        assert!(!shop.is_health_path("/healthz/deep"));
+        assert!(!shop.is_health_path("/"));
+        let named = SHOP.to_owned() + "    health_paths: [/status, \"/api/health*\"]\n";
+        let shop = &apps(&named).unwrap()[0];
+        assert_eq!(shop.health_paths_shown(), "/status, /api/health*");
+        assert!(shop.is_health_path("/api/healthz"));
+        assert!(
+            !shop.is_health_path("/healthz"),
+            "named paths replace the default"
+        );
+        // A readiness check of / (where people arrive) or of TCP names no health path.
+        let root = SHOP.replace("/healthz", "\"/?full=1\"");
+        assert_eq!(apps(&root).unwrap()[0].health_paths_shown(), "none");
+        let tcp = SHOP.replace("{ http: /healthz }", "{ tcp: true }");
+        assert_eq!(apps(&tcp).unwrap()[0].health_paths_shown(), "none");
+        // A readiness path with a query or glob characters is matched as written.
+        let query = SHOP.replace("/healthz", "\"/health[1]?deep=1\"");
+        let shop = &apps(&query).unwrap()[0];
+        assert!(shop.is_health_path("/health[1]"));
+        assert!(!shop.is_health_path("/health1"));
     }
 
     #[test]

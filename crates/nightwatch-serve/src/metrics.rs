@@ -61,6 +61,16 @@ pub struct AppStateLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AppAnswerLabel {
+    pub app: String,
+    /// `forwarded` (to the app), `kept` (its kept readiness answer) or `refused` (503).
+    pub answer: String,
+}
+
+/// How a request to an app under idle control can be answered.
+const IDLE_ANSWERS: [&str; 3] = ["forwarded", "kept", "refused"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct AppTrafficLabel {
     pub app: String,
     /// `person`, or the robot's kind (`monitor`, `crawler`, `polling`, ...).
@@ -89,6 +99,7 @@ pub struct Metrics {
     idle_wakes: Family<AppLabel, Counter>,
     idle_wake_seconds: Family<AppLabel, Histogram>,
     idle_requests: Family<AppTrafficLabel, Counter>,
+    idle_answers: Family<AppAnswerLabel, Counter>,
     watch_runs: Family<WatcherLabel, Counter>,
     watch_seconds: Family<WatcherLabel, Counter<f64, AtomicU64>>,
     heartbeats: Family<OutcomeLabel, Counter>,
@@ -203,6 +214,12 @@ impl Metrics {
             "Requests to apps under idle control, by who asked: person, or the robot's kind",
             idle_requests.clone(),
         );
+        let idle_answers = Family::<AppAnswerLabel, Counter>::default();
+        registry.register(
+            "idle_answers",
+            "Requests to apps under idle control, by how they were answered: forwarded to the app, the kept readiness answer (a robot's health check while it slept), or refused with 503",
+            idle_answers.clone(),
+        );
         let watch_runs = Family::<WatcherLabel, Counter>::default();
         registry.register("watch_runs", "Runs of each watcher", watch_runs.clone());
         let watch_seconds = Family::<WatcherLabel, Counter<f64, AtomicU64>>::default();
@@ -267,6 +284,7 @@ impl Metrics {
             idle_wakes,
             idle_wake_seconds,
             idle_requests,
+            idle_answers,
             watch_runs,
             watch_seconds,
             heartbeats,
@@ -307,6 +325,17 @@ impl Metrics {
             .inc();
     }
 
+    /// How a request to an app under idle control was answered (`forwarded`, `kept`,
+    /// `refused`).
+    pub fn idle_answer(&self, app: &str, answer: &str) {
+        self.idle_answers
+            .get_or_create(&AppAnswerLabel {
+                app: app.to_owned(),
+                answer: answer.to_owned(),
+            })
+            .inc();
+    }
+
     /// An app woke, taking `took`.
     pub fn idle_woke(&self, app: &str, took: std::time::Duration) {
         let label = AppLabel {
@@ -338,6 +367,12 @@ impl Metrics {
                 let _ = self.idle_requests.get_or_create(&AppTrafficLabel {
                     app: app.clone(),
                     traffic: traffic.into(),
+                });
+            }
+            for answer in IDLE_ANSWERS {
+                let _ = self.idle_answers.get_or_create(&AppAnswerLabel {
+                    app: app.clone(),
+                    answer: answer.into(),
                 });
             }
         }
@@ -472,6 +507,7 @@ mod tests {
                 why: "Uptime Kuma".into(),
             },
         );
+        m.idle_answer("shop", "refused");
         m.idle_woke("shop", std::time::Duration::from_millis(15));
         let text = m.render(&[], 0.0);
         for line in [
@@ -480,6 +516,8 @@ mod tests {
             "nightwatch_idle_requests_total{app=\"shop\",traffic=\"monitor\"} 1",
             "nightwatch_idle_requests_total{app=\"shop\",traffic=\"polling\"} 0",
             "nightwatch_idle_requests_total{app=\"shop\",traffic=\"person\"} 0",
+            "nightwatch_idle_answers_total{app=\"shop\",answer=\"refused\"} 1",
+            "nightwatch_idle_answers_total{app=\"shop\",answer=\"kept\"} 0",
             "nightwatch_idle_wakes_total{app=\"shop\"} 1",
             "nightwatch_idle_wake_seconds_count{app=\"shop\"} 1",
         ] {

@@ -18,7 +18,9 @@ use nightwatch_gate::{Clock, Engine, Escalator, Guards, LiveGuards, NoEscalator}
 use nightwatch_idle::runtime::Step;
 use nightwatch_idle::{Observed, Phase, Runtime, SignalSeen, SuspendMode, Target};
 use nightwatch_ledger::{Filter, Record, event};
-use nightwatch_serve::idle::control::{Admit, AppControl, IdleControl, Seen};
+use nightwatch_serve::http::ConnectionLimits;
+use nightwatch_serve::idle::control::{Admit, AppControl, Door, Health, IdleControl, Seen};
+use nightwatch_serve::idle::proxy::{Upstream, serve_proxy};
 use nightwatch_serve::{Config, Daemon, Edges};
 
 /// How each step of the scripted engine goes.
@@ -149,16 +151,27 @@ impl Edges for TestEdges {
     }
 }
 
-/// The app's upstream: answers its readiness path while the scripted engine runs it.
-async fn upstream(running: Arc<AtomicBool>, ready: Arc<AtomicBool>) -> SocketAddr {
+/// The app's upstream: answers any path while the scripted engine runs it (and it is ready),
+/// marking its own answers `X-App`; counts the requests other than its readiness checks.
+async fn upstream(
+    running: Arc<AtomicBool>,
+    ready: Arc<AtomicBool>,
+    hits: Arc<AtomicUsize>,
+) -> SocketAddr {
     use axum::http::StatusCode;
-    let app = axum::Router::new().fallback(move || {
+    let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
         let up = running.load(Ordering::SeqCst) && ready.load(Ordering::SeqCst);
+        if headers
+            .get("user-agent")
+            .is_none_or(|a| a != "nightwatch-readiness")
+        {
+            hits.fetch_add(1, Ordering::SeqCst);
+        }
         async move {
             if up {
-                (StatusCode::OK, "{\"status\":\"ok\"}")
+                (StatusCode::OK, [("x-app", "shop")], "{\"status\":\"ok\"}")
             } else {
-                (StatusCode::SERVICE_UNAVAILABLE, "down")
+                (StatusCode::SERVICE_UNAVAILABLE, [("x-app", "shop")], "down")
             }
         }
     });
@@ -174,6 +187,8 @@ struct World {
     daemon: Arc<Daemon>,
     control: Arc<IdleControl>,
     engine: Arc<Scripted>,
+    /// Requests that reached the app, its readiness checks aside.
+    hits: Arc<AtomicUsize>,
     _dir: tempfile::TempDir,
 }
 
@@ -198,9 +213,36 @@ impl World {
         }
     }
 
+    /// The daemon's own proxy in front of the app (`listen`), with the controller at its door.
+    async fn proxy(&self) -> SocketAddr {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let door = Arc::new(Door::new(
+            self.daemon.clone(),
+            self.control.clone(),
+            self.app().clone(),
+        ));
+        let limits = ConnectionLimits {
+            max_connections: 16,
+            header_read: Duration::from_secs(5),
+        };
+        tokio::spawn(serve_proxy(
+            listener,
+            Upstream::new(self.app().spec.upstream),
+            door,
+            limits,
+            std::future::pending(),
+        ));
+        addr
+    }
+
     async fn ask(&self, agent: &str, path: &str) -> Admit {
+        self.ask_with("GET", agent, path).await
+    }
+
+    async fn ask_with(&self, method: &str, agent: &str, path: &str) -> Admit {
         let seen = Seen {
-            method: "GET".into(),
+            method: method.into(),
             path: path.into(),
             user_agent: Some(agent.into()),
             client: "192.0.2.7".parse().unwrap(),
@@ -237,7 +279,8 @@ const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 
 async fn world(app_yaml: &str, policy: &str) -> World {
     let ready = Arc::new(AtomicBool::new(true));
     let running = Arc::new(AtomicBool::new(true));
-    let upstream = upstream(running.clone(), ready.clone()).await;
+    let hits = Arc::new(AtomicUsize::new(0));
+    let upstream = upstream(running.clone(), ready.clone(), hits.clone()).await;
     let engine = Arc::new(Scripted {
         state: Mutex::new(Observed::Running),
         suspend: Mutex::new(Goes::Done),
@@ -274,6 +317,7 @@ async fn world(app_yaml: &str, policy: &str) -> World {
         daemon,
         control,
         engine,
+        hits,
         _dir: dir,
     };
     w.until(
@@ -307,14 +351,22 @@ async fn a_monitor_polling_lets_the_app_sleep_and_a_person_wakes_it() {
         "slept before its idle_after"
     );
 
-    // The monitor's next poll gets the kept answer and does not wake it.
+    // The monitor's next health check gets the kept answer and does not wake it; the same
+    // monitor asking the home page is refused, saying why.
     let resumes = w.engine.resumes.load(Ordering::SeqCst);
-    match w.ask(KUMA, "/").await {
-        Admit::Asleep(Some(kept)) => {
+    match w.ask(KUMA, "/healthz").await {
+        Admit::Kept(Some(kept)) => {
             assert_eq!(kept.status, 200);
             assert_eq!(&kept.body[..], b"{\"status\":\"ok\"}");
         }
-        other => panic!("a robot got {other:?}"),
+        other => panic!("a robot's health check got {other:?}"),
+    }
+    match w.ask(KUMA, "/").await {
+        Admit::Unavailable { why, asleep, .. } => {
+            assert!(asleep);
+            assert!(why.contains("GET / (monitor: Uptime Kuma)"), "{why}");
+        }
+        other => panic!("a robot's GET / got {other:?}"),
     }
     assert_eq!(w.phase(), Phase::Asleep);
     assert_eq!(w.engine.resumes.load(Ordering::SeqCst), resumes);
@@ -345,10 +397,16 @@ async fn a_monitor_polling_lets_the_app_sleep_and_a_person_wakes_it() {
         "{asleep:?}"
     );
     let awake = w.idle_records("awake");
-    assert!(
-        awake
-            .iter()
-            .any(|r| r.inputs["from"] == "asleep" && r.inputs["person"]["path"] == "/cart")
+    let woke = awake
+        .iter()
+        .find(|r| r.inputs["from"] == "asleep" && r.inputs["person"]["path"] == "/cart")
+        .expect("the wake is recorded");
+    // What was seen while it slept goes with the wake: one kept answer, one refusal.
+    assert_eq!(woke.inputs["seen"]["kept"], 1, "{:#}", woke.inputs);
+    assert_eq!(
+        woke.inputs["seen"]["refused"]["GET /"], 1,
+        "{:#}",
+        woke.inputs
     );
 }
 
@@ -567,4 +625,161 @@ async fn signals_that_cannot_be_read_keep_it_awake_and_say_so_at_most_once_a_bac
         w.phase() == Phase::Asleep
     })
     .await;
+}
+
+/// The tester's night: a sync client POSTs every few seconds through the daemon's proxy, is
+/// classed a robot by its rhythm, and the app sleeps. From then on every POST is refused with
+/// 503, `Retry-After` and `X-Nightwatch-Asleep`: no 2xx the app did not send, nothing
+/// forwarded to it, no wake. The first refusal is recorded with why; the rest are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn periodic_posts_are_never_answered_2xx_by_nightwatch_while_the_app_sleeps() {
+    let w = world("      idle_after: 2s\n", ALLOW_ALL).await;
+    let proxy = w.proxy().await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<axum::body::Body>();
+    let post = || {
+        hyper::Request::post(format!("http://{proxy}/orders/sync"))
+            .header("user-agent", "orders-sync/1.0")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from("{\"orders\":[1]}"))
+            .unwrap()
+    };
+    let started = Instant::now();
+    let mut refused_asleep = 0;
+    let mut from_the_app = 0;
+    while refused_asleep < 4 {
+        assert!(
+            started.elapsed() < Duration::from_secs(40),
+            "the app never slept under the sync client; phase {:?}",
+            w.phase()
+        );
+        let asked_at = Instant::now();
+        let response = client.request(post()).await.unwrap();
+        let status = response.status();
+        let headers = response.headers().clone();
+        let body = axum::body::to_bytes(axum::body::Body::new(response.into_body()), 1 << 20)
+            .await
+            .unwrap();
+        let body = String::from_utf8_lossy(&body);
+        if headers.contains_key("x-app") {
+            // The app's own answer, while it was awake.
+            from_the_app += 1;
+            assert!(!headers.contains_key("x-nightwatch-asleep"), "{headers:?}");
+        } else {
+            assert!(
+                !status.is_success(),
+                "nightwatch answered a POST {status} in the app's place: {body}"
+            );
+            assert_eq!(status, 503, "{body}");
+            assert_eq!(headers["retry-after"], "30");
+            assert_eq!(headers["x-nightwatch-asleep"], "shop");
+            assert!(body.contains("POST /orders/sync (polling"), "{body}");
+            refused_asleep += 1;
+        }
+        // A period the classifier sees as polling (at least 2 s, steady).
+        tokio::time::sleep(Duration::from_millis(2_100).saturating_sub(asked_at.elapsed())).await;
+    }
+    assert_eq!(w.phase(), Phase::Asleep);
+    assert_eq!(
+        w.hits.load(Ordering::SeqCst),
+        from_the_app,
+        "only the POSTs the app answered reached it"
+    );
+    assert!(from_the_app >= 3, "it was awake for the first POSTs");
+    assert_eq!(
+        w.engine.resumes.load(Ordering::SeqCst),
+        0,
+        "a robot woke it"
+    );
+    let refusals: Vec<Record> = w
+        .records()
+        .into_iter()
+        .filter(|r| r.event == event::IDLE && r.inputs.get("refused").is_some())
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        1,
+        "the first refusal recorded, the rest counted"
+    );
+    assert_eq!(refusals[0].inputs["refused"]["method"], "POST");
+    assert_eq!(refusals[0].inputs["refused"]["path"], "/orders/sync");
+    assert_eq!(refusals[0].inputs["refused"]["robot"], "polling");
+    assert!(
+        refusals[0].reasons[0].contains("does not wake it"),
+        "{}",
+        refusals[0].reasons[0]
+    );
+    let seen = w.control.state(w.app()).seen;
+    assert_eq!(seen.refused["POST /orders/sync"], refused_asleep);
+    let metrics = w.daemon.metrics.render(&[], 0.0);
+    assert!(
+        metrics.contains(&format!(
+            "nightwatch_idle_answers_total{{app=\"shop\",answer=\"refused\"}} {refused_asleep}"
+        )),
+        "{metrics}"
+    );
+
+    // A monitor's health check through the same proxy still gets the kept answer.
+    let hits = w.hits.load(Ordering::SeqCst);
+    let health = hyper::Request::get(format!("http://{proxy}/healthz"))
+        .header("user-agent", KUMA)
+        .body(axum::body::Body::empty())
+        .unwrap();
+    let response = client.request(health).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-nightwatch-asleep"], "shop");
+    assert_eq!(w.hits.load(Ordering::SeqCst), hits);
+    assert_eq!(w.phase(), Phase::Asleep);
+}
+
+/// `/idle/health`'s side of the controller: awake, the app answers the health check now (its
+/// own status, even a failing one); asleep, the kept answer. Never a wake.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_check_passed_on_is_answered_live_while_awake_and_kept_while_asleep() {
+    let w = world("      idle_after: 1s\n", ALLOW_ALL).await;
+    let check = || Seen {
+        method: "GET".into(),
+        path: "/healthz".into(),
+        user_agent: Some(KUMA.into()),
+        client: "192.0.2.9".parse().unwrap(),
+    };
+    match w
+        .control
+        .health(
+            &w.daemon,
+            w.app(),
+            &check(),
+            "/healthz?deep=1",
+            Some("shop.test"),
+        )
+        .await
+    {
+        Health::Live(answer) => {
+            assert_eq!(answer.status, 200);
+            assert_eq!(&answer.body[..], b"{\"status\":\"ok\"}");
+        }
+        other => panic!("an awake app's health check got {other:?}"),
+    }
+    assert_eq!(w.hits.load(Ordering::SeqCst), 1, "the app answered it");
+    w.until("asleep", Duration::from_secs(6), |w| {
+        w.phase() == Phase::Asleep
+    })
+    .await;
+    for _ in 0..3 {
+        match w
+            .control
+            .health(&w.daemon, w.app(), &check(), "/healthz", Some("shop.test"))
+            .await
+        {
+            Health::Answer(Admit::Kept(Some(kept))) => assert_eq!(kept.status, 200),
+            other => panic!("a sleeping app's health check got {other:?}"),
+        }
+    }
+    assert_eq!(w.phase(), Phase::Asleep);
+    assert_eq!(w.engine.resumes.load(Ordering::SeqCst), 0);
+    assert_eq!(
+        w.hits.load(Ordering::SeqCst),
+        1,
+        "nothing reached the sleeping app"
+    );
 }

@@ -1,6 +1,8 @@
 //! Forward-auth through Debian's Caddy: an operator who already fronts the app with Caddy
 //! gets the same classification and wake-up as the daemon's own proxy. Caddy asks
-//! `nightwatch serve`'s `/idle/auth` before each request; the app is a real container.
+//! `nightwatch serve`'s `/idle/auth` before each request, and routes the app's health path to
+//! `/idle/health`, so a monitor is answered while the app sleeps; the Caddyfile is the
+//! README's; the app is a real container.
 
 mod common;
 
@@ -10,7 +12,9 @@ use std::time::{Duration, Instant};
 use common::daemon::{Daemon, read_reply};
 use common::docker::{Containers, httpd_app, state};
 
-const KUMA: &str = "Uptime-Kuma/1.23.16";
+const KUMA: &str = "Uptime-Kuma/2.0.2";
+/// The Accept header Uptime Kuma's HTTP monitor sends (server/model/monitor.js).
+const KUMA_ACCEPT: &str = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.9";
 const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
 
 struct Caddy(Child);
@@ -42,11 +46,31 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
 
     let port = common::free_port();
     let caddyfile = home.join("Caddyfile");
+    // The README's Caddyfile (Idle control), on a port of the test's own.
+    let nightwatch = &daemon.addr;
     std::fs::write(
         &caddyfile,
         format!(
-            "{{\n\tadmin off\n\tauto_https off\n}}\n\n:{port} {{\n\tforward_auth {} {{\n\t\turi /idle/auth\n\t}}\n\treverse_proxy {upstream}\n}}\n",
-            daemon.addr
+            "{{
+\tadmin off
+\tauto_https off
+}}
+
+:{port} {{
+\thandle /healthz {{
+\t\trewrite * /idle/health
+\t\treverse_proxy {nightwatch} {{
+\t\t\theader_up X-Forwarded-Uri {{http.request.orig_uri}}
+\t\t}}
+\t}}
+\thandle {{
+\t\tforward_auth {nightwatch} {{
+\t\t\turi /idle/auth
+\t\t}}
+\t\treverse_proxy {upstream}
+\t}}
+}}
+"
         ),
     )
     .unwrap();
@@ -73,19 +97,33 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    // As a browser sends it: to the app's name, which Caddy passes on as X-Forwarded-Host.
-    let get = |agent: &str, path: &str| {
+    // To the app's name, which Caddy passes on as X-Forwarded-Host.
+    let send = |method: &str, path: &str, headers: &[(&str, &str)]| {
         use std::io::Write;
         let mut stream = std::net::TcpStream::connect(&front).unwrap();
         stream
             .set_read_timeout(Some(Duration::from_secs(60)))
             .unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.1\r\nHost: shop.test\r\nUser-Agent: {agent}\r\nConnection: close\r\n\r\n"
-        )
-        .unwrap();
+        let mut request = format!("{method} {path} HTTP/1.1\r\nHost: shop.test\r\n");
+        for (name, value) in headers {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+        request.push_str("Content-Length: 0\r\nConnection: close\r\n\r\n");
+        stream.write_all(request.as_bytes()).unwrap();
         read_reply(&mut stream)
+    };
+    let get = |agent: &str, path: &str| send("GET", path, &[("User-Agent", agent)]);
+    // Uptime Kuma's HTTP monitor, as it sends its request (axios in Node.js).
+    let kuma = |path: &str| {
+        send(
+            "GET",
+            path,
+            &[
+                ("Accept", KUMA_ACCEPT),
+                ("User-Agent", KUMA),
+                ("Accept-Encoding", "gzip, compress, deflate, br"),
+            ],
+        )
     };
 
     // The monitor polls through Caddy: answered by the app while it is awake, and it sleeps.
@@ -96,7 +134,7 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
             "the app never slept\n{}",
             daemon.log()
         );
-        let reply = get(KUMA, "/healthz");
+        let reply = kuma("/healthz");
         if reply.header("x-nightwatch-asleep").is_none() {
             assert_eq!(reply.status, 200, "{}", reply.text());
             assert_eq!(reply.text(), "ok\n");
@@ -105,13 +143,32 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
     }
     daemon.wait_for("/api/idle/shop", 10, "asleep", |v| v["phase"] == "asleep");
 
-    // Asleep: the monitor is told so by the daemon, through Caddy, and wakes nothing.
-    let reply = get(KUMA, "/healthz");
-    assert_eq!(reply.status, 503, "{}", reply.text());
-    assert_eq!(reply.header("x-nightwatch-asleep"), Some("shop"));
-    assert!(reply.header("retry-after").is_some());
+    // Asleep: the monitor's health check is answered 2xx by the daemon, through Caddy, with
+    // the app's kept answer marked as nightwatch's, so nobody is paged; it wakes nothing.
+    for _ in 0..3 {
+        let reply = kuma("/healthz");
+        assert_eq!(reply.status, 200, "{}\n{}", reply.text(), daemon.log());
+        assert_eq!(reply.text(), "ok\n");
+        assert_eq!(reply.header("x-nightwatch-asleep"), Some("shop"));
+    }
+    // Anything else a robot asks is refused with why, never a 2xx: the monitor's home page,
+    // a POST of a robot's.
+    for (method, path) in [("GET", "/"), ("POST", "/orders/sync")] {
+        let reply = send(method, path, &[("User-Agent", KUMA)]);
+        assert_eq!(reply.status, 503, "{method} {path}: {}", reply.text());
+        assert_eq!(reply.header("x-nightwatch-asleep"), Some("shop"));
+        assert!(reply.header("retry-after").is_some());
+        assert!(
+            reply.text().contains("does not wake it"),
+            "{method} {path}: {}",
+            reply.text()
+        );
+    }
     std::thread::sleep(Duration::from_secs(1));
     assert_eq!(state(&name), "paused");
+    let app = daemon.json("/api/idle/shop");
+    assert_eq!(app["kept_since"], 3, "{app:#}");
+    assert_eq!(app["refused_since"]["GET /"], 1, "{app:#}");
 
     // A person through Caddy wakes it and gets the app's answer.
     let reply = get(FIREFOX, "/");
@@ -133,4 +190,10 @@ fn caddy_forward_auth_lets_the_app_sleep_under_a_monitor_and_wakes_it_for_a_pers
         .filter(|r| r["event"] == "decision" && r["tool"] == "wake_app")
         .count();
     assert_eq!(wakes, 1, "one wake, for the person");
+
+    // Awake, the health check Caddy routes to the daemon is the app's own answer, now.
+    let reply = kuma("/healthz");
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    assert_eq!(reply.text(), "ok\n");
+    assert_eq!(reply.header("x-nightwatch-asleep"), None);
 }

@@ -1101,6 +1101,18 @@ fn health_metrics_api_and_the_openapi_document_agree() {
         );
         assert_eq!(reply.status, 404, "{method}: {}", reply.text());
     }
+    // Nor the health checks a proxy passes on (the idle tests ask them of a real app).
+    let reply = call(
+        "get",
+        "/idle/health",
+        "/idle/health",
+        &[
+            ("X-Forwarded-Host", "shop.test"),
+            ("X-Forwarded-Uri", "/healthz"),
+        ],
+        b"",
+    );
+    assert_eq!(reply.status, 404, "{}", reply.text());
 
     // A robot reports an action: decided (the built-in rule allows robots), refused without
     // its secret or with a body that is no report.

@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 use nightwatch_core::{Action, Actor, ActorKind, Context, Tool, Verdict};
 use nightwatch_gate::{Event, IDLE_CONTROLLER, Proposal};
 use nightwatch_idle::{
-    AppSpec, AppState, AsleepAnswer, Classifier, Due, Observed, PersonSeen, Phase, Request,
-    Runtime, SignalSeen,
+    Admission, AppSpec, AppState, Classifier, Due, Observed, PersonSeen, Phase, Refusal, Request,
+    Runtime, SignalSeen, Traffic,
 };
 use serde_json::{Value, json};
 use tokio::sync::watch;
@@ -37,6 +37,8 @@ const READY_REFRESH: Duration = Duration::from_secs(30);
 const MAX_KEPT_TEXT: usize = 200;
 /// Between readiness checks while an app wakes.
 const WAKE_POLL: Duration = Duration::from_millis(50);
+/// How long an awake app has to answer a health check `/idle/health` passes on.
+const LIVE_HEALTH: Duration = Duration::from_secs(10);
 
 /// A request, as the proxy or forward-auth saw it.
 #[derive(Clone, Debug)]
@@ -52,10 +54,36 @@ pub struct Seen {
 pub enum Admit {
     /// The app is awake (or was woken for this request): forward it.
     Forward,
-    /// A robot asking a sleeping app: the kept readiness answer.
-    Asleep(Option<ReadyAnswer>),
-    /// Not now, and why (503 with `Retry-After`).
-    Unavailable { why: String, retry_after: u64 },
+    /// A robot's health check while the app sleeps: the kept readiness answer (`None`: none
+    /// was kept, so 503).
+    Kept(Option<ReadyAnswer>),
+    /// Not forwarded, and why: 503 with `Retry-After`, marked `X-Nightwatch-Asleep` when the
+    /// app sleeps.
+    Unavailable {
+        why: String,
+        retry_after: u64,
+        asleep: bool,
+    },
+}
+
+impl Admit {
+    /// How it was answered, for `/metrics`: forwarded, kept or refused.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Admit::Forward => "forwarded",
+            Admit::Kept(Some(_)) => "kept",
+            Admit::Kept(None) | Admit::Unavailable { .. } => "refused",
+        }
+    }
+}
+
+/// What `/idle/health` gives a health check of an app: never a wake.
+#[derive(Debug)]
+pub enum Health {
+    /// The app is awake: its own answer to the health check, now.
+    Live(ReadyAnswer),
+    /// Otherwise what a robot's health check through the proxy gets.
+    Answer(Admit),
 }
 
 /// One app under control.
@@ -473,7 +501,11 @@ impl IdleControl {
         person: Option<&PersonSeen>,
     ) -> Result<(), String> {
         let spec = &app.spec;
-        let from = app.lock().state.phase;
+        // What was seen while it slept (robots answered, refused), for the wake's record.
+        let (from, seen) = {
+            let inner = app.lock();
+            (inner.state.phase, inner.state.seen.clone())
+        };
         if from == Phase::Awake {
             return Ok(());
         }
@@ -537,7 +569,7 @@ impl IdleControl {
                     spec,
                     from.as_str(),
                     Phase::Awake,
-                    json!({ "wake_ms": took.as_millis() as u64, "person": person }),
+                    json!({ "wake_ms": took.as_millis() as u64, "person": person, "seen": seen }),
                     why,
                     Vec::new(),
                 )
@@ -599,11 +631,88 @@ impl IdleControl {
     }
 
     /// Classifies a request to `app`, counts it, and says what to do with it: forward (waking
-    /// the app first for a person), or answer it here.
+    /// the app first for a person), or answer it here (nightwatch_idle's [`admission`]).
     pub async fn admit(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>, seen: &Seen) -> Admit {
+        let (_, admission) = self.classify(daemon, app, seen).await;
+        let admit = match admission {
+            Admission::Forward => Admit::Forward,
+            Admission::Kept => Admit::Kept(app.lock().last_ready.clone()),
+            Admission::Refused(refusal) => Admit::from(refusal),
+            Admission::Wake => self.wake_for_person(daemon, app).await,
+        };
+        daemon.metrics.idle_answer(&app.spec.name, admit.as_str());
+        admit
+    }
+
+    /// A health check asked at `/idle/health` on the app's behalf (`target`: its path and
+    /// query, as `host`): counted as a robot's request, and never a wake. Awake, the app
+    /// answers it now; asleep, it gets the kept answer.
+    pub async fn health(
+        &self,
+        daemon: &Arc<Daemon>,
+        app: &Arc<AppControl>,
+        seen: &Seen,
+        target: &str,
+        host: Option<&str>,
+    ) -> Health {
+        let (_, admission) = self.classify(daemon, app, seen).await;
+        let admit = match admission {
+            Admission::Forward => {
+                match ready::fetch(
+                    app.spec.upstream,
+                    target,
+                    host,
+                    seen.user_agent.as_deref(),
+                    LIVE_HEALTH,
+                )
+                .await
+                {
+                    Ok(answer) => {
+                        daemon.metrics.idle_answer(&app.spec.name, "forwarded");
+                        return Health::Live(answer);
+                    }
+                    // Put to sleep since it was asked: the kept answer, as for any robot.
+                    Err(_) if app.lock().state.phase != Phase::Awake => {
+                        Admit::Kept(app.lock().last_ready.clone())
+                    }
+                    Err(why) => Admit::Unavailable {
+                        why: format!(
+                            "{} is awake, but its health check got no answer: {why}",
+                            app.spec.name
+                        ),
+                        retry_after: 5,
+                        asleep: false,
+                    },
+                }
+            }
+            Admission::Kept => Admit::Kept(app.lock().last_ready.clone()),
+            Admission::Refused(refusal) => Admit::from(refusal),
+            // A health path is a robot's whoever asks it, so this is never reached; were it,
+            // a health check still wakes nothing.
+            Admission::Wake => Admit::Unavailable {
+                why: format!(
+                    "{} is not awake; a health check does not wake it",
+                    app.spec.name
+                ),
+                retry_after: nightwatch_idle::admission::RETRY_AFTER.as_secs(),
+                asleep: true,
+            },
+        };
+        daemon.metrics.idle_answer(&app.spec.name, admit.as_str());
+        Health::Answer(admit)
+    }
+
+    /// Classifies and counts a request; what it gets by the admission rules. The first
+    /// refusal of each method and path since the last flip is recorded with why.
+    async fn classify(
+        &self,
+        daemon: &Arc<Daemon>,
+        app: &Arc<AppControl>,
+        seen: &Seen,
+    ) -> (Traffic, Admission) {
         let now = self.mono();
         let now_ms = daemon.now_ms();
-        let (traffic, phase) = {
+        let (traffic, phase, admission, first_refusal) = {
             let mut inner = app.lock();
             let request = Request {
                 method: &seen.method,
@@ -623,26 +732,54 @@ impl IdleControl {
                 path: nightwatch_idle::clipped(&seen.path, MAX_KEPT_TEXT),
             };
             inner.state.saw(&traffic, person, now);
-            (traffic, inner.state.phase)
+            let phase = inner.state.phase;
+            let admission =
+                nightwatch_idle::admission(&app.spec, phase, &traffic, &seen.method, &seen.path);
+            let first = inner.state.answered(&admission, &seen.method, &seen.path);
+            (traffic, phase, admission, first)
         };
         daemon.metrics.idle_request(&app.spec.name, &traffic);
-        if phase == Phase::Awake {
-            return Admit::Forward;
+        if let Admission::Refused(refusal) = &admission {
+            // No silent refusal: the first of each kind is recorded with why (and logged);
+            // the rest are counted (`/api/idle`, `/metrics`) until the app's state changes.
+            if first_refusal {
+                tracing::info!("idle: {}", refusal.why);
+                let (kind, robot) = match &traffic {
+                    Traffic::Robot { kind, why } => (kind.as_str(), why.as_str()),
+                    Traffic::Person => ("person", ""),
+                };
+                let details = json!({ "refused": {
+                    "method": nightwatch_idle::clipped(&seen.method, 16),
+                    "path": nightwatch_idle::clipped(&seen.path, MAX_KEPT_TEXT),
+                    "robot": kind,
+                    "robot_why": robot,
+                    "client": seen.client.to_string(),
+                    "status": 503,
+                    "retry_after_s": refusal.retry_after.as_secs(),
+                }});
+                record(
+                    daemon,
+                    &app.spec,
+                    phase.as_str(),
+                    phase,
+                    details,
+                    format!(
+                        "{}; refused with 503 (more of the same are counted at /api/idle/{} until it wakes or sleeps again)",
+                        refusal.why, app.spec.name
+                    ),
+                    Vec::new(),
+                )
+                .await;
+            } else {
+                tracing::debug!("idle: {}", refusal.why);
+            }
         }
-        if !traffic.is_person() {
-            return match app.spec.asleep_answer {
-                // Not awake, but not broken either: the app's own last answer stands.
-                AsleepAnswer::LastReady
-                    if matches!(phase, Phase::Asleep | Phase::Suspending | Phase::Waking) =>
-                {
-                    Admit::Asleep(app.lock().last_ready.clone())
-                }
-                _ => Admit::Unavailable {
-                    why: format!("{} is {}", app.spec.name, phase.as_str()),
-                    retry_after: 30,
-                },
-            };
-        }
+        (traffic, admission)
+    }
+
+    /// Wakes the app for a person's request (waiting for a step in progress first): forward
+    /// once it is awake, 503 saying why when it could not be woken in time.
+    async fn wake_for_person(&self, daemon: &Arc<Daemon>, app: &Arc<AppControl>) -> Admit {
         let person = app.lock().state.last_person.clone();
         let woke = tokio::time::timeout(app.spec.wake_timeout + app.spec.step_timeout, async {
             // Waits for a step in progress (a suspend finishing, another request's wake).
@@ -655,10 +792,12 @@ impl IdleControl {
             Ok(Err(why)) => Admit::Unavailable {
                 why: format!("{} could not be woken: {why}", app.spec.name),
                 retry_after: 5,
+                asleep: false,
             },
             Err(_) => Admit::Unavailable {
                 why: format!("{} did not wake in time", app.spec.name),
                 retry_after: 5,
+                asleep: false,
             },
         }
     }
@@ -738,6 +877,16 @@ impl AppControl {
     /// Follows the app's phase (tests and the API wait on it).
     pub fn watch(&self) -> watch::Receiver<Phase> {
         self.phase.subscribe()
+    }
+}
+
+impl From<Refusal> for Admit {
+    fn from(refusal: Refusal) -> Admit {
+        Admit::Unavailable {
+            why: refusal.why,
+            retry_after: refusal.retry_after.as_secs(),
+            asleep: refusal.asleep,
+        }
     }
 }
 

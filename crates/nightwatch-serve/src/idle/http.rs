@@ -1,7 +1,9 @@
 //! Idle control over HTTP: forward-auth for operators who already run Caddy, nginx or
 //! Traefik in front of their apps (`/idle/auth`: the same classification and wake-up as the
-//! daemon's own proxy), each app's state in the API (`/api/idle`), and the one way an
-//! [`Admit`] becomes a reply.
+//! daemon's own proxy), the health endpoint those proxies route monitors' health checks to
+//! (`/idle/health`: the app's own answer while it is awake, its kept answer while it sleeps,
+//! never a wake), each app's state in the API (`/api/idle`), and the one way an [`Admit`]
+//! becomes a reply.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -16,7 +18,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::control::{Admit, Seen};
+use super::control::{Admit, AppControl, Health, IdleControl, Seen};
+use super::ready::ReadyAnswer;
 use crate::Daemon;
 use crate::api::{ApiError, ErrorBody};
 
@@ -42,6 +45,11 @@ pub struct ApiIdleApp {
     pub robots_since: BTreeMap<String, u64>,
     /// Robots by name (`Uptime Kuma`) or kind, since the last flip.
     pub robots_by_name: BTreeMap<String, u64>,
+    /// Robots' health checks given the kept readiness answer since the last flip.
+    pub kept_since: u64,
+    /// Robots' requests refused with 503 since the last flip, by method and path
+    /// (`POST /orders/sync`), the first of each recorded in the ledger with why.
+    pub refused_since: BTreeMap<String, u64>,
     /// Signals holding it awake at the last look (an exec session, a connection, a job).
     pub held_by: Vec<String>,
     /// Failed steps in a row.
@@ -69,9 +77,12 @@ pub fn read_routes() -> OpenApiRouter<Arc<Daemon>> {
         .routes(routes!(idle_app))
 }
 
-/// The forward-auth route: asked by a proxy in front of the apps, not by readers.
+/// The forward-auth and health routes: asked by a proxy in front of the apps, not by
+/// readers.
 pub fn auth_routes() -> OpenApiRouter<Arc<Daemon>> {
-    OpenApiRouter::new().routes(routes!(forward_auth))
+    OpenApiRouter::new()
+        .routes(routes!(forward_auth))
+        .routes(routes!(health))
 }
 
 fn api_app(control: &super::control::IdleControl, app: &super::control::AppControl) -> ApiIdleApp {
@@ -95,6 +106,8 @@ fn api_app(control: &super::control::IdleControl, app: &super::control::AppContr
             .map(|(kind, n)| (kind.to_owned(), n))
             .collect(),
         robots_by_name: state.seen.robots_by_name,
+        kept_since: state.seen.kept,
+        refused_since: state.seen.refused,
         held_by: state.held_by,
         failures: state.failures,
     }
@@ -153,7 +166,9 @@ async fn idle_app(State(daemon): State<Arc<Daemon>>, Path(name): Path<String>) -
 /// `X-Original-URI`), the client by `X-Real-IP` or the last `X-Forwarded-For` entry (the one
 /// the proxy added). 200: forward it (the app is awake, or was woken for this person). 503
 /// with `Retry-After`: a robot asking a sleeping app (with `X-Nightwatch-Asleep`), or a wake
-/// that failed; the proxy hands it to the client.
+/// that failed; the proxy hands it to the client. A 2xx would send the request on to the
+/// sleeping app, so a monitor's health check gets its kept answer at `/idle/health`, where
+/// the proxy routes the app's health paths.
 #[utoipa::path(
     method(get, post),
     path = "/idle/auth",
@@ -176,50 +191,143 @@ async fn forward_auth(
             .map(str::trim)
             .filter(|v| !v.is_empty())
     };
-    let Some(control) = daemon.idle.clone() else {
-        return ApiError::new(
-            StatusCode::NOT_FOUND,
-            "no app is under idle control here (serve.yaml: idle.apps)",
-        )
-        .into_response();
-    };
-    let host = text("x-forwarded-host")
-        .or_else(|| text("host"))
-        .unwrap_or("");
-    let Some(app) = control.app_for_host(host).cloned() else {
-        return ApiError::new(
-            StatusCode::NOT_FOUND,
-            format!("no app under idle control answers to host {host:?} (idle.apps.*.hosts)"),
-        )
-        .into_response();
+    let (control, app) = match app_of(&daemon, &headers) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
     };
     let uri = text("x-forwarded-uri")
         .or_else(|| text("x-original-uri"))
         .unwrap_or("/");
-    let path = uri.split(['?', '#']).next().unwrap_or("/").to_owned();
     let method = text("x-forwarded-method")
         .or_else(|| text("x-original-method"))
         .map(str::to_owned)
         .unwrap_or_else(|| method.to_string());
     let seen = Seen {
         method,
-        path,
+        path: path_of(uri).to_owned(),
         user_agent: text("user-agent").map(str::to_owned),
         client: client_of(&headers),
     };
     match control.admit(&daemon, &app, &seen).await {
         Admit::Forward => StatusCode::OK.into_response(),
-        // A 2xx here would send the request on to a sleeping app: robots get 503.
-        Admit::Asleep(_) => unavailable(
+        // A 2xx here would send the request on to a sleeping app: the kept answer is given
+        // at /idle/health instead.
+        Admit::Kept(_) => unavailable(
             &app.spec.name,
-            30,
+            nightwatch_idle::admission::RETRY_AFTER.as_secs(),
             true,
-            format!("{} is asleep", app.spec.name),
+            format!(
+                "{} is asleep; its kept health answer is at /idle/health, where the proxy in front of it routes its health paths ({})",
+                app.spec.name,
+                app.spec.health_paths_shown()
+            ),
         ),
-        Admit::Unavailable { why, retry_after } => {
-            unavailable(&app.spec.name, retry_after, false, why)
-        }
+        Admit::Unavailable {
+            why,
+            retry_after,
+            asleep,
+        } => unavailable(&app.spec.name, retry_after, asleep, why),
     }
+}
+
+/// A monitor's health check of an app, routed here by the proxy in front of it (Caddy,
+/// nginx, Traefik) so that it is answered while the app sleeps without waking it. The app
+/// is found by `X-Forwarded-Host` (or `Host`), the health path asked by `X-Forwarded-Uri`,
+/// `X-Original-URI` or `X-Replaced-Path` (Traefik's `replacePath`); it must be one of the
+/// app's health paths. Awake, the app answers it now (its own status and body); asleep, the
+/// answer is the one its readiness check kept while it was awake, with
+/// `X-Nightwatch-Asleep`. It is counted as a robot's request and never wakes the app.
+#[utoipa::path(
+    get,
+    path = "/idle/health",
+    tag = "idle",
+    responses(
+        (status = 200, description = "The app's health answer: its own while it is awake, the kept one (with X-Nightwatch-Asleep) while it sleeps; any other status the app itself gives is passed on as it is"),
+        (status = 400, description = "The proxy did not say which path was asked (X-Forwarded-Uri)", body = ErrorBody),
+        (status = 404, description = "No app under idle control answers to that host, or the path is not one of its health paths", body = ErrorBody),
+        (status = 503, description = "The app sleeps and no answer was kept (or asleep_answer is unavailable), or it is failed; Retry-After says when to ask again", body = ErrorBody),
+    ),
+)]
+async fn health(State(daemon): State<Arc<Daemon>>, method: Method, headers: HeaderMap) -> Response {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+    };
+    let (control, app) = match app_of(&daemon, &headers) {
+        Ok(found) => found,
+        Err(refused) => return refused.into_response(),
+    };
+    let Some(target) = text("x-forwarded-uri")
+        .or_else(|| text("x-original-uri"))
+        .or_else(|| text("x-replaced-path"))
+    else {
+        return ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "say which health path was asked: the proxy sets X-Forwarded-Uri (README: Idle control)",
+        )
+        .into_response();
+    };
+    let path = path_of(target);
+    if !app.spec.is_health_path(path) {
+        return ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{:?} is not a health path of {} (idle.apps.{}.health_paths: {}); only those are answered here",
+                nightwatch_idle::clipped(path, 120),
+                app.spec.name,
+                app.spec.name,
+                app.spec.health_paths_shown()
+            ),
+        )
+        .into_response();
+    }
+    let seen = Seen {
+        method: method.to_string(),
+        path: path.to_owned(),
+        user_agent: text("user-agent").map(str::to_owned),
+        client: client_of(&headers),
+    };
+    let host = text("x-forwarded-host").or_else(|| text("host"));
+    match control.health(&daemon, &app, &seen, target, host).await {
+        Health::Live(answer) => kept_reply(answer),
+        Health::Answer(admit) => answer(&app.spec.name, admit)
+            .unwrap_or_else(|| StatusCode::INTERNAL_SERVER_ERROR.into_response()),
+    }
+}
+
+/// The controller and the app a fronting proxy's request names by `X-Forwarded-Host` (or
+/// `Host`), or the 404 saying why not.
+fn app_of(
+    daemon: &Daemon,
+    headers: &HeaderMap,
+) -> Result<(Arc<IdleControl>, Arc<AppControl>), ApiError> {
+    let Some(control) = daemon.idle.clone() else {
+        return Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            "no app is under idle control here (serve.yaml: idle.apps)",
+        ));
+    };
+    let host = ["x-forwarded-host", "host"]
+        .iter()
+        .filter_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()))
+        .map(str::trim)
+        .find(|v| !v.is_empty())
+        .unwrap_or("");
+    match control.app_for_host(host).cloned() {
+        Some(app) => Ok((control, app)),
+        None => Err(ApiError::new(
+            StatusCode::NOT_FOUND,
+            format!("no app under idle control answers to host {host:?} (idle.apps.*.hosts)"),
+        )),
+    }
+}
+
+/// A request target's path, without the query or fragment.
+fn path_of(uri: &str) -> &str {
+    uri.split(['?', '#']).next().unwrap_or("/")
 }
 
 /// The client a fronting proxy says it served: `X-Real-IP`, else the last `X-Forwarded-For`
@@ -240,35 +348,46 @@ fn client_of(headers: &HeaderMap) -> IpAddr {
         .unwrap_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED))
 }
 
-/// How an [`Admit`] other than forward becomes the daemon proxy's reply.
+/// How an [`Admit`] other than forward becomes the daemon proxy's reply (and
+/// `/idle/health`'s): the kept answer marked `X-Nightwatch-Asleep`, or 503 with
+/// `Retry-After` and why. Never a 2xx but the app's own kept one.
 pub fn answer(app: &str, admit: Admit) -> Option<Response> {
     match admit {
         Admit::Forward => None,
-        Admit::Asleep(Some(kept)) => {
-            let mut response = (
-                StatusCode::from_u16(kept.status).unwrap_or(StatusCode::OK),
-                kept.body,
-            )
-                .into_response();
-            let headers = response.headers_mut();
-            if let Some(kind) = kept
-                .content_type
-                .as_deref()
-                .and_then(|c| HeaderValue::from_str(c).ok())
-            {
-                headers.insert(header::CONTENT_TYPE, kind);
-            }
-            mark_asleep(headers, app);
+        Admit::Kept(Some(kept)) => {
+            let mut response = kept_reply(kept);
+            mark_asleep(response.headers_mut(), app);
             Some(response)
         }
-        Admit::Asleep(None) => Some(unavailable(
+        Admit::Kept(None) => Some(unavailable(
             app,
-            30,
+            nightwatch_idle::admission::RETRY_AFTER.as_secs(),
             true,
             format!("{app} is asleep (no answer of its own was kept to give)"),
         )),
-        Admit::Unavailable { why, retry_after } => Some(unavailable(app, retry_after, false, why)),
+        Admit::Unavailable {
+            why,
+            retry_after,
+            asleep,
+        } => Some(unavailable(app, retry_after, asleep, why)),
     }
+}
+
+/// An answer the app gave its readiness check (or a health check passed on), as a reply.
+fn kept_reply(kept: ReadyAnswer) -> Response {
+    let mut response = (
+        StatusCode::from_u16(kept.status).unwrap_or(StatusCode::BAD_GATEWAY),
+        kept.body,
+    )
+        .into_response();
+    if let Some(kind) = kept
+        .content_type
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        response.headers_mut().insert(header::CONTENT_TYPE, kind);
+    }
+    response
 }
 
 fn unavailable(app: &str, retry_after: u64, asleep: bool, why: String) -> Response {
@@ -306,16 +425,16 @@ mod tests {
 
     #[test]
     fn a_kept_answer_is_given_marked_asleep() {
-        let kept = super::super::ready::ReadyAnswer {
+        let kept = ReadyAnswer {
             status: 200,
             content_type: Some("application/json".into()),
             body: bytes::Bytes::from_static(b"{\"status\":\"ok\"}"),
         };
-        let r = answer("shop", Admit::Asleep(Some(kept))).unwrap();
+        let r = answer("shop", Admit::Kept(Some(kept))).unwrap();
         assert_eq!(r.status(), StatusCode::OK);
         assert_eq!(r.headers()[ASLEEP_HEADER], "shop");
         assert_eq!(r.headers()[header::CONTENT_TYPE], "application/json");
-        let r = answer("shop", Admit::Asleep(None)).unwrap();
+        let r = answer("shop", Admit::Kept(None)).unwrap();
         assert_eq!(r.status(), StatusCode::SERVICE_UNAVAILABLE);
         assert_eq!(r.headers()[header::RETRY_AFTER], "30");
         assert!(answer("shop", Admit::Forward).is_none());

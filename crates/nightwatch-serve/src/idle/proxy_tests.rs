@@ -1,6 +1,7 @@
 //! The idle proxy against real servers on 127.0.0.1: an axum app (and a websocket echo) as
 //! the upstream, the proxy in front of it, and a hyper client, a websocket client or a raw
-//! TCP stream as the client.
+//! TCP stream as the client. The last tests put the controller's admission rules at the door
+//! (what a sleeping app's robots and people get, by method and path).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -28,7 +29,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 
+use super::control::Admit;
 use super::proxy::{Admission, Doorman, Facts, Upstream, serve_proxy};
+use super::ready::ReadyAnswer;
 use crate::ServeError;
 use crate::http::ConnectionLimits;
 
@@ -379,7 +382,11 @@ const LIMITS: ConnectionLimits = ConnectionLimits {
     header_read: Duration::from_secs(5),
 };
 
-async fn start_proxy(upstream: Upstream, door: Arc<Door>, limits: ConnectionLimits) -> Proxy {
+async fn start_proxy(
+    upstream: Upstream,
+    door: Arc<dyn Doorman>,
+    limits: ConnectionLimits,
+) -> Proxy {
     let listener = TcpListener::bind((LOCALHOST, 0)).await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = oneshot::channel::<()>();
@@ -886,5 +893,210 @@ async fn an_upload_that_expects_100_continue_goes_through() {
         .unwrap();
     assert!(reply.starts_with("HTTP/1.1 201 Created\r\n"), "{reply}");
     assert!(reply.ends_with("\r\n\r\nhello"), "{reply}");
+    proxy.stop().await;
+}
+
+// ---- the admission rules at the door ----
+
+/// The controller's rules at the door: nightwatch-idle's classifier and admission, and the
+/// reply `http::answer` makes of them, for an app asleep until a person's request wakes it
+/// (no container engine here: a wake is a flag).
+struct Rules {
+    spec: nightwatch_idle::AppSpec,
+    classifier: Mutex<nightwatch_idle::Classifier>,
+    phase: Mutex<nightwatch_idle::Phase>,
+    kept: ReadyAnswer,
+    wakes: AtomicUsize,
+}
+
+impl Rules {
+    fn asleep() -> Rules {
+        let yaml = "apps:\n  shop:\n    container: shop\n    listen: 127.0.0.1:8080\n    upstream: 127.0.0.1:18080\n    idle_after: 15m\n    ready: { http: /healthz }\n    robot_agents: [orders-sync]\n";
+        let file: nightwatch_idle::IdleFile = yaml_serde::from_str(yaml).unwrap();
+        Rules {
+            spec: file.check().unwrap().remove(0),
+            classifier: Mutex::new(nightwatch_idle::Classifier::new()),
+            phase: Mutex::new(nightwatch_idle::Phase::Asleep),
+            kept: ReadyAnswer {
+                status: 200,
+                content_type: Some("application/json".into()),
+                body: Bytes::from_static(b"{\"status\":\"ok\"}"),
+            },
+            wakes: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Doorman for Rules {
+    fn admit<'a>(
+        &'a self,
+        facts: &'a Facts,
+    ) -> Pin<Box<dyn Future<Output = Admission> + Send + 'a>> {
+        Box::pin(async move {
+            let request = nightwatch_idle::Request {
+                method: &facts.method,
+                path: &facts.path,
+                user_agent: facts.user_agent.as_deref(),
+                client: facts.client,
+                at_ms: 0,
+            };
+            let traffic = self
+                .classifier
+                .lock()
+                .unwrap()
+                .classify(&self.spec, &request);
+            let mut phase = self.phase.lock().unwrap();
+            let admit = match nightwatch_idle::admission(
+                &self.spec,
+                *phase,
+                &traffic,
+                &facts.method,
+                &facts.path,
+            ) {
+                nightwatch_idle::Admission::Forward => Admit::Forward,
+                nightwatch_idle::Admission::Wake => {
+                    self.wakes.fetch_add(1, Ordering::SeqCst);
+                    *phase = nightwatch_idle::Phase::Awake;
+                    Admit::Forward
+                }
+                nightwatch_idle::Admission::Kept => Admit::Kept(Some(self.kept.clone())),
+                nightwatch_idle::Admission::Refused(refusal) => Admit::from(refusal),
+            };
+            match super::http::answer(&self.spec.name, admit) {
+                None => Admission::Forward,
+                Some(reply) => Admission::Answer(reply),
+            }
+        })
+    }
+}
+
+const KUMA: &str = "Uptime-Kuma/2.0.2";
+const FIREFOX: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:128.0) Gecko/20100101 Firefox/128.0";
+
+fn asked(method: &str, url: &str, agent: &str, body: &'static str) -> hyper::Request<Body> {
+    hyper::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("user-agent", agent)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap()
+}
+
+/// Asserts a refusal by nightwatch for a sleeping app: 503, `Retry-After`,
+/// `X-Nightwatch-Asleep`, and why in the body, which names `asked`.
+async fn assert_refused_asleep(response: hyper::Response<Incoming>, asked: &str) {
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(response.headers()["retry-after"], "30");
+    assert_eq!(response.headers()["x-nightwatch-asleep"], "shop");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let why = text(response.into_body()).await;
+    assert!(why.contains(asked), "{why}");
+    assert!(why.contains("does not wake it"), "{why}");
+}
+
+/// The tester's sync client: a robot (here by its configured user agent) POSTing to a
+/// sleeping app is told 503 with when to ask again, never a 200 the app did not send, and
+/// nothing reaches the app.
+#[tokio::test]
+async fn a_robots_post_to_a_sleeping_app_is_503_with_retry_after_never_200() {
+    let (app, state) = start_app().await;
+    let rules = Arc::new(Rules::asleep());
+    let proxy = start_proxy(Upstream::new(app), rules.clone(), LIMITS).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
+    for path in ["/orders/sync", "/healthz"] {
+        let response = client
+            .request(asked(
+                "POST",
+                &proxy.url(path),
+                "orders-sync/1.0",
+                "{\"order\":1}",
+            ))
+            .await
+            .unwrap();
+        assert_refused_asleep(response, &format!("POST {path}")).await;
+    }
+    assert_eq!(
+        state.hits.load(Ordering::SeqCst),
+        0,
+        "nothing reached the app"
+    );
+    assert_eq!(
+        rules.wakes.load(Ordering::SeqCst),
+        0,
+        "a robot wakes nothing"
+    );
+    proxy.stop().await;
+}
+
+/// A monitor's GET or HEAD of the health path gets the kept readiness answer, marked as
+/// nightwatch's; the same monitor asking any other path is refused.
+#[tokio::test]
+async fn a_robots_health_check_gets_the_kept_answer_and_nothing_else_does() {
+    let (app, state) = start_app().await;
+    let rules = Arc::new(Rules::asleep());
+    let proxy = start_proxy(Upstream::new(app), rules.clone(), LIMITS).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
+
+    let response = client
+        .request(asked("GET", &proxy.url("/healthz?full=1"), KUMA, ""))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers()["x-nightwatch-asleep"], "shop");
+    assert_eq!(response.headers()["content-type"], "application/json");
+    assert_eq!(text(response.into_body()).await, "{\"status\":\"ok\"}");
+
+    let (status, headers, body) = raw(
+        proxy.addr,
+        &format!("HEAD /healthz HTTP/1.1\r\nHost: shop\r\nUser-Agent: {KUMA}\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    assert_eq!(value(&headers, "x-nightwatch-asleep"), Some("shop"));
+    assert_eq!(body, "", "a HEAD gets no body");
+
+    for (agent, path) in [(KUMA, "/"), (KUMA, "/cart"), (FIREFOX, "/favicon.ico")] {
+        let response = client
+            .request(asked("GET", &proxy.url(path), agent, ""))
+            .await
+            .unwrap();
+        assert_refused_asleep(response, &format!("GET {path}")).await;
+    }
+    assert_eq!(state.hits.load(Ordering::SeqCst), 0);
+    assert_eq!(rules.wakes.load(Ordering::SeqCst), 0);
+    proxy.stop().await;
+}
+
+/// A person's request, whatever its method, wakes the app and is forwarded to it.
+#[tokio::test]
+async fn a_persons_request_wakes_the_app_and_is_forwarded() {
+    let (app, state) = start_app().await;
+    let rules = Arc::new(Rules::asleep());
+    let proxy = start_proxy(Upstream::new(app), rules.clone(), LIMITS).await;
+    let client = Client::builder(TokioExecutor::new()).build_http::<Body>();
+    let response = client
+        .request(asked("POST", &proxy.url("/echo"), FIREFOX, "{\"cart\":2}"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(response.headers()["x-echo"], "1", "the app's own answer");
+    assert!(response.headers().get("x-nightwatch-asleep").is_none());
+    assert_eq!(text(response.into_body()).await, "{\"cart\":2}");
+    assert_eq!(rules.wakes.load(Ordering::SeqCst), 1);
+    // Awake now: the robot's POST that was refused is forwarded to the app.
+    let response = client
+        .request(asked(
+            "POST",
+            &proxy.url("/echo"),
+            "orders-sync/1.0",
+            "{\"order\":1}",
+        ))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::CREATED);
+    assert_eq!(text(response.into_body()).await, "{\"order\":1}");
+    assert_eq!(state.hits.load(Ordering::SeqCst), 2);
+    assert_eq!(rules.wakes.load(Ordering::SeqCst), 1);
     proxy.stop().await;
 }

@@ -1,6 +1,8 @@
 //! The readiness check: "running" means the app answers. An HTTP check GETs its path on the
 //! upstream and wants 2xx or 3xx; a TCP check wants a connection. The last answer an awake
-//! app gave is kept, so a robot asking while it sleeps can be given it.
+//! app gave is kept, so a robot's health check while it sleeps can be given it. [`fetch`] is
+//! the same GET of any path, whatever the answer, for a health check `/idle/health` passes on
+//! to an awake app.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -26,7 +28,52 @@ pub async fn check(
     readiness: &Readiness,
     timeout: Duration,
 ) -> Result<Option<ReadyAnswer>, String> {
-    match tokio::time::timeout(timeout, check_once(upstream, readiness)).await {
+    let path = match readiness {
+        Readiness::Tcp => {
+            return within(upstream, timeout, async {
+                connect(upstream).await.map(|_| None)
+            })
+            .await;
+        }
+        Readiness::Http { path } => path,
+    };
+    let answer = fetch(upstream, path, None, None, timeout).await?;
+    if (200..400).contains(&answer.status) {
+        Ok(Some(answer))
+    } else {
+        Err(format!(
+            "GET {path} on {upstream} answered {}",
+            hyper::StatusCode::from_u16(answer.status)
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| answer.status.to_string())
+        ))
+    }
+}
+
+/// GETs `target` (a path and query) on the upstream within `timeout`, for `host` and as
+/// `user_agent` when given (the readiness check's own otherwise): the app's answer whatever
+/// its status (the first [`MAX_KEPT_BODY`] bytes of its body), or why there is none.
+pub async fn fetch(
+    upstream: SocketAddr,
+    target: &str,
+    host: Option<&str>,
+    user_agent: Option<&str>,
+    timeout: Duration,
+) -> Result<ReadyAnswer, String> {
+    within(
+        upstream,
+        timeout,
+        fetch_once(upstream, target, host, user_agent),
+    )
+    .await
+}
+
+async fn within<T>(
+    upstream: SocketAddr,
+    timeout: Duration,
+    work: impl std::future::Future<Output = Result<T, String>>,
+) -> Result<T, String> {
+    match tokio::time::timeout(timeout, work).await {
         Ok(result) => result,
         Err(_) => Err(format!(
             "no answer from {upstream} within {}",
@@ -35,17 +82,19 @@ pub async fn check(
     }
 }
 
-async fn check_once(
-    upstream: SocketAddr,
-    readiness: &Readiness,
-) -> Result<Option<ReadyAnswer>, String> {
-    let stream = tokio::net::TcpStream::connect(upstream)
+async fn connect(upstream: SocketAddr) -> Result<tokio::net::TcpStream, String> {
+    tokio::net::TcpStream::connect(upstream)
         .await
-        .map_err(|e| format!("{upstream} refuses connections: {e}"))?;
-    let path = match readiness {
-        Readiness::Tcp => return Ok(None),
-        Readiness::Http { path } => path,
-    };
+        .map_err(|e| format!("{upstream} refuses connections: {e}"))
+}
+
+async fn fetch_once(
+    upstream: SocketAddr,
+    target: &str,
+    host: Option<&str>,
+    user_agent: Option<&str>,
+) -> Result<ReadyAnswer, String> {
+    let stream = connect(upstream).await?;
     let (mut sender, connection) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
             .await
@@ -53,14 +102,20 @@ async fn check_once(
     let driving = tokio::spawn(async move {
         let _ = connection.await;
     });
-    let request = hyper::Request::get(path.as_str())
-        .header(hyper::header::HOST, upstream.to_string())
-        .header(hyper::header::USER_AGENT, "nightwatch-readiness")
+    let request = hyper::Request::get(target)
+        .header(
+            hyper::header::HOST,
+            host.map_or_else(|| upstream.to_string(), str::to_owned),
+        )
+        .header(
+            hyper::header::USER_AGENT,
+            user_agent.unwrap_or("nightwatch-readiness"),
+        )
         .body(Empty::<Bytes>::new())
-        .map_err(|e| format!("GET {path}: {e}"))?;
+        .map_err(|e| format!("GET {target}: {e}"))?;
     let answered = sender.send_request(request).await;
     let result = match answered {
-        Err(e) => Err(format!("GET {path} on {upstream}: {e}")),
+        Err(e) => Err(format!("GET {target} on {upstream}: {e}")),
         Ok(response) => {
             let status = response.status();
             let content_type = response
@@ -73,15 +128,11 @@ async fn check_once(
                 .await
                 .map(|b| b.to_bytes())
                 .unwrap_or_default();
-            if status.is_success() || status.is_redirection() {
-                Ok(Some(ReadyAnswer {
-                    status: status.as_u16(),
-                    content_type,
-                    body,
-                }))
-            } else {
-                Err(format!("GET {path} on {upstream} answered {status}"))
-            }
+            Ok(ReadyAnswer {
+                status: status.as_u16(),
+                content_type,
+                body,
+            })
         }
     };
     driving.abort();

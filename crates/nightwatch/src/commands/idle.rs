@@ -70,9 +70,11 @@ pub fn explain(app: &str, records: &[&Record], last: usize) -> Vec<String> {
         },
         _ => {}
     }
+    let refusal = |r: &&&Record| r.inputs.get("refused").is_some();
     if let Some(hold) = flips
         .iter()
         .rev()
+        .filter(|r| !refusal(r))
         .find(|r| r.seq >= since && r.inputs["from"] == r.inputs["to"])
     {
         out.push(format!(
@@ -80,6 +82,15 @@ pub fn explain(app: &str, records: &[&Record], last: usize) -> Vec<String> {
             hold.reasons.first().map(String::as_str).unwrap_or("?"),
             hold.timestamp_text(),
             hold.id
+        ));
+    }
+    // A robot's request refused while it slept: the first of each, with why.
+    for refused in flips.iter().filter(|r| r.seq >= since && refusal(r)) {
+        out.push(format!(
+            "refused ({}, {}): {}",
+            refused.timestamp_text(),
+            refused.id,
+            refused.reasons.first().map(String::as_str).unwrap_or("?")
         ));
     }
     for veto in suspends
@@ -266,9 +277,18 @@ mod tests {
                 json!({"app": "cart", "from": "awake", "to": "asleep"}),
                 "not this app",
             ),
+            record(
+                6,
+                event::IDLE,
+                "idle",
+                None,
+                json!({"app": "shop", "from": "asleep", "to": "asleep",
+                "refused": {"method": "POST", "path": "/orders/sync", "robot": "polling"}}),
+                "shop is asleep; a robot's POST /orders/sync (polling: asks /orders/sync every 5s) does not wake it",
+            ),
         ];
         let about = about("shop", &records);
-        assert_eq!(about.len(), 4);
+        assert_eq!(about.len(), 5);
         let text = explain("shop", &about, 10).join("\n");
         assert!(text.starts_with("shop is asleep since"), "{text}");
         assert!(text.contains("paused after 15m idle"), "{text}");
@@ -284,6 +304,11 @@ mod tests {
             "an earlier veto is history, not why: {text}"
         );
         assert!(text.contains("suspend_app halt"), "{text}");
+        assert!(
+            text.contains("refused (") && text.contains("POST /orders/sync (polling"),
+            "{text}"
+        );
+        assert!(!text.contains("held:"), "a refusal holds nothing: {text}");
     }
 
     #[test]
