@@ -481,6 +481,26 @@ fn exec_activity_is_recorded_and_survives_a_restart() {
     assert_eq!(state.activity(Kind::Container, &id), at);
 }
 
+/// Idle control wakes an app by unpausing it: that is someone using it, and it counts.
+#[test]
+fn an_unpause_is_activity() {
+    let scratch = Scratch::new("unpause");
+    let id = scratch.container("run", &[], &["sleep", "3600"]);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = SqliteJanitorStore::open(dir.path()).expect("state store");
+    docker(&["pause", &id]);
+    // Only the unpause falls in the window read below: its start is well before.
+    std::thread::sleep(std::time::Duration::from_millis(1_500));
+    let since = now_ms() - 200;
+    docker(&["unpause", &id]);
+    let until = now_ms() + 500;
+    inventory()
+        .record_activity(&store, since, until)
+        .expect("record activity");
+    let at = store.activity(Kind::Container, &id).expect("read");
+    within(at, since, until, "unpause activity");
+}
+
 #[test]
 fn plan_removes_an_idle_exited_container_and_keeps_a_labelled_one() {
     let scratch = Scratch::new("plan");

@@ -463,26 +463,25 @@ pub struct Failure {
 /// A refusal made because nightwatch itself could not decide, so that even that veto is in
 /// the ledger with its reason (a `decision` with verdict `deny` and no rule).
 fn refusal_entry(failure: Failure, written_ms: i64) -> Entry {
-    let actor = RecordActor::from(&failure.actor);
-    let mut entry = Entry::new(event::DECISION, written_ms, actor, failure.tool);
-    entry.session_id = failure.context.session.clone();
-    entry.context = record_context(&failure.context);
-    entry.call_id = failure.call_id;
-    entry.inputs = failure.inputs;
+    let mut entry = call_entry(event::DECISION, failure, written_ms);
     entry.verdict = Some(nightwatch_core::Verdict::Deny.as_str().to_owned());
-    entry.reasons = vec![failure.reason];
     entry
 }
 
 /// A call the agent declined after asking: it closes without a result.
 fn declined_entry(declined: Failure, written_ms: i64) -> Entry {
-    let actor = RecordActor::from(&declined.actor);
-    let mut entry = Entry::new(event::DECLINED, written_ms, actor, declined.tool);
-    entry.session_id = declined.context.session.clone();
-    entry.context = record_context(&declined.context);
-    entry.call_id = declined.call_id;
-    entry.inputs = declined.inputs;
-    entry.reasons = vec![declined.reason];
+    call_entry(event::DECLINED, declined, written_ms)
+}
+
+/// The record of a call that ends without running, with its one reason.
+fn call_entry(step: &str, call: Failure, written_ms: i64) -> Entry {
+    let actor = RecordActor::from(&call.actor);
+    let mut entry = Entry::new(step, written_ms, actor, call.tool);
+    entry.session_id = call.context.session.clone();
+    entry.context = record_context(&call.context);
+    entry.call_id = call.call_id;
+    entry.inputs = call.inputs;
+    entry.reasons = vec![call.reason];
     entry
 }
 

@@ -596,7 +596,7 @@ pub fn unfinished_removals(
         .collect();
     Ok(read(event::DECISION)?
         .into_iter()
-        .filter(|r| r.verdict.as_deref() == Some("allow"))
+        .filter(|r| r.verdict.as_deref() == Some(Verdict::Allow.as_str()))
         .filter_map(|r| {
             let call_id = r.call_id.clone().filter(|c| !closed.contains(c))?;
             let text = |key: &str| r.inputs.get(key).and_then(Value::as_str).map(str::to_owned);

@@ -123,15 +123,10 @@ pub fn admission(
 mod tests {
     use super::*;
     use crate::classify::RobotKind;
-    use crate::spec::IdleFile;
     use proptest::prelude::*;
 
     fn app(extra: &str) -> AppSpec {
-        let yaml = format!(
-            "apps:\n  shop:\n    container: shop\n    listen: 127.0.0.1:8080\n    upstream: 127.0.0.1:18080\n    idle_after: 20s\n    ready: {{ http: /healthz }}\n{extra}"
-        );
-        let file: IdleFile = yaml_serde::from_str(&yaml).unwrap();
-        file.check().unwrap().remove(0)
+        crate::test_app(extra)
     }
 
     fn polling() -> Traffic {

@@ -272,15 +272,10 @@ fn shown(path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::IdleFile;
     use proptest::prelude::*;
 
     fn app(extra: &str) -> AppSpec {
-        let yaml = format!(
-            "apps:\n  shop:\n    container: shop\n    listen: 127.0.0.1:8080\n    upstream: 127.0.0.1:18080\n    idle_after: 20s\n    ready: {{ http: /healthz }}\n{extra}"
-        );
-        let file: IdleFile = yaml_serde::from_str(&yaml).unwrap();
-        file.check().unwrap().remove(0)
+        crate::test_app(extra)
     }
 
     fn ask(c: &mut Classifier, app: &AppSpec, agent: &str, path: &str, at_ms: u64) -> Traffic {

@@ -45,3 +45,13 @@ pub fn clipped(text: &str, max: usize) -> String {
     }
     format!("{}…", &text[..end])
 }
+
+/// The app the unit tests judge: `shop`, ready at `/healthz`, with `extra` lines of YAML.
+#[cfg(test)]
+pub(crate) fn test_app(extra: &str) -> AppSpec {
+    let yaml = format!(
+        "apps:\n  shop:\n    container: shop\n    listen: 127.0.0.1:8080\n    upstream: 127.0.0.1:18080\n    idle_after: 20s\n    ready: {{ http: /healthz }}\n{extra}"
+    );
+    let file: IdleFile = yaml_serde::from_str(&yaml).unwrap();
+    file.check().unwrap().remove(0)
+}

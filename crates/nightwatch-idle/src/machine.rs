@@ -272,12 +272,9 @@ impl AppState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::IdleFile;
 
     fn app() -> AppSpec {
-        let yaml = "apps:\n  shop:\n    container: shop\n    listen: 127.0.0.1:8080\n    upstream: 127.0.0.1:18080\n    idle_after: 20s\n    ready: { http: /healthz }\n    failures: { initial: 1s, max: 4s, quarantine_after: 3 }\n";
-        let file: IdleFile = yaml_serde::from_str(yaml).unwrap();
-        file.check().unwrap().remove(0)
+        crate::test_app("    failures: { initial: 1s, max: 4s, quarantine_after: 3 }\n")
     }
 
     fn person() -> PersonSeen {

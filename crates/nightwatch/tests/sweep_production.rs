@@ -717,6 +717,17 @@ fn a_declined_agent_docker_run_gives_no_claim_on_an_operators_container() {
         assert!(reasons.contains("not in the janitor's scope"), "{reasons}");
         assert!(!reasons.contains("sess_declined"), "{reasons}");
     }
+    // That plan was judged six days ahead (`--now`): a what-if, and recorded as one.
+    let planned: Vec<Value> = site
+        .records()
+        .into_iter()
+        .filter(|(event, inputs, ..)| event == "sweep-plan" && inputs["id"] == *operators)
+        .map(|(_, inputs, ..)| inputs)
+        .collect();
+    assert_eq!(planned.len(), 1, "{planned:?}");
+    assert!(planned[0]["what_if_ms"].is_i64(), "{planned:?}");
+    let why = site.run(&["why", &operators], &[]);
+    assert!(text(&why).contains("WHAT-IF as of"), "{}", text(&why));
     let reaped = site.run(
         &["sweep", "apply", "--session", "sess_declined", "--yes"],
         &[],

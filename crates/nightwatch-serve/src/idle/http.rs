@@ -184,13 +184,7 @@ async fn forward_auth(
     method: Method,
     headers: HeaderMap,
 ) -> Response {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
+    let text = |name: &str| header_text(&headers, name);
     let (control, app) = match app_of(&daemon, &headers) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
@@ -249,13 +243,7 @@ async fn forward_auth(
     ),
 )]
 async fn health(State(daemon): State<Arc<Daemon>>, method: Method, headers: HeaderMap) -> Response {
-    let text = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-    };
+    let text = |name: &str| header_text(&headers, name);
     let (control, app) = match app_of(&daemon, &headers) {
         Ok(found) => found,
         Err(refused) => return refused.into_response(),
@@ -404,6 +392,15 @@ fn mark_asleep(headers: &mut HeaderMap, app: &str) {
     if let Ok(v) = HeaderValue::from_str(app) {
         headers.insert(ASLEEP_HEADER, v);
     }
+}
+
+/// A header's value, trimmed; `None` when absent, empty or not text.
+fn header_text<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
 }
 
 #[cfg(test)]
